@@ -1,0 +1,37 @@
+# Two commands on a fresh machine: `make run` (set up + the main job) and `make test`.
+# The TensorFlow build is chosen by the machine: NVIDIA driver present -> CUDA build,
+# otherwise the CPU build. Override with `make run BACKEND=cuda` (or cpu).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+BACKEND ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo cuda || echo cpu)
+STAMP := $(VENV)/.installed-$(BACKEND)
+RUN_SECONDS ?= 90
+
+.PHONY: run test lint bench-harness clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[$(BACKEND),test]"
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+run: $(STAMP)
+	$(BIN)/gpuscout bench --workload resnet50 --seconds $(RUN_SECONDS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+bench-harness: $(STAMP)
+	$(BIN)/python benchmarks/harness_vs_fit.py
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,29 @@
+"""gpuscout: which GPU to train on, from measurement and physics.
+
+The library behind the ``gpuscout`` command; every command is a thin wrapper over a function
+here. Names are imported lazily, so ``import gpuscout`` (and ``gpuscout --help``) stays fast
+and never imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "SCHEMA_VERSION": "gpuscout.records",
+    "BenchConfig": "gpuscout.records",
+    "GpuscoutError": "gpuscout.errors",
+    "RunResult": "gpuscout.records",
+    "Store": "gpuscout.store",
+    "UserError": "gpuscout.errors",
+    "bench": "gpuscout.measure",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'gpuscout' has no attribute {name!r}")

@@ -1,0 +1,3 @@
+from gpuscout.cli import entry
+
+entry()

@@ -1,0 +1,56 @@
+"""The ``gpuscout`` command. The only place that touches argv, stdout and exit codes.
+
+Imports here stay light (argparse, no TensorFlow, no rich until a command runs), so
+``gpuscout --help`` and every command that does not measure start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from gpuscout.cli import bench as bench_cmd
+from gpuscout.cli import runs as runs_cmd
+from gpuscout.cli.parser import OneLineParser
+from gpuscout.errors import GpuscoutError, UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="gpuscout",
+        description="Which GPU to train on, from measurement and physics.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    bench_cmd.register(sub)
+    runs_cmd.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from importlib.metadata import version
+
+        print(f"gpuscout {version('gpuscout')}")
+        return 0
+    if not args.command:
+        parser.print_help()
+        return 0
+    try:
+        return int(args.handler(args))
+    except UserError as exc:
+        print(f"gpuscout: error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
+    except GpuscoutError as exc:
+        print(f"gpuscout: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("gpuscout: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry() -> None:
+    sys.exit(main())

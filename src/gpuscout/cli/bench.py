@@ -1,0 +1,106 @@
+"""``gpuscout bench``: measure training speed, store the run, print it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from gpuscout.cli.parser import non_negative_int, positive_float, positive_int
+from gpuscout.names import LOOPS, PRECISIONS
+
+if TYPE_CHECKING:
+    from gpuscout.records import BenchConfig
+
+DEFAULT_SECONDS = 60.0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="measure training speed of a workload or your own Keras model",
+        description="Measure training speed with warm-up detection and a 95%% confidence "
+        "interval; the run is stored (see 'gpuscout runs').",
+    )
+    what = p.add_argument_group("what to measure")
+    what.add_argument("--workload", "-w", default="mlp", help="mlp, cnn-small, resnet50, bert-base")
+    what.add_argument("--model", help="your model: FILE.py:FUNCTION (returns a keras.Model) or FILE.keras")
+    what.add_argument("--data", help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset")
+    what.add_argument("--seq-len", type=positive_int, help="sequence length (bert-base; default 128)")
+    what.add_argument("--epoch-samples", type=positive_int, help="samples in one epoch, to project epoch time")
+    how = p.add_argument_group("how")
+    how.add_argument("--loop", choices=LOOPS, default="custom",
+                     help="custom tf.function+GradientTape step (default) or Keras model.fit")
+    how.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    how.add_argument("--xla", action=argparse.BooleanOptionalAction, default=False,
+                     help="compile the step with XLA (default: off)")
+    how.add_argument("--batch-size", "-b", type=positive_int,
+                     help="samples per step (default: per workload and device, always printed)")
+    how.add_argument("--device", help="CPU:0, GPU:1, ... (default: first GPU, else CPU:0)")
+    how.add_argument("--seed", type=int, default=0)
+    stop = p.add_argument_group("when to stop")
+    stop.add_argument("--seconds", type=positive_float,
+                      help=f"time budget for warm-up + measurement (default {DEFAULT_SECONDS:g}; "
+                      "stops earlier once the 95%% CI is within +-2%%)")
+    stop.add_argument("--steps", type=positive_int,
+                      help="measure exactly this many steps after warm-up instead")
+    stop.add_argument("--warmup-steps", type=non_negative_int,
+                      help="discard exactly this many steps as warm-up instead of detecting it")
+    out = p.add_argument_group("output")
+    out.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
+    out.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    p.set_defaults(handler=run)
+
+
+def config_from_args(args: argparse.Namespace) -> BenchConfig:
+    from gpuscout.records import BenchConfig
+
+    dims = {"seq_len": args.seq_len} if args.seq_len else {}
+    seconds = args.seconds if args.seconds else (None if args.steps else DEFAULT_SECONDS)
+    return BenchConfig(
+        workload=args.workload,
+        model=args.model,
+        data=args.data,
+        loop=args.loop,
+        precision=args.precision,
+        xla=args.xla,
+        batch_size=args.batch_size,
+        device=args.device,
+        seconds=seconds,
+        steps=args.steps,
+        warmup_steps=args.warmup_steps,
+        seed=args.seed,
+        dims=dims,
+        epoch_samples=args.epoch_samples,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpuscout.cli.progress import BenchProgress
+    from gpuscout.measure import bench
+    from gpuscout.report.terminal import print_result
+    from gpuscout.store import Store
+
+    config = config_from_args(args)
+    store = Store(args.db)  # open (and migrate) before measuring: a bad --db fails fast
+    err = Console(stderr=True)
+    with BenchProgress(err, enabled=not args.quiet and not args.json) as progress:
+        result = bench(config, on_progress=progress.update, on_phase=progress.phase)
+    result = store.save(result)
+    store.close()
+    if args.json:
+        json.dump(result.to_json_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif not args.quiet:
+        print_result(result, Console())
+    else:
+        sps = result.samples_per_second
+        print(f"run {result.id}: {result.status}" + (f", {sps.median:.4g} samples/s" if sps else ""))
+    if result.status != "ok":
+        print(f"gpuscout: run {result.id} failed ({result.status}): {result.message}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,48 @@
+"""argparse with one-line errors and value types that explain themselves."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments print one line naming the problem and where help is, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(
+            f"{self.prog}: error: {message}. To fix: see '{self.prog} --help'.",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value

@@ -1,0 +1,38 @@
+"""One error hierarchy, so the CLI can tell a user's mistake from a bug.
+
+A :class:`UserError` is printed as one line (what is wrong, then "To fix: ...") with exit
+code 2 and no traceback. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class GpuscoutError(Exception):
+    """Base class of every error gpuscout raises on purpose."""
+
+
+class UserError(GpuscoutError):
+    """Bad input from the user: a value, a path, a name. Exit code 2."""
+
+    exit_code = 2
+
+    def __init__(self, problem: str, fix: str | None = None) -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        return f"{self.problem} To fix: {self.fix}" if self.fix else self.problem
+
+
+class OutOfMemory(GpuscoutError):
+    """The device ran out of memory during a measurement; stored as ``status=oom``."""
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """Return " Did you mean 'x'?" for the closest choice, or "" when nothing is close."""
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.5)
+    return f" Did you mean '{close[0]}'?" if close else ""

@@ -1,0 +1,82 @@
+"""``bench``: the public entry of the measuring stage.
+
+Checks the settings without TensorFlow (so a typo fails fast), then runs the TensorFlow backend
+in this process. Every failure that happens *during* a measurement (out of memory, an error in
+the user's model, Ctrl-C) comes back as a result with ``status`` oom or error, so the caller
+can store it: failures are data. Bad input raises :class:`~gpuscout.errors.UserError` instead,
+since it is not a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.measure.protocol import Progress
+from gpuscout.measure.user_spec import parse_function_spec, parse_model_spec
+from gpuscout.measure.workloads import get_workload
+from gpuscout.records import BenchConfig, RunResult
+
+
+def bench(
+    config: BenchConfig,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Measure the training speed described by ``config`` on a local device."""
+    model_spec = parse_model_spec(config.model) if config.model else None
+    workload = None if model_spec else get_workload(config.workload)
+    if config.data:
+        if model_spec is None:
+            raise UserError("--data needs --model.", "pass --model FILE.py:FUNCTION with it.")
+        parse_function_spec(config.data, "--data")
+    if workload is not None:
+        workload.resolve(config.dims)  # unknown or bad size settings fail here
+    from gpuscout.measure import backend_tf
+
+    try:
+        return backend_tf.run(config, workload, model_spec, on_progress, on_phase or _ignore)
+    except (UserError, GpuscoutError):
+        raise
+    except KeyboardInterrupt:
+        return failed(config, "error", "interrupted by the user (Ctrl-C) before the end")
+    except Exception as exc:  # any failure inside a measurement is stored, not lost
+        if _is_oom(exc):
+            batch = config.batch_size
+            hint = f" Try --batch-size {max(1, batch // 2)}." if batch and batch > 1 else ""
+            return failed(config, "oom", f"out of memory: {_first_line(exc)}.{hint}")
+        return failed(config, "error", f"{type(exc).__name__}: {_first_line(exc)}")
+
+
+def failed(config: BenchConfig, status: str, message: str) -> RunResult:
+    """A result for a run that did not finish."""
+    return RunResult.model_validate(
+        {
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "status": status,
+            "message": message,
+            "workload": config.model or config.workload,
+            "device": config.device or "default",
+            "precision": config.precision,
+            "xla": config.xla,
+            "loop": config.loop,
+            "batch_size": config.batch_size or 0,
+            "config": config,
+        }
+    )
+
+
+def _is_oom(exc: BaseException) -> bool:
+    name = type(exc).__name__
+    text = str(exc)
+    return name == "ResourceExhaustedError" or "OOM when allocating" in text or "out of memory" in text.lower()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def _ignore(_: str) -> None:
+    return None

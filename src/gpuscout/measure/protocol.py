@@ -1,0 +1,165 @@
+"""The measurement protocol: when warm-up is over and when to stop measuring.
+
+Unlike a fixed "10 warm-up + 100 steps", the protocol looks at the step times as they come:
+warm-up (tracing, XLA compilation, autotuning) ends where the series settles
+(:func:`stats.detect_warmup`), and measurement stops as soon as the 95% interval of the median
+step time is within +-2%, or when the time budget is spent, whichever comes first. Every raw
+step time is kept. The step itself is an opaque callable that returns only once the device
+has finished the step, so this module needs no TensorFlow and is tested with a fake clock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gpuscout.measure.stats import StepSummary, detect_warmup, summarize
+
+MIN_MEASURED_FOR_BUDGET_STOP = 2
+CHECK_EVERY_S = 0.1  # re-evaluate warm-up and the interval at most this often (wall time)
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When to stop. ``fixed_steps`` replaces the adaptive rule by a count of measured steps;
+    ``fixed_warmup`` replaces warm-up detection by a count of discarded steps."""
+
+    budget_s: float | None = 60.0
+    target_rel_ci: float = 0.02
+    min_measured: int = 20
+    fixed_steps: int | None = None
+    fixed_warmup: int | None = None
+    max_warmup_steps: int = 2000
+    max_warmup_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot for a progress display."""
+
+    phase: str  # "warmup" | "measure"
+    steps: int
+    measured: int
+    elapsed_s: float
+    rel_halfwidth: float | None
+    rule: StopRule
+
+
+@dataclass(frozen=True)
+class Outcome:
+    times: tuple[float, ...]  # every step, warm-up included, seconds
+    warmup_steps: int
+    warmup_method: str  # "detected" | "fixed" | "not found" (steady state never seen)
+    summary: StepSummary  # of the measured steps only
+    stop_reason: str  # "converged" | "budget" | "steps"
+    elapsed_s: float
+
+    @property
+    def measured_times(self) -> tuple[float, ...]:
+        return self.times[self.warmup_steps : self.warmup_steps + self.summary.n]
+
+    @property
+    def warmup_seconds(self) -> float:
+        return float(sum(self.times[: self.warmup_steps]))
+
+
+class Protocol:
+    """Decides, step by step, when warm-up is over and when to stop.
+
+    Fed one step time at a time (:meth:`add`), so it serves both a loop gpuscout drives
+    (:func:`run_protocol`) and Keras' ``model.fit``, which drives itself and reports through a
+    callback.
+    """
+
+    def __init__(
+        self,
+        rule: StopRule,
+        on_progress: Callable[[Progress], None] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.rule = rule
+        self.on_progress = on_progress
+        self.clock = clock
+        self.times: list[float] = []
+        self.start = clock()
+        self._forced_warmup: int | None = rule.fixed_warmup
+        self._method = "fixed" if rule.fixed_warmup is not None else "not found"
+        self._last_check = float("-inf")
+
+    def add(self, step_time: float) -> Outcome | None:
+        """Record one step; return the outcome when the rule says stop, else None."""
+        rule, times = self.rule, self.times
+        times.append(step_time)
+        now = self.clock()
+        elapsed = now - self.start
+        over_budget = rule.budget_s is not None and elapsed >= rule.budget_s
+        if not over_budget and now - self._last_check < CHECK_EVERY_S and rule.fixed_steps is None:
+            return None
+        self._last_check = now
+
+        n = len(times)
+        warmup = self._forced_warmup
+        if warmup is None:
+            warmup = detect_warmup(times)
+            self._method = "detected" if warmup is not None else "not found"
+            if warmup is None and (n >= rule.max_warmup_steps or elapsed >= rule.max_warmup_s):
+                self._forced_warmup = warmup = n  # give up detecting; measure from here
+        measured = n - warmup if warmup is not None else 0
+
+        if warmup is not None and rule.fixed_steps is not None and measured >= rule.fixed_steps:
+            return self._finish(warmup, rule.fixed_steps, "steps", elapsed)
+        summary = summarize(times[warmup:]) if warmup is not None and measured >= 2 else None
+        if self.on_progress:
+            self.on_progress(
+                Progress(
+                    phase="measure" if warmup is not None else "warmup",
+                    steps=n,
+                    measured=measured,
+                    elapsed_s=elapsed,
+                    rel_halfwidth=summary.rel_halfwidth if summary else None,
+                    rule=rule,
+                )
+            )
+        if (
+            rule.fixed_steps is None
+            and summary is not None
+            and measured >= rule.min_measured
+            and summary.rel_halfwidth <= rule.target_rel_ci
+        ):
+            return self._finish(warmup, measured, "converged", elapsed)
+        if over_budget:
+            if warmup is None:  # no steady state in the whole budget: keep the second half
+                warmup = n // 2
+            if n - warmup >= MIN_MEASURED_FOR_BUDGET_STOP:
+                return self._finish(warmup, n - warmup, "budget", elapsed)
+        return None
+
+    def run(self, step: Callable[[], object]) -> Outcome:
+        """Call ``step`` (which must return only once the device is done) until told to stop."""
+        while True:
+            t0 = self.clock()
+            step()
+            outcome = self.add(self.clock() - t0)
+            if outcome is not None:
+                return outcome
+
+    def _finish(self, warmup: int, measured: int, reason: str, elapsed: float) -> Outcome:
+        return Outcome(
+            times=tuple(self.times),
+            warmup_steps=warmup,
+            warmup_method=self._method,
+            summary=summarize(self.times[warmup : warmup + measured]),
+            stop_reason=reason,
+            elapsed_s=elapsed,
+        )
+
+
+def run_protocol(
+    step: Callable[[], object],
+    rule: StopRule,
+    on_progress: Callable[[Progress], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Outcome:
+    """Run ``step`` until ``rule`` says stop."""
+    return Protocol(rule, on_progress, clock).run(step)

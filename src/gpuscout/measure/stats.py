@@ -1,0 +1,123 @@
+"""Statistics of a series of step times: warm-up, the median's interval, spread, outliers.
+
+Pure functions over numpy arrays, so each can be tested on synthetic series with known answers.
+
+Choices, and why:
+- The headline is the *median* step time: one garbage-collection pause or a noisy neighbour
+  moves a mean but not a median. The mean rate (samples / total time) is reported beside it.
+- Its 95% interval is the distribution-free order-statistic interval for a quantile
+  (``scipy.stats.quantile_test``): exact for any distribution of independent steps, cheap enough
+  to recompute while measuring, and deterministic (a bootstrap would give a different interval
+  every call). Steps are assumed independent; slow drift shows up in the CV warning instead.
+- Warm-up is found from the data: it ends where the series first stays within a tolerance of
+  the steady state (the median of the second half) for ``window`` consecutive steps.
+- Outliers are flagged with the modified z-score on the MAD (Iglewicz and Hoaglin, > 3.5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+CONFIDENCE = 0.95
+MAD_TO_SIGMA = 1.4826
+OUTLIER_Z = 3.5
+WARMUP_WINDOW = 5
+WARMUP_REL_TOL = 0.05
+WARMUP_MAD_TOL = 3.0
+
+
+def _as_array(times: ArrayLike) -> NDArray[np.float64]:
+    return np.asarray(times, dtype=np.float64)
+
+
+def mad(x: ArrayLike) -> float:
+    """Median absolute deviation (unscaled)."""
+    a = _as_array(x)
+    return float(np.median(np.abs(a - np.median(a))))
+
+
+def detect_warmup(times: ArrayLike, window: int = WARMUP_WINDOW) -> int | None:
+    """Number of leading steps that belong to warm-up, or None if no steady state is seen yet.
+
+    The steady state is the median of the second half of the series; a step is "steady" when it
+    is no slower than that median plus max(5%, 3 sigma from the MAD). Warm-up ends at the first
+    step that starts ``window`` consecutive steady steps. Needs at least ``2 * window`` steps.
+    Later isolated slow steps are outliers, not warm-up.
+    """
+    t = _as_array(times)
+    n = len(t)
+    if n < 2 * window:
+        return None
+    tail = t[n // 2 :]
+    ref = float(np.median(tail))
+    threshold = ref + max(WARMUP_REL_TOL * ref, WARMUP_MAD_TOL * MAD_TO_SIGMA * mad(tail))
+    steady = (t <= threshold).astype(np.int64)
+    # windows[i] = how many of steps i .. i+window-1 are steady
+    windows = np.convolve(steady, np.ones(window, dtype=np.int64), mode="valid")
+    hits = np.nonzero(windows == window)[0]
+    return int(hits[0]) if len(hits) else None
+
+
+def median_ci(x: ArrayLike, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median; (nan, nan) when n is too small."""
+    a = _as_array(x)
+    if len(a) < 6:  # below 6 samples no order-statistic interval reaches 95%
+        return (float("nan"), float("nan"))
+    ci = stats.quantile_test(a, q=float(np.median(a)), p=0.5).confidence_interval(confidence)
+    return (float(ci.low), float(ci.high))
+
+
+def outlier_mask(x: ArrayLike, z: float = OUTLIER_Z) -> NDArray[np.bool_]:
+    """True where the modified z-score 0.6745 * |x - median| / MAD exceeds ``z``."""
+    a = _as_array(x)
+    m = mad(a)
+    if m == 0:
+        return np.zeros(len(a), dtype=bool)
+    return np.asarray(0.6745 * np.abs(a - np.median(a)) / m > z)
+
+
+@dataclass(frozen=True)
+class StepSummary:
+    """What a set of measured (post-warm-up) step times says, in seconds."""
+
+    n: int
+    median: float
+    ci_low: float
+    ci_high: float
+    p5: float
+    p95: float
+    mean: float
+    cv: float
+    outliers: int
+
+    @property
+    def rel_halfwidth(self) -> float:
+        """Half-width of the median's interval relative to the median (0.02 = +-2%)."""
+        if not np.isfinite(self.ci_low) or self.median <= 0:
+            return float("inf")
+        return max(self.ci_high - self.median, self.median - self.ci_low) / self.median
+
+
+def summarize(times: ArrayLike) -> StepSummary:
+    """Summarise measured step times (warm-up already removed)."""
+    t = _as_array(times)
+    if len(t) == 0:
+        raise ValueError("no measured steps to summarise")
+    lo, hi = median_ci(t)
+    mean = float(np.mean(t))
+    cv = float(np.std(t, ddof=1) / mean) if len(t) > 1 and mean > 0 else 0.0
+    return StepSummary(
+        n=len(t),
+        median=float(np.median(t)),
+        ci_low=lo,
+        ci_high=hi,
+        p5=float(np.percentile(t, 5)),
+        p95=float(np.percentile(t, 95)),
+        mean=mean,
+        cv=cv,
+        outliers=int(outlier_mask(t).sum()),
+    )

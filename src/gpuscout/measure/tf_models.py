@@ -1,0 +1,122 @@
+"""Keras code for the built-in workloads (see ``workloads.py`` for what each one is).
+
+Each builder returns the model, its loss and its optimizer. Under a mixed-precision policy the
+last layer is kept in float32, as Keras' mixed-precision guide prescribes, so the loss is
+computed in full precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import keras
+
+from gpuscout.measure.workloads import Dims
+
+
+@dataclass(frozen=True)
+class Built:
+    model: Any  # keras.Model
+    loss: Any  # keras loss
+    optimizer: Any  # keras optimizer
+
+
+def _sparse_ce(from_logits: bool = False) -> Any:
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=from_logits)
+
+
+def build_mlp(d: Dims) -> Built:
+    model = keras.Sequential(
+        [
+            keras.Input((d["inputs"],)),
+            keras.layers.Dense(d["hidden"], activation="relu"),
+            keras.layers.Dropout(0.2),
+            keras.layers.Dense(d["classes"], activation="softmax", dtype="float32"),
+        ],
+        name="mlp",
+    )
+    return Built(model, _sparse_ce(), keras.optimizers.Adam(1e-3))
+
+
+def build_cnn_small(d: Dims) -> Built:
+    s, f = d["image_size"], d["filters"]
+    model = keras.Sequential(
+        [
+            keras.Input((s, s, 3)),
+            keras.layers.Conv2D(f, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(2),
+            keras.layers.Conv2D(2 * f, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(2),
+            keras.layers.Flatten(),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(d["classes"], activation="softmax", dtype="float32"),
+        ],
+        name="cnn_small",
+    )
+    return Built(model, _sparse_ce(), keras.optimizers.Adam(1e-3))
+
+
+def build_resnet50(d: Dims) -> Built:
+    s = d["image_size"]
+    base = keras.applications.ResNet50(
+        weights=None, input_shape=(s, s, 3), classes=d["classes"], classifier_activation=None
+    )
+    probs = keras.layers.Activation("softmax", dtype="float32", name="probs")(base.output)
+    model = keras.Model(base.input, probs, name="resnet50")
+    return Built(model, _sparse_ce(), keras.optimizers.SGD(0.1, momentum=0.9))
+
+
+class PositionEmbedding(keras.layers.Layer):
+    """Learned absolute position embeddings added to the token embeddings (as in BERT)."""
+
+    def __init__(self, length: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.length = length
+
+    def build(self, input_shape: Any) -> None:
+        self.positions = self.add_weight(
+            shape=(self.length, input_shape[-1]), initializer="glorot_uniform", name="positions"
+        )
+
+    def call(self, x: Any) -> Any:
+        return x + keras.ops.cast(self.positions, x.dtype)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "length": self.length}
+
+
+def _encoder_layer(x: Any, d: Dims, i: int) -> Any:
+    h = d["hidden"]
+    attn = keras.layers.MultiHeadAttention(d["heads"], h // d["heads"], name=f"attn_{i}")(x, x)
+    x = keras.layers.LayerNormalization(epsilon=1e-12, name=f"ln_attn_{i}")(
+        x + keras.layers.Dropout(0.1)(attn)
+    )
+    ff = keras.layers.Dense(d["ffn"], activation="gelu", name=f"ffn_in_{i}")(x)
+    ff = keras.layers.Dense(h, name=f"ffn_out_{i}")(ff)
+    return keras.layers.LayerNormalization(epsilon=1e-12, name=f"ln_ffn_{i}")(
+        x + keras.layers.Dropout(0.1)(ff)
+    )
+
+
+def build_bert(d: Dims) -> Built:
+    ids = keras.Input((d["seq_len"],), dtype="int32", name="token_ids")
+    x = keras.layers.Embedding(d["vocab"], d["hidden"], name="token_embedding")(ids)
+    x = PositionEmbedding(d["seq_len"], name="position_embedding")(x)
+    x = keras.layers.LayerNormalization(epsilon=1e-12, name="ln_embed")(x)
+    x = keras.layers.Dropout(0.1)(x)
+    for i in range(d["layers"]):
+        x = _encoder_layer(x, d, i)
+    pooled = keras.layers.Dense(d["hidden"], activation="tanh", name="pooler")(x[:, 0, :])
+    logits = keras.layers.Dense(d["classes"], dtype="float32", name="classifier")(pooled)
+    model = keras.Model(ids, logits, name="bert_base")
+    return Built(model, _sparse_ce(from_logits=True), keras.optimizers.AdamW(1e-4))
+
+
+BUILDERS: dict[str, Callable[[Dims], Built]] = {
+    "mlp": build_mlp,
+    "cnn-small": build_cnn_small,
+    "resnet50": build_resnet50,
+    "bert-base": build_bert,
+}

@@ -1,0 +1,113 @@
+"""The two ways a training step is timed: gpuscout's own loop, and Keras' ``model.fit``.
+
+Both run the same model, data and optimizer, and both hand each step's wall time to the same
+:class:`~gpuscout.measure.protocol.Protocol`; only who drives the loop differs. Each step is
+synchronised (the loss is fetched to the host, and on a GPU all queued work is awaited) before
+its time is taken, so asynchronous dispatch cannot make a step look faster than it is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import keras
+
+from gpuscout.measure.protocol import Outcome, Protocol
+from gpuscout.measure.tf_models import Built
+
+
+def _with_loss_scaling(optimizer: Any, precision: str) -> Any:
+    """float16 gradients underflow without loss scaling; bfloat16 and float32 need none."""
+    if precision == "mixed_float16" and not isinstance(
+        optimizer, keras.optimizers.LossScaleOptimizer
+    ):
+        return keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def custom_loop(
+    tf: Any,
+    built: Built,
+    dataset: Any,
+    precision: str,
+    xla: bool,
+    protocol: Protocol,
+    sync: Callable[[], None],
+) -> Outcome:
+    """A ``tf.function`` train step with ``GradientTape``, the articles' custom loop."""
+    model, loss_fn = built.model, built.loss
+    optimizer = _with_loss_scaling(built.optimizer, precision)
+    optimizer.build(model.trainable_variables)
+
+    @tf.function(jit_compile=xla)
+    def step_on_batch(x: Any, y: Any) -> Any:
+        with tf.GradientTape() as tape:
+            pred = model(x, training=True)
+            loss = loss_fn(y, tf.cast(pred, tf.float32))
+            scaled = optimizer.scale_loss(loss)
+        grads = tape.gradient(scaled, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    @tf.function
+    def train_step(iterator: Any) -> Any:
+        x, y = next(iterator)  # outside the XLA cluster: the iterator op cannot be compiled
+        return step_on_batch(x, y)
+
+    iterator = iter(dataset)
+
+    def one_step() -> None:
+        train_step(iterator).numpy()
+        sync()
+
+    return protocol.run(one_step)
+
+
+class _FitTimer(keras.callbacks.Callback):
+    """Times each batch end to end (batch end to batch end), as a user timing fit would."""
+
+    def __init__(self, protocol: Protocol, sync: Callable[[], None]) -> None:
+        super().__init__()
+        self.protocol = protocol
+        self.sync = sync
+        self.last = 0.0
+        self.outcome: Outcome | None = None
+
+    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+        if batch == 0:
+            self.last = time.perf_counter()
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        if logs and "loss" in logs:
+            float(logs["loss"])  # fetch the loss: the step has finished
+        self.sync()
+        now = time.perf_counter()
+        outcome = self.protocol.add(now - self.last)
+        self.last = now
+        if outcome is not None:
+            self.outcome = outcome
+            self.model.stop_training = True
+
+
+def fit_loop(
+    built: Built,
+    dataset: Any,
+    precision: str,
+    xla: bool,
+    protocol: Protocol,
+    sync: Callable[[], None],
+) -> Outcome:
+    """Keras ``model.fit`` on the same model and data, stopped by the protocol."""
+    model = built.model
+    model.compile(
+        optimizer=_with_loss_scaling(built.optimizer, precision),
+        loss=built.loss,
+        jit_compile=xla,
+    )
+    timer = _FitTimer(protocol, sync)
+    model.fit(dataset, epochs=1, steps_per_epoch=10**9, verbose=0, callbacks=[timer])
+    if timer.outcome is None:  # fit ended on its own (a finite user dataset): stop there
+        raise RuntimeError("model.fit stopped before the protocol did")
+    return timer.outcome

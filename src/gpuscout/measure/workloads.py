@@ -1,0 +1,217 @@
+"""The registry of built-in workloads: what each one is, its shapes, its epoch and its FLOPs.
+
+Deliberately free of TensorFlow: listing workloads, validating a name or projecting an epoch
+must not pay for importing TensorFlow. The Keras code that builds each model lives in
+``tf_models.py`` and is looked up by name only when a measurement starts.
+
+FLOPs are *training* FLOPs per sample, counted as 3 x the forward pass's multiply-adds x 2
+(forward, plus backward for activations and for weights); biases, activations, normalisation
+and the optimizer update are not counted. This is the convention MFU figures are quoted in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from gpuscout.errors import UserError, did_you_mean
+
+Dims = Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A built-in training workload.
+
+    ``dims`` are the size knobs of the model (with defaults); ``tiny`` overrides them for
+    tests, so every workload can be built and trained in seconds on a CPU.
+    """
+
+    name: str
+    description: str
+    epoch_samples: int
+    epoch_unit: str
+    default_batch_gpu: int
+    default_batch_cpu: int
+    dims: Dims
+    tiny: Dims
+    input_shape: Callable[[Dims], tuple[int, ...]]
+    input_dtype: str
+    label_shape: tuple[int, ...]
+    flops_per_sample: Callable[[Dims], float] | None = None
+    flops_note: str = ""
+    settable: tuple[str, ...] = field(default=())
+
+    def resolve(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
+        """Defaults with ``overrides`` applied; unknown or non-positive values are user errors."""
+        out = dict(self.dims)
+        for key, value in (overrides or {}).items():
+            if key not in out:
+                raise UserError(
+                    f"workload '{self.name}' has no setting '{key}'.",
+                    f"use one of: {', '.join(sorted(out))}.",
+                )
+            if value <= 0:
+                raise UserError(f"{key} must be positive, got {value}.", f"pass {key} > 0.")
+            out[key] = int(value)
+        return out
+
+    def training_flops_per_sample(self, dims: Dims) -> float | None:
+        return self.flops_per_sample(dims) if self.flops_per_sample else None
+
+
+def _mlp_flops(d: Dims) -> float:
+    macs = d["inputs"] * d["hidden"] + d["hidden"] * d["classes"]
+    return 3 * 2 * macs
+
+
+def _cnn_small_flops(d: Dims) -> float:
+    s, f = d["image_size"], d["filters"]
+    macs = s * s * 3 * 3 * 3 * f  # conv 3x3, 3 -> f, 'same'
+    s2 = s // 2
+    macs += s2 * s2 * 3 * 3 * f * (2 * f)  # after 2x2 pool: conv 3x3, f -> 2f
+    s4 = s2 // 2
+    macs += s4 * s4 * 2 * f * 128 + 128 * d["classes"]  # flatten -> dense 128 -> classes
+    return 3 * 2 * macs
+
+
+def _conv_out(size: int, stride: int) -> int:
+    return -(-size // stride)  # 'same'-style ceil division, as Keras' ResNet50 shapes work out
+
+
+def resnet50_forward_macs(image_size: int, classes: int) -> int:
+    """Multiply-adds of one forward pass of ``keras.applications.ResNet50``, counted exactly.
+
+    Stem 7x7/2 conv (3 -> 64) and 3x3/2 max-pool, then bottleneck stages of (3, 4, 6, 3)
+    blocks; Keras' v1 blocks put the stride on the first 1x1 conv and use a 1x1 projection
+    shortcut in the first block of each stage.
+    """
+    s = (image_size + 6 - 7) // 2 + 1  # ZeroPadding2D(3) + Conv 7x7 stride 2 'valid'
+    macs = s * s * 7 * 7 * 3 * 64
+    s = (s + 2 - 3) // 2 + 1  # ZeroPadding2D(1) + MaxPool 3x3 stride 2
+    c_in = 64
+    for stage, (blocks, width) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))):
+        for block in range(blocks):
+            stride = 2 if (block == 0 and stage > 0) else 1
+            s_out = _conv_out(s, stride)
+            if block == 0:
+                macs += s_out * s_out * c_in * 4 * width  # projection shortcut 1x1
+            macs += s_out * s_out * c_in * width  # 1x1 reduce (carries the stride)
+            macs += s_out * s_out * 9 * width * width  # 3x3
+            macs += s_out * s_out * width * 4 * width  # 1x1 expand
+            c_in, s = 4 * width, s_out
+    return macs + c_in * classes
+
+
+def _resnet50_flops(d: Dims) -> float:
+    return 3 * 2 * resnet50_forward_macs(d["image_size"], d["classes"])
+
+
+def bert_forward_macs(d: Dims) -> int:
+    """Multiply-adds of one sequence through a BERT-style encoder with a classification head.
+
+    Per layer and token: Q, K, V and output projections 4*h^2, feed-forward 2*h*ffn; per layer
+    and sequence, attention scores and the weighted sum 2*L^2*h. Head: pooler h^2 + h*classes.
+    Embedding look-ups are gathers, not multiply-adds.
+    """
+    length, h, ffn = d["seq_len"], d["hidden"], d["ffn"]
+    per_layer = length * (4 * h * h + 2 * h * ffn) + 2 * length * length * h
+    return d["layers"] * per_layer + h * h + h * d["classes"]
+
+
+def _bert_flops(d: Dims) -> float:
+    return 3 * 2 * bert_forward_macs(d)
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload(
+            name="mlp",
+            description="The articles' seed model: Input(780) -> Dense(128, relu) -> "
+            "Dropout(0.2) -> Dense(10, softmax); Adam; sparse categorical cross-entropy.",
+            epoch_samples=60_000,
+            epoch_unit="samples",
+            default_batch_gpu=256,
+            default_batch_cpu=256,
+            dims={"inputs": 780, "hidden": 128, "classes": 10},
+            tiny={},
+            input_shape=lambda d: (d["inputs"],),
+            input_dtype="float32",
+            label_shape=(),
+            flops_per_sample=_mlp_flops,
+            flops_note="analytic, exact for the dense layers",
+        ),
+        Workload(
+            name="cnn-small",
+            description="A small CNN on 32x32x3 images (two conv + pool blocks, dense 128, "
+            "10 classes); trains in seconds, for tests and demos.",
+            epoch_samples=50_000,
+            epoch_unit="images",
+            default_batch_gpu=256,
+            default_batch_cpu=64,
+            dims={"image_size": 32, "filters": 32, "classes": 10},
+            tiny={"image_size": 16, "filters": 8},
+            input_shape=lambda d: (d["image_size"], d["image_size"], 3),
+            input_dtype="float32",
+            label_shape=(),
+            flops_per_sample=_cnn_small_flops,
+            flops_note="analytic, exact for the conv and dense layers",
+        ),
+        Workload(
+            name="resnet50",
+            description="keras.applications.ResNet50(weights=None), 224x224x3, 1000 classes, "
+            "SGD with momentum 0.9; epoch = ImageNet-1k train set.",
+            epoch_samples=1_281_167,
+            epoch_unit="images",
+            default_batch_gpu=256,
+            default_batch_cpu=8,
+            dims={"image_size": 224, "classes": 1000},
+            tiny={"image_size": 32, "classes": 10},
+            input_shape=lambda d: (d["image_size"], d["image_size"], 3),
+            input_dtype="float32",
+            label_shape=(),
+            flops_per_sample=_resnet50_flops,
+            flops_note="analytic, exact for the conv and dense layers: 3.86 GMAC forward at 224 px "
+            "(Keras' ResNet50 is v1, stride on the 1x1 conv; the 4.1 GMAC often quoted is v1.5)",
+        ),
+        Workload(
+            name="bert-base",
+            description="A BERT-base-shaped encoder from Keras layers (12 layers, hidden 768, "
+            "12 heads, FFN 3072, vocab 30522) with a 2-class sequence-classification head; "
+            "AdamW; random token ids, no downloads.",
+            epoch_samples=1_000_000,
+            epoch_unit="sequences",
+            default_batch_gpu=32,
+            default_batch_cpu=4,
+            dims={
+                "seq_len": 128,
+                "layers": 12,
+                "hidden": 768,
+                "heads": 12,
+                "ffn": 3072,
+                "vocab": 30522,
+                "classes": 2,
+            },
+            tiny={"seq_len": 16, "layers": 2, "hidden": 32, "heads": 2, "ffn": 64, "vocab": 100},
+            input_shape=lambda d: (d["seq_len"],),
+            input_dtype="int32",
+            label_shape=(),
+            flops_per_sample=_bert_flops,
+            flops_note="analytic: 6 x non-embedding parameters per token plus attention",
+            settable=("seq_len",),
+        ),
+    )
+}
+
+
+def get_workload(name: str) -> Workload:
+    """The workload called ``name``, or a user error listing the valid names."""
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        names = ", ".join(WORKLOADS)
+        raise UserError(
+            f"unknown workload '{name}'.{did_you_mean(name, WORKLOADS)}",
+            f"use one of: {names}, or --model FILE.py:FUNCTION for your own model.",
+        ) from None

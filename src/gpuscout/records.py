@@ -1,0 +1,108 @@
+"""The records that cross stage boundaries: a benchmark's settings and its result.
+
+Pydantic models (frozen) rather than bare dataclasses, because a result is also read back from
+the database and, later, from files other people send: parsing validates it in one place.
+Every number is SI (seconds, bytes, FLOP, samples/s); renderers pick human units.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+Status = Literal["ok", "oom", "error"]
+Precision = Literal["fp32", "mixed_float16", "mixed_bfloat16"]
+Loop = Literal["custom", "fit"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BenchConfig(_Record):
+    """What to measure and how. ``None`` means "choose for the device" (and say so)."""
+
+    workload: str = "mlp"
+    model: str | None = None  # FILE.py:FUNCTION or FILE.keras; overrides workload
+    data: str | None = None  # FILE.py:FUNCTION returning a tf.data.Dataset
+    loop: Loop = "custom"
+    precision: Precision = "fp32"
+    xla: bool = False
+    batch_size: int | None = Field(default=None, gt=0)
+    device: str | None = None  # "CPU:0", "GPU:1"; None = first GPU, else CPU:0
+    seconds: float | None = Field(default=60.0, gt=0)
+    steps: int | None = Field(default=None, gt=0)
+    warmup_steps: int | None = Field(default=None, ge=0)
+    seed: int = 0
+    dims: dict[str, int] = Field(default_factory=dict)  # workload size settings (seq_len, ...)
+    epoch_samples: int | None = Field(default=None, gt=0)
+
+
+class Interval(_Record):
+    """A median with its 95% interval; the bounds are None when too few steps were measured."""
+
+    median: float
+    ci_low: float | None
+    ci_high: float | None
+
+
+class StepTimes(_Record):
+    median: float
+    p5: float
+    p95: float
+    mean: float
+
+
+class Warmup(_Record):
+    steps: int
+    seconds: float
+    method: str
+
+
+class RunResult(_Record):
+    """One benchmark run, successful or not. The JSON contract of ``bench --json``."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")  # newer writers may add fields
+
+    schema_version: int = SCHEMA_VERSION
+    id: int | None = None
+    created_at: str
+    status: Status
+    message: str | None = None
+    workload: str
+    device: str
+    precision: str
+    xla: bool
+    loop: str
+    batch_size: int
+    samples_per_second: Interval | None = None
+    mean_samples_per_second: float | None = None
+    step_time_s: StepTimes | None = None
+    ci_rel_halfwidth: float | None = None
+    cv: float | None = None
+    outliers: int | None = None
+    warmup: Warmup | None = None
+    measured_steps: int = 0
+    stop_reason: str | None = None
+    flops_per_step: float | None = None
+    flops_method: str | None = None
+    tflops: float | None = None
+    peak_tflops: float | None = None
+    peak_source: str | None = None
+    mfu: float | None = None
+    epoch_samples: int | None = None
+    epoch_seconds: float | None = None
+    peak_memory_bytes: int | None = None
+    memory_method: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    assumptions: list[str] = Field(default_factory=list)
+    config: BenchConfig
+    env: dict[str, Any] = Field(default_factory=dict)
+    # Every step's time (warm-up first), seconds. Stored beside the result, not in its JSON.
+    step_times_s: list[float] = Field(default_factory=list, exclude=True)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

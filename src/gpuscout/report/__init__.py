@@ -1,0 +1,1 @@
+"""Rendering plain records for people. Never measures, never imports TensorFlow."""

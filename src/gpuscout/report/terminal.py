@@ -1,0 +1,105 @@
+"""Terminal tables for a benchmark result and for the list of stored runs (rich)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from gpuscout.records import RunResult
+from gpuscout.store import RunRow
+from gpuscout.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds
+
+
+def _interval(result: RunResult) -> str:
+    sps = result.samples_per_second
+    assert sps is not None
+    if sps.ci_low is None or sps.ci_high is None:
+        return f"{fmt_rate(sps.median)} (interval undefined: too few steps)"
+    return f"{fmt_rate(sps.median)}  [95% CI {fmt_rate(sps.ci_low)} – {fmt_rate(sps.ci_high)}]"
+
+
+def result_table(result: RunResult) -> Table:
+    """The summary of one run: speed with its interval, then how it was measured."""
+    title = f"gpuscout bench · run {result.id} · {result.workload} on {result.device}"
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("status", result.status)
+    if result.status != "ok":
+        table.add_row("message", result.message or "")
+        return table
+    st = result.step_time_s
+    assert st is not None and result.warmup is not None
+    table.add_row("samples/s (median)", _interval(result))
+    table.add_row("samples/s (mean rate)", fmt_rate(result.mean_samples_per_second or 0))
+    table.add_row(
+        "step time",
+        f"median {fmt_seconds(st.median)} · p5 {fmt_seconds(st.p5)} · p95 {fmt_seconds(st.p95)}",
+    )
+    table.add_row(
+        "spread",
+        f"CV {fmt_percent(result.cv or 0)} · {result.outliers} outlier steps (MAD)",
+    )
+    table.add_row(
+        "warm-up",
+        f"{result.warmup.steps} steps, {fmt_seconds(result.warmup.seconds)} ({result.warmup.method})",
+    )
+    half = result.ci_rel_halfwidth
+    table.add_row(
+        "measured",
+        f"{result.measured_steps} steps · stopped: {result.stop_reason}"
+        + (f" (interval ±{fmt_percent(half)})" if half is not None else ""),
+    )
+    table.add_row(
+        "settings",
+        f"batch {result.batch_size} · {result.precision} · XLA {'on' if result.xla else 'off'}"
+        f" · loop {result.loop}",
+    )
+    if result.epoch_seconds is not None:
+        table.add_row("epoch time", f"{fmt_seconds(result.epoch_seconds)} ({result.epoch_samples:,} samples)")
+    if result.tflops is not None:
+        table.add_row("achieved", fmt_flops(result.tflops * 1e12))
+    if result.mfu is not None and result.peak_tflops is not None:
+        table.add_row("MFU", f"{fmt_percent(result.mfu)} of {fmt_flops(result.peak_tflops * 1e12)}")
+    if result.peak_memory_bytes is not None:
+        table.add_row("peak memory", fmt_bytes(result.peak_memory_bytes))
+    env = result.env
+    table.add_row(
+        "software",
+        f"TensorFlow {env.get('tensorflow')} · Keras {env.get('keras')} · Python {env.get('python')}",
+    )
+    table.add_row("device", f"{env.get('device_name')} ({env.get('cpu_cores')} CPU cores)")
+    return table
+
+
+def print_result(result: RunResult, console: Console) -> None:
+    console.print(result_table(result))
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+    if result.assumptions:
+        console.print("[bold]assumptions[/bold]")
+        for note in result.assumptions:
+            console.print(f"  · {note}")
+
+
+def runs_table(rows: Sequence[RunRow]) -> Table:
+    table = Table(title="stored runs", title_justify="left")
+    for name in ("id", "when (UTC)", "status", "workload", "device", "precision", "batch"):
+        table.add_column(name)
+    table.add_column("samples/s", justify="right")
+    table.add_column("stopped")
+    for r in rows:
+        table.add_row(
+            str(r.id),
+            r.created_at.replace("T", " ")[:19],
+            r.status,
+            r.workload,
+            r.device,
+            r.precision + (" +XLA" if r.xla else ""),
+            str(r.batch_size),
+            fmt_rate(r.samples_per_second) if r.samples_per_second else "–",
+            r.stop_reason or "–",
+        )
+    return table

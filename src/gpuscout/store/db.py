@@ -1,0 +1,156 @@
+"""The results store: save a run the moment it ends, list runs, read one back.
+
+SQLite by default (in the user data directory, or ``--db PATH`` / ``GPUSCOUT_DB``), in WAL mode
+with a busy timeout so several processes can write at once, and with real transactions (BEGIN
+IMMEDIATE) so a killed writer leaves either a whole run or none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy.exc import DatabaseError, OperationalError
+
+from gpuscout.errors import UserError
+from gpuscout.records import RunResult
+from gpuscout.store import schema
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def default_db_path() -> Path:
+    env = os.environ.get("GPUSCOUT_DB")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_data_dir("gpuscout")) / "runs.sqlite"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """A line of ``runs list``."""
+
+    id: int
+    created_at: str
+    status: str
+    workload: str
+    device: str
+    precision: str
+    xla: bool
+    loop: str
+    batch_size: int
+    samples_per_second: float | None
+    stop_reason: str | None
+
+
+def _sqlite_engine(path: Path) -> Engine:
+    engine = create_engine(f"sqlite:///{path}")
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # let SQLAlchemy's BEGIN below own transactions
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA journal_mode = WAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+class Store:
+    """A results database, migrated to the current schema on open."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        if self.path.exists() and self.path.is_dir():
+            raise UserError(f"--db '{self.path}' is a directory.", "pass a file path.")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(
+                f"cannot create the folder for --db '{self.path}': {exc.strerror}.",
+                "pass a writable path with --db or GPUSCOUT_DB.",
+            ) from None
+        self.engine = _sqlite_engine(self.path)
+        try:
+            with self.engine.begin() as conn:
+                version = schema.current_version(conn)
+                if version > schema.LATEST:
+                    raise UserError(
+                        f"the database '{self.path}' has schema v{version}, newer than this "
+                        f"gpuscout understands (v{schema.LATEST}).",
+                        "upgrade gpuscout, or pass another --db.",
+                    )
+                schema.migrate(conn)
+        except (OperationalError, DatabaseError) as exc:
+            self.engine.dispose()
+            raise UserError(
+                f"cannot open the database '{self.path}': {exc.orig}.",
+                "pass a writable gpuscout database with --db, or a new file name.",
+            ) from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def save(self, result: RunResult) -> RunResult:
+        """Insert a run in one transaction; return it with its id."""
+        sps = result.samples_per_second.median if result.samples_per_second else None
+        with self.engine.begin() as conn:
+            run_id = conn.execute(
+                schema.runs.insert().values(
+                    created_at=result.created_at,
+                    status=result.status,
+                    workload=result.workload,
+                    device=result.device,
+                    precision=result.precision,
+                    xla=result.xla,
+                    loop=result.loop,
+                    batch_size=result.batch_size,
+                    samples_per_second=sps,
+                    stop_reason=result.stop_reason,
+                    result_json="{}",
+                    step_times_json=json.dumps(result.step_times_s),
+                )
+            ).inserted_primary_key[0]
+            saved = result.model_copy(update={"id": int(run_id)})
+            conn.execute(
+                schema.runs.update()
+                .where(schema.runs.c.id == run_id)
+                .values(result_json=json.dumps(saved.to_json_dict()))
+            )
+        return saved
+
+    def list(self, limit: int | None = None) -> list[RunRow]:
+        cols = [c for c in schema.runs.c if c.name not in ("result_json", "step_times_json")]
+        query = select(*cols).order_by(schema.runs.c.id.desc())
+        if limit:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            return [RunRow(**row._mapping) for row in conn.execute(query)]
+
+    def get(self, run_id: int) -> RunResult:
+        query = select(schema.runs.c.result_json, schema.runs.c.step_times_json).where(
+            schema.runs.c.id == run_id
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        if row is None:
+            raise UserError(f"no run with id {run_id} in '{self.path}'.", "see gpuscout runs list.")
+        result = RunResult.model_validate(json.loads(row.result_json))
+        return result.model_copy(update={"step_times_s": json.loads(row.step_times_json)})

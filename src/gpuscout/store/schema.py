@@ -1,0 +1,81 @@
+"""The results database: tables and ordered migrations.
+
+The schema version lives in the database (``gpuscout_meta``). Opening a database applies the
+migrations it lacks, in order, inside one transaction, so a failure leaves it as it was. A
+database written by a newer gpuscout is refused rather than guessed at.
+Each run keeps its full result as JSON (the contract ``bench --json`` prints) beside the
+columns that lists and filters need, and its raw step times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    select,
+)
+
+metadata = MetaData()
+
+meta = Table(
+    "gpuscout_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("created_at", String(40), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("workload", Text, nullable=False),
+    Column("device", String(64), nullable=False),
+    Column("precision", String(32), nullable=False),
+    Column("xla", Boolean, nullable=False),
+    Column("loop", String(16), nullable=False),
+    Column("batch_size", Integer, nullable=False),
+    Column("samples_per_second", Float, nullable=True),
+    Column("stop_reason", String(32), nullable=True),
+    Column("result_json", Text, nullable=False),
+    Column("step_times_json", Text, nullable=False),
+)
+
+
+def _v1(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[meta, runs])
+
+
+# (version, migration) in order; a migration takes the database from version-1 to version.
+MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = ((1, _v1),)
+LATEST = MIGRATIONS[-1][0]
+
+
+def current_version(conn: Connection) -> int:
+    """The database's schema version; 0 for an empty database."""
+    if not conn.dialect.has_table(conn, "gpuscout_meta"):
+        return 0
+    value = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
+    return int(value) if value is not None else 0
+
+
+def migrate(conn: Connection) -> int:
+    """Apply missing migrations (caller holds a transaction); return the version reached."""
+    version = current_version(conn)
+    for target, step in MIGRATIONS:
+        if target > version:
+            step(conn)
+            conn.execute(meta.delete().where(meta.c.key == "schema_version"))
+            conn.execute(meta.insert().values(key="schema_version", value=str(target)))
+            version = target
+    return version
