@@ -43,7 +43,8 @@ def mad(x: ArrayLike) -> float:
 def detect_warmup(times: ArrayLike, window: int = WARMUP_WINDOW) -> int | None:
     """Number of leading steps that belong to warm-up, or None if no steady state is seen yet.
 
-    The steady state is the median of the second half of the series; a step is "steady" when it
+    The steady state is the median of the second half of the series, provided that half is not
+    itself still speeding up; a step is "steady" when it
     is no slower than that median plus max(5%, 3 sigma from the MAD). Warm-up ends at the first
     step that starts ``window`` consecutive steady steps. Needs at least ``2 * window`` steps.
     Later isolated slow steps are outliers, not warm-up.
@@ -54,7 +55,16 @@ def detect_warmup(times: ArrayLike, window: int = WARMUP_WINDOW) -> int | None:
         return None
     tail = t[n // 2 :]
     ref = float(np.median(tail))
-    threshold = ref + max(WARMUP_REL_TOL * ref, WARMUP_MAD_TOL * MAD_TO_SIGMA * mad(tail))
+    sigma = MAD_TO_SIGMA * mad(tail)
+    # A tail that is itself still getting faster is no steady state: compare its two halves,
+    # allowing 5% or 3x the noise of a median of m samples (1.25 sigma / sqrt(m)), with the
+    # noise taken from successive differences so that a trend does not count as noise.
+    m = len(tail) // 2
+    drift = float(np.median(tail[:m]) - np.median(tail[m:]))
+    noise = MAD_TO_SIGMA * mad(np.diff(tail)) / np.sqrt(2)
+    if drift > max(WARMUP_REL_TOL * ref, 3 * 1.2533 * noise / np.sqrt(m)):
+        return None
+    threshold = ref + max(WARMUP_REL_TOL * ref, WARMUP_MAD_TOL * sigma)
     steady = (t <= threshold).astype(np.int64)
     # windows[i] = how many of steps i .. i+window-1 are steady
     windows = np.convolve(steady, np.ones(window, dtype=np.int64), mode="valid")

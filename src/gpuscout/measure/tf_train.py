@@ -107,7 +107,9 @@ def fit_loop(
         jit_compile=xla,
     )
     timer = _FitTimer(protocol, sync)
-    model.fit(dataset, epochs=1, steps_per_epoch=10**9, verbose=0, callbacks=[timer])
+    model.fit(
+        dataset, epochs=1, steps_per_epoch=10**9, shuffle=False, verbose=0, callbacks=[timer]
+    )
     if timer.outcome is None:  # fit ended on its own (a finite user dataset): stop there
         raise RuntimeError("model.fit stopped before the protocol did")
     return timer.outcome

@@ -1,0 +1,68 @@
+"""Shared fixtures: an isolated results DB and CPU-peak cache, and a CLI runner (subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Put into ``python -c`` before anything else to make importing TensorFlow or Keras fail.
+BLOCK_TF = (
+    "import sys\n"
+    "class _Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in ('tensorflow', 'keras'):\n"
+    "            raise ImportError('blocked by the test: ' + name)\n"
+    "sys.meta_path.insert(0, _Block())\n"
+)
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One CPU-peak cache for the whole session, so the matmul calibration runs once."""
+    return tmp_path_factory.mktemp("xdg-cache")
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cache_dir: Path) -> None:
+    monkeypatch.setenv("GPUSCOUT_DB", str(tmp_path / "runs.sqlite"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_dir))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def run_cli(*args: str, block_tf: bool = False, timeout: float = 300) -> CliResult:
+    """Run ``gpuscout ARGS`` in a fresh interpreter, as a user would."""
+    prelude = BLOCK_TF if block_tf else ""
+    code = prelude + "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli() -> Iterator[Any]:
+    yield run_cli

@@ -1,0 +1,32 @@
+"""User model files for tests: what people pass to ``--model FILE.py:FUNCTION``."""
+
+import keras
+import tensorflow as tf
+
+
+def compiled_regressor():
+    model = keras.Sequential([keras.Input((12,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    return model
+
+
+def uncompiled_classifier():
+    inputs = keras.Input((20,))
+    x = keras.layers.Dense(16, activation="relu")(inputs)
+    return keras.Model(inputs, keras.layers.Dense(5)(x))
+
+
+def not_a_model():
+    return {"layers": 3}
+
+
+def dataset():
+    x = tf.random.uniform((64, 20))
+    y = tf.random.uniform((64,), maxval=5, dtype=tf.int32)
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+
+
+def runs_out_of_memory():
+    # What TensorFlow raises when an allocation fails on a device; a CPU rarely gets there,
+    # so the model function raises the real exception type itself.
+    raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor [4096,4096]")

@@ -1,0 +1,95 @@
+"""Statistics on synthetic step-time series with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuscout.measure import stats
+
+
+def _steady(n: int, seed: int = 0, level: float = 0.010, cv: float = 0.02) -> np.ndarray:
+    return np.random.default_rng(seed).normal(level, level * cv, n)
+
+
+def test_planted_warmup_is_found() -> None:
+    series = np.concatenate([[2.0, 0.5, 0.1, 0.03], _steady(200)])
+    assert stats.detect_warmup(series) == 4
+
+
+def test_gradual_warmup_ends_within_tolerance_of_steady_state() -> None:
+    decay = 0.010 * (1 + np.exp(-np.arange(40) / 5))  # 2x slower at first, settles smoothly
+    series = np.concatenate([decay, _steady(200, cv=0.005)])
+    w = stats.detect_warmup(series)
+    assert w is not None
+    assert 10 <= w <= 20  # where the excess falls under ~5%
+    assert series[w] <= 0.010 * 1.06
+
+
+def test_no_warmup_in_a_steady_series() -> None:
+    assert stats.detect_warmup(_steady(100)) == 0
+
+
+def test_warmup_needs_enough_steps() -> None:
+    assert stats.detect_warmup([1.0, 0.5, 0.4]) is None
+
+
+def test_still_warming_up_is_not_called_steady() -> None:
+    assert stats.detect_warmup(np.linspace(1.0, 0.5, 30)) is None
+
+
+def test_a_late_outlier_is_not_warmup() -> None:
+    series = _steady(100)
+    series[60] = 0.5
+    assert stats.detect_warmup(series) == 0
+
+
+def test_interval_narrows_as_samples_grow() -> None:
+    widths = []
+    for n in (20, 80, 320, 1280):
+        s = stats.summarize(_steady(n, seed=n, cv=0.05))
+        widths.append(s.rel_halfwidth)
+    assert widths == sorted(widths, reverse=True)
+    assert widths[-1] < widths[0] / 4
+
+
+def test_interval_covers_the_true_median_about_95_percent_of_the_time() -> None:
+    rng = np.random.default_rng(1)
+    hits = 0
+    trials = 400
+    for _ in range(trials):
+        x = rng.lognormal(mean=0.0, sigma=0.3, size=50)  # skewed, true median = 1.0
+        lo, hi = stats.median_ci(x)
+        hits += lo <= 1.0 <= hi
+    assert 0.92 <= hits / trials <= 0.995
+
+
+def test_interval_undefined_below_six_samples() -> None:
+    lo, hi = stats.median_ci([1.0, 1.1, 0.9])
+    assert np.isnan(lo) and np.isnan(hi)
+    assert stats.summarize([1.0, 1.1, 0.9]).rel_halfwidth == float("inf")
+
+
+def test_planted_outliers_are_flagged_and_only_they() -> None:
+    x = _steady(200, cv=0.01)
+    planted = [17, 99, 150]
+    x[planted] = 0.05
+    mask = stats.outlier_mask(x)
+    assert sorted(np.nonzero(mask)[0].tolist()) == planted
+    assert stats.summarize(x).outliers == 3
+
+
+def test_summary_fields() -> None:
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0])
+    s = stats.summarize(x)
+    assert s.median == pytest.approx(5.5)
+    assert s.mean == pytest.approx(5.5)
+    assert s.p5 == pytest.approx(1.45)
+    assert s.p95 == pytest.approx(9.55)
+    assert s.cv == pytest.approx(np.std(x, ddof=1) / 5.5)
+    assert s.ci_low <= s.median <= s.ci_high
+
+
+def test_summarize_rejects_empty() -> None:
+    with pytest.raises(ValueError):
+        stats.summarize([])

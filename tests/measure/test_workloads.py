@@ -1,0 +1,83 @@
+"""The workload registry and its analytic FLOPs, checked against TensorFlow's own count."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuscout.errors import UserError
+from gpuscout.measure.workloads import WORKLOADS, get_workload, resnet50_forward_macs
+
+
+def test_registry_has_the_issue_workloads() -> None:
+    assert {"mlp", "cnn-small", "resnet50", "bert-base"} <= set(WORKLOADS)
+    for w in WORKLOADS.values():
+        assert w.description and w.epoch_samples > 0 and w.default_batch_cpu > 0
+        assert w.input_shape(w.resolve())
+
+
+def test_epochs() -> None:
+    assert WORKLOADS["mlp"].epoch_samples == 60_000
+    assert WORKLOADS["resnet50"].epoch_samples == 1_281_167
+
+
+def test_mlp_flops_exact() -> None:
+    w = WORKLOADS["mlp"]
+    assert w.training_flops_per_sample(w.resolve()) == 3 * 2 * (780 * 128 + 128 * 10)
+
+
+def test_resnet50_forward_is_keras_v1_count() -> None:
+    # Keras' ResNet50 is v1 (stride on the 1x1 conv): 3.86 GMAC; v1.5 would be 4.09.
+    assert resnet50_forward_macs(224, 1000) == pytest.approx(3.858e9, rel=1e-3)
+
+
+def test_bert_base_is_6n_per_token_plus_attention() -> None:
+    w = WORKLOADS["bert-base"]
+    d = w.resolve()
+    non_embedding_params = 12 * (4 * 768 * 768 + 2 * 768 * 3072)
+    per_token = w.training_flops_per_sample(d) / 128
+    attention = 12 * 12 * 128 * 768  # 3 x 2 x (2 L h) per layer and token
+    assert per_token == pytest.approx(6 * non_embedding_params + attention, rel=0.01)
+
+
+def test_seq_len_setting() -> None:
+    w = WORKLOADS["bert-base"]
+    assert w.input_shape(w.resolve({"seq_len": 64})) == (64,)
+    with pytest.raises(UserError, match="seq_len must be positive"):
+        w.resolve({"seq_len": 0})
+    with pytest.raises(UserError, match="no setting 'depth'"):
+        w.resolve({"depth": 3})
+
+
+def test_unknown_workload_suggests() -> None:
+    with pytest.raises(UserError) as err:
+        get_workload("resnet-50")
+    assert "Did you mean 'resnet50'?" in str(err.value)
+    assert "mlp, cnn-small, resnet50, bert-base" in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn-small", "resnet50"])
+def test_analytic_flops_match_tensorflow_profiler(name: str) -> None:
+    """The formulas agree with TensorFlow's count of the real Keras model (matmul/conv only)."""
+    tf = pytest.importorskip("tensorflow")
+    from gpuscout.measure.tf_models import BUILDERS
+
+    w = WORKLOADS[name]
+    dims = w.resolve(w.tiny)
+    model = BUILDERS[name](dims).model
+    counted = _matmul_conv_flops(tf, model)
+    assert counted == pytest.approx(w.training_flops_per_sample(dims) / 3, rel=1e-6)
+
+
+def _matmul_conv_flops(tf, model) -> float:  # type: ignore[no-untyped-def]
+    """2 x multiply-adds of every MatMul and Conv2D in the real forward graph, from its shapes."""
+    spec = tf.TensorSpec((1, *model.inputs[0].shape[1:]), model.inputs[0].dtype)
+    graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec).graph
+    total = 0
+    for op in graph.get_operations():
+        if op.type == "MatMul":
+            (m, k), n = op.inputs[0].shape, op.inputs[1].shape[-1]
+            total += 2 * m * k * n
+        elif op.type == "Conv2D":
+            kh, kw, cin, _ = op.inputs[1].shape
+            total += 2 * op.outputs[0].shape.num_elements() * kh * kw * cin
+    return float(total)
