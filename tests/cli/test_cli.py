@@ -1,0 +1,155 @@
+"""The command line, end to end in fresh interpreters: success, the JSON contract, bad input."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+DATA = Path(__file__).parent.parent / "data"
+FAST = ("--steps", "5", "--warmup-steps", "1", "-b", "8")
+
+
+def test_help_does_not_import_tensorflow() -> None:
+    r = run_cli("--help", block_tf=True)
+    assert r.code == 0, r.err
+    assert "bench" in r.out and "runs" in r.out
+    r = run_cli("bench", "--help", block_tf=True)
+    assert r.code == 0 and "--precision" in r.out
+
+
+def test_runs_list_does_not_import_tensorflow() -> None:
+    r = run_cli("runs", "list", block_tf=True)
+    assert r.code == 0, r.err
+    assert "no stored runs yet" in r.out
+
+
+def test_bench_json_contract_and_runs_list() -> None:
+    r = run_cli("bench", "--workload", "mlp", "--seconds", "6", "--json")
+    assert r.code == 0, r.err
+    out = r.json()
+    for key in (
+        "schema_version", "id", "status", "workload", "device", "precision", "xla",
+        "batch_size", "samples_per_second", "step_time_s", "cv", "warmup", "measured_steps",
+        "stop_reason", "flops_per_step", "tflops", "mfu", "epoch_seconds",
+        "peak_memory_bytes", "env",
+    ):
+        assert key in out, key
+    sps = out["samples_per_second"]
+    assert sps["ci_low"] <= sps["median"] <= sps["ci_high"]
+    assert set(out["step_time_s"]) >= {"median", "p5", "p95"}
+    assert set(out["warmup"]) >= {"steps", "seconds"}
+    assert 0 < out["mfu"] < 1
+    assert out["stop_reason"] in ("converged", "budget")
+    assert out["epoch_seconds"] == pytest.approx(60_000 / sps["median"])
+    assert out["env"]["tensorflow"].startswith("2.") and out["env"]["keras"].startswith("3.")
+    assert "step_times_s" not in out
+
+    listed = run_cli("runs", "list", "--json", block_tf=True).json()
+    assert [row["id"] for row in listed] == [out["id"]]
+    shown = run_cli("runs", "show", str(out["id"]), "--json", "--steps", block_tf=True).json()
+    assert shown["samples_per_second"] == sps
+    assert len(shown["step_times_s"]) >= out["measured_steps"] + out["warmup"]["steps"]
+    table = run_cli("runs", "show", str(out["id"]), block_tf=True)
+    assert "samples/s" in table.out and "95% CI" in table.out
+
+
+def test_bench_prints_the_summary_table() -> None:
+    r = run_cli("bench", "--workload", "cnn-small", *FAST)
+    assert r.code == 0, r.err
+    assert "samples/s (median)" in r.out and "assumptions" in r.out
+    assert "stopped: steps" in r.out
+
+
+def test_quiet() -> None:
+    r = run_cli("bench", "--workload", "mlp", "-q", *FAST)
+    assert r.code == 0, r.err
+    assert r.out.startswith("run 1: ok, ") and r.err.strip() == ""
+
+
+def _one_line_error(r) -> str:  # type: ignore[no-untyped-def]
+    assert r.code == 2, (r.out, r.err)
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1, r.err
+    assert "Traceback" not in r.err
+    return lines[0]
+
+
+def test_unknown_workload() -> None:
+    line = _one_line_error(run_cli("bench", "--workload", "resnet", block_tf=True))
+    assert "unknown workload 'resnet'" in line and "Did you mean 'resnet50'?" in line
+    assert "mlp, cnn-small, resnet50, bert-base" in line
+
+
+def test_missing_model_file() -> None:
+    line = _one_line_error(run_cli("bench", "--model", "nowhere/model.py:build", block_tf=True))
+    assert "'nowhere/model.py' does not exist" in line
+
+
+def test_model_not_returning_a_model() -> None:
+    line = _one_line_error(run_cli("bench", "--model", f"{DATA}/user_models.py:not_a_model"))
+    assert "returned dict, not a keras.Model" in line
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "ten"])
+def test_bad_batch_size(value: str) -> None:
+    line = _one_line_error(run_cli("bench", "--batch-size", value, block_tf=True))
+    assert "--batch-size" in line and value in line
+
+
+def test_unknown_device() -> None:
+    line = _one_line_error(run_cli("bench", "--device", "GPU:3", *FAST))
+    assert "unknown device 'GPU:3'" in line and "CPU:0" in line
+
+
+def test_emulated_precision_runs_with_a_warning() -> None:
+    r = run_cli("bench", "--workload", "mlp", "--precision", "mixed_float16", "--json", *FAST)
+    assert r.code == 0, r.err
+    out = r.json()
+    assert out["status"] == "ok" and out["precision"] == "mixed_float16"
+    assert any("emulated" in w for w in out["warnings"])
+
+
+def test_oom_is_stored_with_advice(tmp_path: Path) -> None:
+    db = tmp_path / "oom.sqlite"
+    model = f"{DATA}/user_models.py:runs_out_of_memory"
+    r = run_cli("bench", "--model", model, "-b", "64", "--db", str(db), "--json")
+    assert r.code == 1
+    out = r.json()
+    assert out["status"] == "oom" and "Try --batch-size 32" in out["message"]
+    assert "Traceback" not in r.err
+    row = sqlite3.connect(db).execute("select status, batch_size from runs").fetchone()
+    assert row == ("oom", 64)
+
+
+def test_bad_db_path(tmp_path: Path) -> None:
+    line = _one_line_error(run_cli("runs", "list", "--db", str(tmp_path), block_tf=True))
+    assert "is a directory" in line
+
+
+def test_bad_db_file_is_not_touched(tmp_path: Path) -> None:
+    path = tmp_path / "x.sqlite"
+    path.write_bytes(b"not sqlite" * 200)
+    line = _one_line_error(run_cli("runs", "list", "--db", str(path), block_tf=True))
+    assert "cannot open the database" in line
+    assert path.read_bytes() == b"not sqlite" * 200
+
+
+def test_runs_show_unknown_id() -> None:
+    line = _one_line_error(run_cli("runs", "show", "42", block_tf=True))
+    assert "no run with id 42" in line
+
+
+def test_version() -> None:
+    r = run_cli("--version", block_tf=True)
+    assert r.code == 0 and r.out.startswith("gpuscout ")
+
+
+def test_json_output_is_one_object() -> None:
+    r = run_cli("bench", "--workload", "mlp", "--json", *FAST)
+    assert r.code == 0
+    assert isinstance(json.loads(r.out), dict)

@@ -1,0 +1,139 @@
+"""The results store on a real SQLite file: round trip, schema guard, killed and parallel writers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuscout.errors import UserError
+from gpuscout.records import BenchConfig, Interval, RunResult
+from gpuscout.store import Store
+from gpuscout.store import schema
+
+
+def _result(i: int = 0) -> RunResult:
+    return RunResult(
+        created_at="2026-12-02T12:00:00+00:00",
+        status="ok",
+        workload="mlp",
+        device="CPU:0",
+        precision="fp32",
+        xla=False,
+        loop="custom",
+        batch_size=32 + i,
+        samples_per_second=Interval(median=1000.0 + i, ci_low=990.0, ci_high=1010.0),
+        config=BenchConfig(),
+        env={"tensorflow": "2.21.0"},
+        step_times_s=[0.5, 0.01, 0.011, 0.0105],
+    )
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.sqlite") as store:
+        saved = store.save(_result())
+        assert saved.id == 1
+        back = store.get(1)
+    assert back == saved
+    assert back.step_times_s == [0.5, 0.01, 0.011, 0.0105]
+    assert back.to_json_dict()["schema_version"] == 1
+
+
+def test_list_newest_first(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.sqlite") as store:
+        for i in range(3):
+            store.save(_result(i))
+        rows = store.list()
+        assert [r.id for r in rows] == [3, 2, 1]
+        assert rows[0].samples_per_second == 1002.0
+        assert [r.id for r in store.list(limit=1)] == [3]
+
+
+def test_missing_run_is_a_user_error(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.sqlite") as store, pytest.raises(UserError, match="no run with id 7"):
+        store.get(7)
+
+
+def test_schema_version_recorded_and_newer_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    Store(path).close()
+    con = sqlite3.connect(path)
+    assert con.execute("select value from gpuscout_meta").fetchone() == (str(schema.LATEST),)
+    con.execute("update gpuscout_meta set value = '99'")
+    con.commit()
+    con.close()
+    with pytest.raises(UserError, match="schema v99, newer than this gpuscout"):
+        Store(path)
+
+
+def test_not_a_database_is_a_user_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.sqlite"
+    path.write_text("these are my notes, not a database\n" * 100)
+    with pytest.raises(UserError, match="cannot open the database"):
+        Store(path)
+    assert path.read_text().startswith("these are my notes")  # nothing overwritten
+
+
+WRITER = """
+import sys
+from gpuscout.store import Store
+from tests.store.test_store import _result
+store = Store(sys.argv[1])
+i = 0
+while True:
+    store.save(_result(i))
+    i += 1
+    if i == 5:
+        print("ready", flush=True)
+    if i >= int(sys.argv[2]):
+        break
+"""
+
+
+def _writer(db: Path, count: int) -> subprocess.Popen[str]:
+    root = Path(__file__).parents[2]
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db), str(count)],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+
+
+def test_survives_a_killed_writer(tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    proc = _writer(db, 10**9)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    proc.stdout.close()
+    con = sqlite3.connect(db)
+    assert con.execute("pragma integrity_check").fetchone() == ("ok",)
+    con.close()
+    with Store(db) as store:
+        rows = store.list()
+        assert len(rows) >= 5
+        for row in rows:  # every stored run is whole
+            assert store.get(row.id).id == row.id
+        store.save(_result())  # and the database still takes writes
+
+
+def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    Store(db).close()
+    procs = [_writer(db, 40) for _ in range(3)]
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0
+    with Store(db) as store:
+        rows = store.list()
+    assert len(rows) == 120
+    assert sorted(r.id for r in rows) == list(range(1, 121))

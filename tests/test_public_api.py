@@ -1,0 +1,35 @@
+"""The public API and the layering rule: only measure/ imports TensorFlow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gpuscout
+from tests.conftest import BLOCK_TF
+
+
+def test_all_is_sorted_and_resolves() -> None:
+    assert gpuscout.__all__ == sorted(gpuscout.__all__)
+    for name in gpuscout.__all__:
+        assert getattr(gpuscout, name) is not None
+
+
+def test_non_measuring_modules_import_without_tensorflow() -> None:
+    modules = [
+        "gpuscout", "gpuscout.cli", "gpuscout.store", "gpuscout.records", "gpuscout.units",
+        "gpuscout.report.terminal", "gpuscout.measure", "gpuscout.measure.stats",
+        "gpuscout.measure.protocol", "gpuscout.measure.workloads", "gpuscout.cli.progress",
+    ]
+    code = BLOCK_TF + "".join(f"import {m}\n" for m in modules) + (
+        "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_blocker_really_blocks() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCK_TF + "import tensorflow"], capture_output=True, text=True
+    )
+    assert proc.returncode != 0 and "blocked by the test" in proc.stderr
