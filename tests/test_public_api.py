@@ -17,12 +17,22 @@ def test_all_is_sorted_and_resolves() -> None:
 
 def test_non_measuring_modules_import_without_tensorflow() -> None:
     modules = [
-        "gpuscout", "gpuscout.cli", "gpuscout.store", "gpuscout.records", "gpuscout.units",
-        "gpuscout.report.terminal", "gpuscout.measure", "gpuscout.measure.stats",
-        "gpuscout.measure.protocol", "gpuscout.measure.workloads", "gpuscout.cli.progress",
+        "gpuscout",
+        "gpuscout.cli",
+        "gpuscout.store",
+        "gpuscout.records",
+        "gpuscout.units",
+        "gpuscout.report.terminal",
+        "gpuscout.measure",
+        "gpuscout.measure.stats",
+        "gpuscout.measure.protocol",
+        "gpuscout.measure.workloads",
+        "gpuscout.cli.progress",
     ]
-    code = BLOCK_TF + "".join(f"import {m}\n" for m in modules) + (
-        "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules\n"
+    code = (
+        BLOCK_TF
+        + "".join(f"import {m}\n" for m in modules)
+        + ("assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules\n")
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -33,10 +33,26 @@ def test_bench_json_contract_and_runs_list() -> None:
     assert r.code == 0, r.err
     out = r.json()
     for key in (
-        "schema_version", "id", "status", "workload", "device", "precision", "xla",
-        "batch_size", "samples_per_second", "step_time_s", "cv", "warmup", "measured_steps",
-        "stop_reason", "flops_per_step", "tflops", "mfu", "epoch_seconds",
-        "peak_memory_bytes", "env",
+        "schema_version",
+        "id",
+        "status",
+        "workload",
+        "device",
+        "precision",
+        "xla",
+        "batch_size",
+        "samples_per_second",
+        "step_time_s",
+        "cv",
+        "warmup",
+        "measured_steps",
+        "stop_reason",
+        "flops_per_step",
+        "tflops",
+        "mfu",
+        "epoch_seconds",
+        "peak_memory_bytes",
+        "env",
     ):
         assert key in out, key
     sps = out["samples_per_second"]

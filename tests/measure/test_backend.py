@@ -30,8 +30,12 @@ def _tiny(name: str, **kw: object) -> BenchConfig:
 
 @pytest.mark.parametrize(
     "name",
-    ["mlp", "cnn-small", pytest.param("resnet50", marks=pytest.mark.slow),
-     pytest.param("bert-base", marks=pytest.mark.slow)],
+    [
+        "mlp",
+        "cnn-small",
+        pytest.param("resnet50", marks=pytest.mark.slow),
+        pytest.param("bert-base", marks=pytest.mark.slow),
+    ],
 )
 def test_workload_trains_at_tiny_size(name: str) -> None:
     result = bench(_tiny(name))
@@ -118,12 +122,12 @@ def test_keras_file_loads_in_safe_mode(tmp_path: Path) -> None:
 
 
 def test_model_function_returning_something_else() -> None:
-    with pytest.raises(UserError, match="returned dict, not a keras.Model"):
+    with pytest.raises(UserError, match=r"returned dict, not a keras\.Model"):
         bench(_tiny("mlp", model=f"{DATA}/user_models.py:not_a_model", dims={}))
 
 
 def test_missing_function_lists_the_ones_there() -> None:
-    with pytest.raises(UserError, match="has no function 'nope'.*compiled_regressor"):
+    with pytest.raises(UserError, match=r"has no function 'nope'.*compiled_regressor"):
         bench(_tiny("mlp", model=f"{DATA}/user_models.py:nope", dims={}))
 
 

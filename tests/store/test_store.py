@@ -1,4 +1,4 @@
-"""The results store on a real SQLite file: round trip, schema guard, killed and parallel writers."""
+"""The store on a real SQLite file: round trip, schema guard, killed and parallel writers."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import pytest
 
 from gpuscout.errors import UserError
 from gpuscout.records import BenchConfig, Interval, RunResult
-from gpuscout.store import Store
-from gpuscout.store import schema
+from gpuscout.store import Store, schema
 
 
 def _result(i: int = 0) -> RunResult:
@@ -131,7 +130,7 @@ def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
     Store(db).close()
     procs = [_writer(db, 40) for _ in range(3)]
     for p in procs:
-        out, _ = p.communicate(timeout=120)
+        p.communicate(timeout=120)
         assert p.returncode == 0
     with Store(db) as store:
         rows = store.list()

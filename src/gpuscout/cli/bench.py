@@ -25,28 +25,55 @@ def register(sub: Any) -> None:
     )
     what = p.add_argument_group("what to measure")
     what.add_argument("--workload", "-w", default="mlp", help="mlp, cnn-small, resnet50, bert-base")
-    what.add_argument("--model", help="your model: FILE.py:FUNCTION (returns a keras.Model) or FILE.keras")
-    what.add_argument("--data", help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset")
-    what.add_argument("--seq-len", type=positive_int, help="sequence length (bert-base; default 128)")
-    what.add_argument("--epoch-samples", type=positive_int, help="samples in one epoch, to project epoch time")
+    what.add_argument(
+        "--model", help="your model: FILE.py:FUNCTION (returns a keras.Model) or FILE.keras"
+    )
+    what.add_argument(
+        "--data", help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset"
+    )
+    what.add_argument(
+        "--seq-len", type=positive_int, help="sequence length (bert-base; default 128)"
+    )
+    what.add_argument(
+        "--epoch-samples", type=positive_int, help="samples in one epoch, to project epoch time"
+    )
     how = p.add_argument_group("how")
-    how.add_argument("--loop", choices=LOOPS, default="custom",
-                     help="custom tf.function+GradientTape step (default) or Keras model.fit")
+    how.add_argument(
+        "--loop",
+        choices=LOOPS,
+        default="custom",
+        help="custom tf.function+GradientTape step (default) or Keras model.fit",
+    )
     how.add_argument("--precision", choices=PRECISIONS, default="fp32")
-    how.add_argument("--xla", action=argparse.BooleanOptionalAction, default=False,
-                     help="compile the step with XLA (default: off)")
-    how.add_argument("--batch-size", "-b", type=positive_int,
-                     help="samples per step (default: per workload and device, always printed)")
+    how.add_argument(
+        "--xla",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="compile the step with XLA (default: off)",
+    )
+    how.add_argument(
+        "--batch-size",
+        "-b",
+        type=positive_int,
+        help="samples per step (default: per workload and device, always printed)",
+    )
     how.add_argument("--device", help="CPU:0, GPU:1, ... (default: first GPU, else CPU:0)")
     how.add_argument("--seed", type=int, default=0)
     stop = p.add_argument_group("when to stop")
-    stop.add_argument("--seconds", type=positive_float,
-                      help=f"time budget for warm-up + measurement (default {DEFAULT_SECONDS:g}; "
-                      "stops earlier once the 95%% CI is within +-2%%)")
-    stop.add_argument("--steps", type=positive_int,
-                      help="measure exactly this many steps after warm-up instead")
-    stop.add_argument("--warmup-steps", type=non_negative_int,
-                      help="discard exactly this many steps as warm-up instead of detecting it")
+    stop.add_argument(
+        "--seconds",
+        type=positive_float,
+        help=f"time budget for warm-up + measurement (default {DEFAULT_SECONDS:g}; "
+        "stops earlier once the 95%% CI is within +-2%%)",
+    )
+    stop.add_argument(
+        "--steps", type=positive_int, help="measure exactly this many steps after warm-up instead"
+    )
+    stop.add_argument(
+        "--warmup-steps",
+        type=non_negative_int,
+        help="discard exactly this many steps as warm-up instead of detecting it",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -99,8 +126,12 @@ def run(args: argparse.Namespace) -> int:
         print_result(result, Console())
     else:
         sps = result.samples_per_second
-        print(f"run {result.id}: {result.status}" + (f", {sps.median:.4g} samples/s" if sps else ""))
+        print(
+            f"run {result.id}: {result.status}" + (f", {sps.median:.4g} samples/s" if sps else "")
+        )
     if result.status != "ok":
-        print(f"gpuscout: run {result.id} failed ({result.status}): {result.message}", file=sys.stderr)
+        print(
+            f"gpuscout: run {result.id} failed ({result.status}): {result.message}", file=sys.stderr
+        )
         return 1
     return 0

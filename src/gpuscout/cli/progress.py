@@ -32,7 +32,10 @@ class BenchProgress:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         if self.enabled:
             self.bar.stop()
@@ -53,7 +56,11 @@ class BenchProgress:
             total, done = rule.budget_s, min(s.elapsed_s, rule.budget_s)
         else:
             total, done = 1.0, 0.0
-        ci = f"CI ±{s.rel_halfwidth:.1%} (target ±{rule.target_rel_ci:.0%})" if s.rel_halfwidth and s.rel_halfwidth != float("inf") else ""
+        ci = (
+            f"CI ±{s.rel_halfwidth:.1%} (target ±{rule.target_rel_ci:.0%})"
+            if s.rel_halfwidth and s.rel_halfwidth != float("inf")
+            else ""
+        )
         self.bar.update(
             self.task,
             description="measuring",

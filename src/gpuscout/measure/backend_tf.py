@@ -74,7 +74,9 @@ def _prepare_builtin(
     )
 
 
-def _prepare_user(tf: Any, spec: ModelSpec, config: BenchConfig, batch: int, prep: Prepared) -> None:
+def _prepare_user(
+    tf: Any, spec: ModelSpec, config: BenchConfig, batch: int, prep: Prepared
+) -> None:
     from gpuscout.measure import tf_flops, tf_user
 
     model = tf_user.load_model(spec)
@@ -233,8 +235,7 @@ def run(
             _prepare_builtin(tf, workload, config, batch, prep)
     if prep.flops_method:
         prep.assumptions.append(
-            "FLOPs per step: training = 3 x forward (2 per multiply-add); "
-            f"{prep.flops_method}"
+            f"FLOPs per step: training = 3 x forward (2 per multiply-add); {prep.flops_method}"
         )
     on_phase("finding the device's peak FLOP/s")
     peak = tf_runtime.device_peak_flops(tf, device, config.precision)

@@ -70,7 +70,11 @@ def failed(config: BenchConfig, status: str, message: str) -> RunResult:
 def _is_oom(exc: BaseException) -> bool:
     name = type(exc).__name__
     text = str(exc)
-    return name == "ResourceExhaustedError" or "OOM when allocating" in text or "out of memory" in text.lower()
+    return (
+        name == "ResourceExhaustedError"
+        or "OOM when allocating" in text
+        or "out of memory" in text.lower()
+    )
 
 
 def _first_line(exc: BaseException) -> str:

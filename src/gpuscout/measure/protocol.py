@@ -123,16 +123,16 @@ class Protocol:
             )
         if (
             rule.fixed_steps is None
+            and warmup is not None
             and summary is not None
             and measured >= rule.min_measured
             and summary.rel_halfwidth <= rule.target_rel_ci
         ):
             return self._finish(warmup, measured, "converged", elapsed)
         if over_budget:
-            if warmup is None:  # no steady state in the whole budget: keep the second half
-                warmup = n // 2
-            if n - warmup >= MIN_MEASURED_FOR_BUDGET_STOP:
-                return self._finish(warmup, n - warmup, "budget", elapsed)
+            last = warmup if warmup is not None else n // 2  # no steady state: keep 2nd half
+            if n - last >= MIN_MEASURED_FOR_BUDGET_STOP:
+                return self._finish(last, n - last, "budget", elapsed)
         return None
 
     def run(self, step: Callable[[], object]) -> Outcome:

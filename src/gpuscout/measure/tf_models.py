@@ -68,7 +68,7 @@ def build_resnet50(d: Dims) -> Built:
     return Built(model, _sparse_ce(), keras.optimizers.SGD(0.1, momentum=0.9))
 
 
-class PositionEmbedding(keras.layers.Layer):
+class PositionEmbedding(keras.layers.Layer):  # type: ignore[misc]
     """Learned absolute position embeddings added to the token embeddings (as in BERT)."""
 
     def __init__(self, length: int, **kwargs: Any) -> None:

@@ -35,7 +35,7 @@ def import_tensorflow() -> ModuleType:
             "TensorFlow is not installed; measuring needs it. To fix: pip install "
             "'gpuscout[cpu]' (no NVIDIA GPU) or 'gpuscout[cuda]' (NVIDIA GPU)."
         ) from exc
-    return tf
+    return tf  # type: ignore[no-any-return]
 
 
 @contextlib.contextmanager

@@ -41,7 +41,7 @@ def custom_loop(
     optimizer = _with_loss_scaling(built.optimizer, precision)
     optimizer.build(model.trainable_variables)
 
-    @tf.function(jit_compile=xla)
+    @tf.function(jit_compile=xla)  # type: ignore[untyped-decorator]
     def step_on_batch(x: Any, y: Any) -> Any:
         with tf.GradientTape() as tape:
             pred = model(x, training=True)
@@ -51,7 +51,7 @@ def custom_loop(
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
-    @tf.function
+    @tf.function  # type: ignore[untyped-decorator]
     def train_step(iterator: Any) -> Any:
         x, y = next(iterator)  # outside the XLA cluster: the iterator op cannot be compiled
         return step_on_batch(x, y)
@@ -65,7 +65,7 @@ def custom_loop(
     return protocol.run(one_step)
 
 
-class _FitTimer(keras.callbacks.Callback):
+class _FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
     """Times each batch end to end (batch end to batch end), as a user timing fit would."""
 
     def __init__(self, protocol: Protocol, sync: Callable[[], None]) -> None:
@@ -107,9 +107,7 @@ def fit_loop(
         jit_compile=xla,
     )
     timer = _FitTimer(protocol, sync)
-    model.fit(
-        dataset, epochs=1, steps_per_epoch=10**9, shuffle=False, verbose=0, callbacks=[timer]
-    )
+    model.fit(dataset, epochs=1, steps_per_epoch=10**9, shuffle=False, verbose=0, callbacks=[timer])
     if timer.outcome is None:  # fit ended on its own (a finite user dataset): stop there
         raise RuntimeError("model.fit stopped before the protocol did")
     return timer.outcome

@@ -108,7 +108,11 @@ def synthetic_user_batch(
     """Random inputs and labels that match the model's input and output signature."""
     inputs = []
     vocab = min(
-        (int(layer.input_dim) for layer in model.layers if isinstance(layer, keras.layers.Embedding)),
+        (
+            int(layer.input_dim)
+            for layer in model.layers
+            if isinstance(layer, keras.layers.Embedding)
+        ),
         default=2,
     )
     for tensor in model.inputs:

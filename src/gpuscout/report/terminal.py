@@ -17,7 +17,7 @@ def _interval(result: RunResult) -> str:
     assert sps is not None
     if sps.ci_low is None or sps.ci_high is None:
         return f"{fmt_rate(sps.median)} (interval undefined: too few steps)"
-    return f"{fmt_rate(sps.median)}  [95% CI {fmt_rate(sps.ci_low)} – {fmt_rate(sps.ci_high)}]"
+    return f"{fmt_rate(sps.median)}  [95% CI {fmt_rate(sps.ci_low)} - {fmt_rate(sps.ci_high)}]"
 
 
 def result_table(result: RunResult) -> Table:
@@ -42,10 +42,8 @@ def result_table(result: RunResult) -> Table:
         "spread",
         f"CV {fmt_percent(result.cv or 0)} · {result.outliers} outlier steps (MAD)",
     )
-    table.add_row(
-        "warm-up",
-        f"{result.warmup.steps} steps, {fmt_seconds(result.warmup.seconds)} ({result.warmup.method})",
-    )
+    w = result.warmup
+    table.add_row("warm-up", f"{w.steps} steps, {fmt_seconds(w.seconds)} ({w.method})")
     half = result.ci_rel_halfwidth
     table.add_row(
         "measured",
@@ -58,7 +56,9 @@ def result_table(result: RunResult) -> Table:
         f" · loop {result.loop}",
     )
     if result.epoch_seconds is not None:
-        table.add_row("epoch time", f"{fmt_seconds(result.epoch_seconds)} ({result.epoch_samples:,} samples)")
+        table.add_row(
+            "epoch time", f"{fmt_seconds(result.epoch_seconds)} ({result.epoch_samples:,} samples)"
+        )
     if result.tflops is not None:
         table.add_row("achieved", fmt_flops(result.tflops * 1e12))
     if result.mfu is not None and result.peak_tflops is not None:
@@ -68,7 +68,8 @@ def result_table(result: RunResult) -> Table:
     env = result.env
     table.add_row(
         "software",
-        f"TensorFlow {env.get('tensorflow')} · Keras {env.get('keras')} · Python {env.get('python')}",
+        f"TensorFlow {env.get('tensorflow')} · Keras {env.get('keras')}"
+        f" · Python {env.get('python')}",
     )
     table.add_row("device", f"{env.get('device_name')} ({env.get('cpu_cores')} CPU cores)")
     return table
@@ -99,7 +100,7 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
             r.device,
             r.precision + (" +XLA" if r.xla else ""),
             str(r.batch_size),
-            fmt_rate(r.samples_per_second) if r.samples_per_second else "–",
-            r.stop_reason or "–",
+            fmt_rate(r.samples_per_second) if r.samples_per_second else "-",
+            r.stop_reason or "-",
         )
     return table

@@ -112,7 +112,7 @@ class Store:
         """Insert a run in one transaction; return it with its id."""
         sps = result.samples_per_second.median if result.samples_per_second else None
         with self.engine.begin() as conn:
-            run_id = conn.execute(
+            inserted = conn.execute(
                 schema.runs.insert().values(
                     created_at=result.created_at,
                     status=result.status,
@@ -127,7 +127,9 @@ class Store:
                     result_json="{}",
                     step_times_json=json.dumps(result.step_times_s),
                 )
-            ).inserted_primary_key[0]
+            ).inserted_primary_key
+            assert inserted is not None
+            run_id = inserted[0]
             saved = result.model_copy(update={"id": int(run_id)})
             conn.execute(
                 schema.runs.update()
