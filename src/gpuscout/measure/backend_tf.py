@@ -243,7 +243,8 @@ def run(
     if tf_runtime.tf32_in_effect(tf, device):
         prep.assumptions.append("TF32 is on for fp32 matmuls/convs (TensorFlow's default)")
     prep.assumptions.append(
-        "the median's 95% interval treats steps as independent (order statistics)"
+        "the median's 95% interval: order statistics over medians of 30 consecutive blocks "
+        "(per step below 60 steps), so slow drift widens it"
     )
 
     def sync() -> None:

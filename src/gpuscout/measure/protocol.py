@@ -28,6 +28,7 @@ class StopRule:
     budget_s: float | None = 60.0
     target_rel_ci: float = 0.02
     min_measured: int = 20
+    min_measure_s: float = 2.0  # converge no sooner: throughput drifts over seconds
     fixed_steps: int | None = None
     fixed_warmup: int | None = None
     max_warmup_steps: int = 2000
@@ -126,6 +127,7 @@ class Protocol:
             and warmup is not None
             and summary is not None
             and measured >= rule.min_measured
+            and sum(times[warmup:]) >= rule.min_measure_s
             and summary.rel_halfwidth <= rule.target_rel_ci
         ):
             return self._finish(warmup, measured, "converged", elapsed)
