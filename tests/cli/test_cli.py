@@ -169,3 +169,59 @@ def test_json_output_is_one_object() -> None:
     r = run_cli("bench", "--workload", "mlp", "--json", *FAST)
     assert r.code == 0
     assert isinstance(json.loads(r.out), dict)
+
+
+def test_a_crashed_measurement_is_stored(tmp_path: Path) -> None:
+    db = tmp_path / "crash.sqlite"
+    model = f"{DATA}/user_models.py:crashes_the_process"
+    r = run_cli("bench", "--model", model, "--db", str(db), "--json")
+    assert r.code == 1
+    out = r.json()
+    assert out["status"] == "error" and "killed by SIGKILL" in out["message"]
+    assert sqlite3.connect(db).execute("select status from runs").fetchone() == ("error",)
+
+
+def test_user_model_output_does_not_corrupt_json() -> None:
+    model = f"{DATA}/user_models.py:prints_to_stdout"
+    r = run_cli("bench", "--model", model, "--json", *FAST)
+    assert r.code == 0, r.err
+    assert r.json()["status"] == "ok"
+    assert "hello from the user's model" in r.err
+
+
+def test_terminated_run_is_stored_and_leaves_no_process(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "term.sqlite"
+    code = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "bench", "-w", "mlp", "--seconds", "120", "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    child = None
+    while time.monotonic() < deadline and child is None:  # wait for the measuring child
+        time.sleep(0.5)
+        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
+        child = int(out.stdout.split()[0]) if out.stdout.strip() else None
+    assert child is not None
+    time.sleep(5)  # let it get into the measurement
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    row = sqlite3.connect(db).execute("select status, result_json from runs").fetchone()
+    assert row[0] == "error" and "interrupted" in json.loads(row[1])["message"]
+    time.sleep(0.5)
+    try:
+        os.kill(child, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the measuring child outlived its parent"

@@ -30,3 +30,16 @@ def runs_out_of_memory():
     # What TensorFlow raises when an allocation fails on a device; a CPU rarely gets there,
     # so the model function raises the real exception type itself.
     raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor [4096,4096]")
+
+
+def crashes_the_process():
+    # A hard crash (as a segfault in a kernel or the kernel's OOM killer would cause).
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def prints_to_stdout():
+    print("hello from the user's model")
+    return uncompiled_classifier()

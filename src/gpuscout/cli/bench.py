@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -104,26 +105,33 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     )
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from gpuscout.cli.progress import BenchProgress
-    from gpuscout.measure import bench
-    from gpuscout.report.terminal import print_result
+    from gpuscout.measure.runner import run_isolated
+    from gpuscout.report.terminal import print_result, stdout_console
     from gpuscout.store import Store
 
     config = config_from_args(args)
     store = Store(args.db)  # open (and migrate) before measuring: a bad --db fails fast
+    # A closed terminal or a `kill` ends the run like Ctrl-C does: stored, not lost.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     err = Console(stderr=True)
     with BenchProgress(err, enabled=not args.quiet and not args.json) as progress:
-        result = bench(config, on_progress=progress.update, on_phase=progress.phase)
+        result = run_isolated(config, on_progress=progress.update, on_phase=progress.phase)
     result = store.save(result)
     store.close()
     if args.json:
         json.dump(result.to_json_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif not args.quiet:
-        print_result(result, Console())
+        print_result(result, stdout_console())
     else:
         sps = result.samples_per_second
         print(

@@ -34,11 +34,9 @@ def run_list(args: argparse.Namespace) -> int:
         json.dump([vars(r) for r in rows], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
+    from gpuscout.report.terminal import runs_table, stdout_console
 
-    from gpuscout.report.terminal import runs_table
-
-    Console().print(runs_table(rows) if rows else "no stored runs yet: run 'gpuscout bench'")
+    stdout_console().print(runs_table(rows) if rows else "no stored runs yet: run 'gpuscout bench'")
     return 0
 
 
@@ -54,9 +52,7 @@ def run_show(args: argparse.Namespace) -> int:
         json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
+    from gpuscout.report.terminal import print_result, stdout_console
 
-    from gpuscout.report.terminal import print_result
-
-    print_result(result, Console())
+    print_result(result, stdout_console())
     return 0

@@ -40,7 +40,9 @@ def bench(
     except (UserError, GpuscoutError):
         raise
     except KeyboardInterrupt:
-        return failed(config, "error", "interrupted by the user (Ctrl-C) before the end")
+        return failed(
+            config, "error", "interrupted (Ctrl-C or a termination signal) before the end"
+        )
     except Exception as exc:  # any failure inside a measurement is stored, not lost
         if _is_oom(exc):
             batch = config.batch_size

@@ -43,11 +43,11 @@ def result_table(result: RunResult) -> Table:
         f"CV {fmt_percent(result.cv or 0)} · {result.outliers} outlier steps (MAD)",
     )
     w = result.warmup
-    table.add_row("warm-up", f"{w.steps} steps, {fmt_seconds(w.seconds)} ({w.method})")
+    table.add_row("warm-up", f"{_steps(w.steps)}, {fmt_seconds(w.seconds)} ({w.method})")
     half = result.ci_rel_halfwidth
     table.add_row(
         "measured",
-        f"{result.measured_steps} steps · stopped: {result.stop_reason}"
+        f"{_steps(result.measured_steps)} · stopped: {result.stop_reason}"
         + (f" (interval ±{fmt_percent(half)})" if half is not None else ""),
     )
     table.add_row(
@@ -73,6 +73,17 @@ def result_table(result: RunResult) -> Table:
     )
     table.add_row("device", f"{env.get('device_name')} ({env.get('cpu_cores')} CPU cores)")
     return table
+
+
+def stdout_console() -> Console:
+    """A console for stdout; wide enough for the tables when the output is piped to a file."""
+    import sys
+
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def _steps(n: int) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"
 
 
 def print_result(result: RunResult, console: Console) -> None:
