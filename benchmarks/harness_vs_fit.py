@@ -1,16 +1,21 @@
 """gpuscout's measurement against a plain, hand-written ``model.fit`` timing loop.
 
-Prints figures, not pass/fail. For ``mlp`` and ``cnn-small`` on this machine's CPU, side by side
-in one process with the same model code, data and settings:
+Prints figures, not pass/fail. For ``mlp`` and ``cnn-small`` on this machine's CPU, in one
+process, with the same model code, data and settings, in ``PAIRS`` alternating pairs (so that
+the machine's drift hits both alike), each pair running the same number of steps:
 
-1. a careful hand measurement: ``model.fit`` for a warm-up epoch, then ``model.fit`` for enough
-   steps to last ~``PLAIN_SECONDS``, timed with ``perf_counter``: samples / elapsed;
-2. ``gpuscout bench --loop fit`` (the same ``model.fit``, timed step by step by gpuscout);
-3. ``gpuscout bench`` with its default custom ``tf.function`` step.
+- plain: what a careful user writes: a warm-up ``fit``, then one timed ``fit`` of N steps,
+  samples / elapsed (``perf_counter``);
+- gpuscout ``--loop fit``: the same ``model.fit`` with N measured steps after detected warm-up,
+  timed step by step by gpuscout; its median and its mean rate;
+- gpuscout custom step (the default): a ``tf.function`` + ``GradientTape`` step.
 
-The ratio of (2) to (1) is the harness's overhead and agreement (target: within +-3%). Rounds
-alternate (plain, gpuscout, plain, ...) so that drift of the machine hits both alike. Finally
-it compares the time the adaptive protocol needed to reach +-2% with a fixed 10 + 100 steps.
+TensorFlow runs with 1 intra-op and 1 inter-op thread here: on a 2-core machine the default
+threading makes these small models bimodal (runs at ~100k or ~165k samples/s for ``mlp``, CV
+over 20%), which drowns the comparison; with one thread each the spread is ~5%.
+
+Then: the seconds of training steps the adaptive protocol needed to reach +-2%, against a fixed
+10 warm-up + 100 steps, with the interval each achieved.
 
 Run: ``make bench-harness`` (or ``.venv/bin/python benchmarks/harness_vs_fit.py``).
 """
@@ -24,93 +29,112 @@ import time
 from gpuscout.measure.tf_runtime import import_tensorflow
 
 tf = import_tensorflow()  # first, so TensorFlow's start-up chatter is hidden
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+
+import numpy as np  # noqa: E402
 
 from gpuscout.measure import bench  # noqa: E402
 from gpuscout.measure.tf_models import BUILDERS  # noqa: E402
 from gpuscout.measure.workloads import WORKLOADS  # noqa: E402
-from gpuscout.records import BenchConfig  # noqa: E402
+from gpuscout.records import BenchConfig, RunResult  # noqa: E402
 
 WORKLOAD_BATCH = {"mlp": 256, "cnn-small": 64}
-ROUNDS = 3
-PLAIN_SECONDS = 8.0
-BENCH_SECONDS = 12.0
+PAIRS = 10
+PAIR_SECONDS = 3.0
 
 
-def plain_fit(name: str, batch: int) -> float:
-    """What a careful user writes: warm up, then time a long fit. Returns samples/s (mean)."""
-    import numpy as np
+class Plain:
+    """A model compiled once and warmed up; each :meth:`time` is one hand timing of N steps."""
 
-    w = WORKLOADS[name]
-    dims = w.resolve()
-    built = BUILDERS[name](dims)
-    rng = np.random.default_rng(0)
-    x = rng.random((batch, *w.input_shape(dims)), dtype=np.float32)
-    y = rng.integers(0, dims["classes"], size=(batch,)).astype("int32")
-    ds = tf.data.Dataset.from_tensors((x, y)).repeat().prefetch(tf.data.AUTOTUNE)
-    built.model.compile(optimizer=built.optimizer, loss=built.loss, jit_compile=False)
-    t0 = time.perf_counter()
-    built.model.fit(ds, epochs=1, steps_per_epoch=30, shuffle=False, verbose=0)  # warm-up
-    per_step = (time.perf_counter() - t0) / 30
-    steps = max(100, int(PLAIN_SECONDS / per_step))
-    t0 = time.perf_counter()
-    built.model.fit(ds, epochs=1, steps_per_epoch=steps, shuffle=False, verbose=0)
-    return steps * batch / (time.perf_counter() - t0)
+    def __init__(self, name: str, batch: int) -> None:
+        w = WORKLOADS[name]
+        dims = w.resolve()
+        built = BUILDERS[name](dims)
+        rng = np.random.default_rng(0)
+        x = rng.random((batch, *w.input_shape(dims)), dtype=np.float32)
+        y = rng.integers(0, dims["classes"], size=(batch,)).astype("int32")
+        self.ds = tf.data.Dataset.from_tensors((x, y)).repeat().prefetch(tf.data.AUTOTUNE)
+        self.model = built.model
+        self.model.compile(optimizer=built.optimizer, loss=built.loss, jit_compile=False)
+        self.batch = batch
+        self.fit(50)  # warm-up: tracing, first allocations
+        t0 = time.perf_counter()
+        self.fit(50)  # then a rate, to size the timed runs
+        self.steps = max(100, int(PAIR_SECONDS / ((time.perf_counter() - t0) / 50)))
+
+    def fit(self, steps: int) -> None:
+        self.model.fit(self.ds, epochs=1, steps_per_epoch=steps, shuffle=False, verbose=0)
+
+    def time(self) -> float:
+        t0 = time.perf_counter()
+        self.fit(self.steps)
+        return self.steps * self.batch / (time.perf_counter() - t0)
 
 
-def gpuscout_run(name: str, batch: int, loop: str, **kw: object) -> dict[str, float]:
+def gpuscout(name: str, batch: int, **kw: object) -> RunResult:
     cfg = BenchConfig.model_validate(
-        {
-            "workload": name,
-            "batch_size": batch,
-            "loop": loop,
-            "device": "CPU:0",
-            "seconds": BENCH_SECONDS,
-            **kw,
-        }
+        {"workload": name, "batch_size": batch, "device": "CPU:0", "seed": 0, **kw}
     )
-    r = bench(cfg)
-    assert r.status == "ok" and r.samples_per_second and r.warmup, r.message
-    return {
-        "median": r.samples_per_second.median,
-        "mean": r.mean_samples_per_second or 0.0,
-        "seconds": sum(r.step_times_s),
-        "halfwidth": r.ci_rel_halfwidth or float("nan"),
-        "cv": r.cv or 0.0,
-        "stop": r.stop_reason or "",
-    }
+    result = bench(cfg)
+    assert result.status == "ok", result.message
+    return result
+
+
+def _ratio_text(values: list[float]) -> str:
+    return f"{statistics.median(values):.3f} [{min(values):.3f}-{max(values):.3f}]"
 
 
 def main() -> None:
-    print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPU cores; {ROUNDS} alternating rounds\n")
     print(
-        f"{'workload':10} {'plain fit':>11} {'gs fit med':>11} {'gs fit mean':>11} "
-        f"{'gs custom':>10} {'fit/plain':>10} {'mean/plain':>10} {'custom/plain':>12}"
+        f"TensorFlow {tf.__version__}, {os.cpu_count()} CPU cores, 1 intra-op + 1 inter-op "
+        f"thread; {PAIRS} alternating pairs of equal step counts; median [min-max] of pairs\n"
     )
+    header = (
+        f"{'workload':10} {'steps':>6} {'plain fit':>10} {'gs fit med':>10} {'gs fit mean':>11}"
+        f" {'gs custom':>10}  {'fit med/plain':>20}  {'fit mean/plain':>20}"
+        f"  {'custom/plain':>20}"
+    )
+    print(header)
     for name, batch in WORKLOAD_BATCH.items():
-        plain, fit_med, fit_mean, custom = [], [], [], []
-        for _ in range(ROUNDS):
-            plain.append(plain_fit(name, batch))
-            g = gpuscout_run(name, batch, "fit")
-            fit_med.append(g["median"])
-            fit_mean.append(g["mean"])
-            custom.append(gpuscout_run(name, batch, "custom")["median"])
-        p, fm, fmean, c = (statistics.median(v) for v in (plain, fit_med, fit_mean, custom))
+        plain = Plain(name, batch)
+        rows: dict[str, list[float]] = {k: [] for k in ("plain", "med", "mean", "custom")}
+        for _ in range(PAIRS):
+            rows["plain"].append(plain.time())
+            fit = gpuscout(name, batch, loop="fit", steps=plain.steps, seconds=None)
+            assert fit.samples_per_second and fit.mean_samples_per_second
+            rows["med"].append(fit.samples_per_second.median)
+            rows["mean"].append(fit.mean_samples_per_second)
+            custom = gpuscout(name, batch, steps=plain.steps, seconds=None)
+            assert custom.samples_per_second
+            rows["custom"].append(custom.samples_per_second.median)
+        med = {k: statistics.median(v) for k, v in rows.items()}
+
+        def ratios(key: str, rows: dict[str, list[float]] = rows) -> list[float]:
+            return [a / b for a, b in zip(rows[key], rows["plain"], strict=True)]
+
         print(
-            f"{name:10} {p:11,.0f} {fm:11,.0f} {fmean:11,.0f} {c:10,.0f} "
-            f"{fm / p:10.3f} {fmean / p:10.3f} {c / p:12.3f}"
+            f"{name:10} {plain.steps:6d} {med['plain']:10,.0f} {med['med']:10,.0f} "
+            f"{med['mean']:11,.0f} {med['custom']:10,.0f}  {_ratio_text(ratios('med')):>20}"
+            f"  {_ratio_text(ratios('mean')):>20}  {_ratio_text(ratios('custom')):>20}"
         )
 
     print("\nseconds of training steps to a result: adaptive (stop at +-2%) vs fixed 10 + 100")
     print(
-        f"{'workload':10} {'adaptive s':>10} {'CI +-':>7} {'stop':>10} {'fixed s':>8} {'CI +-':>7}"
+        f"{'workload':10} {'adaptive s':>10} {'its CI':>7} {'stop':>10}"
+        f" {'fixed s':>8} {'its CI':>7}"
     )
     for name, batch in WORKLOAD_BATCH.items():
-        a = gpuscout_run(name, batch, "custom")
-        f = gpuscout_run(name, batch, "custom", seconds=None, steps=100, warmup_steps=10)
+        a = gpuscout(name, batch, seconds=30.0)
+        f = gpuscout(name, batch, seconds=None, steps=100, warmup_steps=10)
         print(
-            f"{name:10} {a['seconds']:10.2f} {a['halfwidth']:7.1%} {a['stop']:>10} "
-            f"{f['seconds']:8.2f} {f['halfwidth']:7.1%}"
+            f"{name:10} {sum(a.step_times_s):10.2f} {_pm(a):>7} {a.stop_reason:>10} "
+            f"{sum(f.step_times_s):8.2f} {_pm(f):>7}"
         )
+
+
+def _pm(r: RunResult) -> str:
+    return f"+-{r.ci_rel_halfwidth:.1%}" if r.ci_rel_halfwidth is not None else "n/a"
 
 
 if __name__ == "__main__":

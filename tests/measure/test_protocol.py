@@ -96,3 +96,17 @@ def test_progress_reports_warmup_then_measurement() -> None:
     phases = [p.phase for p in seen]
     assert phases[0] == "warmup" and phases[-1] == "measure"
     assert "warmup" not in phases[phases.index("measure") :]
+
+
+def test_fixed_steps_do_not_evaluate_statistics_every_step() -> None:
+    """In model.fit the bookkeeping between steps could land in a step: keep it rare."""
+    seen: list[Progress] = []
+    dev = FakeDevice(series([], level=0.001, cv=0.01))
+    out = run_protocol(
+        dev.step,
+        StopRule(budget_s=None, fixed_steps=1000, fixed_warmup=10),
+        on_progress=seen.append,
+        clock=dev.clock,
+    )
+    assert out.summary.n == 1000 and len(out.times) == 1010
+    assert len(seen) <= 1010 * 0.001 / 0.1 + 2  # about one evaluation per 0.1 s of steps

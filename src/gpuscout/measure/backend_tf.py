@@ -6,6 +6,7 @@ and turns failures into stored results.
 
 from __future__ import annotations
 
+import gc
 import inspect
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -256,6 +257,7 @@ def run(
         fixed_warmup=config.warmup_steps,
     )
     tf_runtime.reset_peak_memory(tf, device)
+    gc.collect()  # start from a clean heap: building the model left garbage behind
     on_phase("measuring")
     from gpuscout.measure import tf_train
 

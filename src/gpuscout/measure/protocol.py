@@ -87,6 +87,9 @@ class Protocol:
         self._forced_warmup: int | None = rule.fixed_warmup
         self._method = "fixed" if rule.fixed_warmup is not None else "not found"
         self._last_check = float("-inf")
+        self._stop_at: int | None = None  # --steps: the step count to stop at, once known
+        if rule.fixed_steps is not None and rule.fixed_warmup is not None:
+            self._stop_at = rule.fixed_warmup + rule.fixed_steps
 
     def add(self, step_time: float) -> Outcome | None:
         """Record one step; return the outcome when the rule says stop, else None."""
@@ -94,8 +97,14 @@ class Protocol:
         times.append(step_time)
         now = self.clock()
         elapsed = now - self.start
+        if self._stop_at is not None and len(times) >= self._stop_at:
+            assert rule.fixed_steps is not None
+            return self._finish(
+                self._stop_at - rule.fixed_steps, rule.fixed_steps, "steps", elapsed
+            )
         over_budget = rule.budget_s is not None and elapsed >= rule.budget_s
-        if not over_budget and now - self._last_check < CHECK_EVERY_S and rule.fixed_steps is None:
+        # Statistics cost milliseconds: evaluate them at most every CHECK_EVERY_S.
+        if not over_budget and now - self._last_check < CHECK_EVERY_S:
             return None
         self._last_check = now
 
@@ -108,8 +117,12 @@ class Protocol:
                 self._forced_warmup = warmup = n  # give up detecting; measure from here
         measured = n - warmup if warmup is not None else 0
 
-        if warmup is not None and rule.fixed_steps is not None and measured >= rule.fixed_steps:
-            return self._finish(warmup, rule.fixed_steps, "steps", elapsed)
+        if warmup is not None and rule.fixed_steps is not None:
+            # Freeze the warm-up where it was first seen, so exactly fixed_steps are measured.
+            self._forced_warmup = warmup
+            self._stop_at = warmup + rule.fixed_steps
+            if measured >= rule.fixed_steps:
+                return self._finish(warmup, rule.fixed_steps, "steps", elapsed)
         summary = summarize(times[warmup:]) if warmup is not None and measured >= 2 else None
         if self.on_progress:
             self.on_progress(

@@ -66,7 +66,8 @@ def custom_loop(
 
 
 class _FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
-    """Times each batch end to end (batch end to batch end), as a user timing fit would."""
+    """Times each batch from the end of the previous one, as a user timing fit would, minus
+    gpuscout's bookkeeping between the two."""
 
     def __init__(self, protocol: Protocol, sync: Callable[[], None]) -> None:
         super().__init__()
@@ -83,9 +84,10 @@ class _FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
         if logs and "loss" in logs:
             float(logs["loss"])  # fetch the loss: the step has finished
         self.sync()
-        now = time.perf_counter()
-        outcome = self.protocol.add(now - self.last)
-        self.last = now
+        outcome = self.protocol.add(time.perf_counter() - self.last)
+        # Restart the clock after the protocol's own bookkeeping, so that it is never counted
+        # in a step (in gpuscout's own loop it falls between steps anyway).
+        self.last = time.perf_counter()
         if outcome is not None:
             self.outcome = outcome
             self.model.stop_training = True
