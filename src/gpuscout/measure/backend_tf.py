@@ -9,34 +9,17 @@ from __future__ import annotations
 import gc
 import inspect
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from gpuscout.errors import UserError
 from gpuscout.measure import environment, tf_runtime
-from gpuscout.measure.protocol import Outcome, Progress, Protocol, StopRule
+from gpuscout.measure.protocol import Progress, Protocol, StopRule
+from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
 from gpuscout.measure.workloads import Workload
-from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
-
-CV_WARN = 0.07
-MIN_STEPS_WARN = 20
-
-
-class Prepared:
-    """Everything a measurement needs, built on the device, plus what was assumed."""
-
-    def __init__(self) -> None:
-        self.built: Any = None
-        self.dataset: Any = None
-        self.batch_size = 0
-        self.flops_per_step: float | None = None
-        self.flops_method: str | None = None
-        self.epoch_samples: int | None = None
-        self.workload_hash = ""
-        self.assumptions: list[str] = []
+from gpuscout.records import BenchConfig, RunResult
 
 
 def _synthetic_dataset(tf: Any, x: Any, y: Any) -> Any:
@@ -108,93 +91,6 @@ def _prepare_user(
         prep.flops_method = "counted: 3 x forward FLOPs from TensorFlow's graph profiler"
     prep.epoch_samples = config.epoch_samples
     prep.workload_hash = environment.hash_parts(spec.path.read_bytes(), config.model or "")
-
-
-def _result(
-    config: BenchConfig,
-    device: tf_runtime.Device,
-    prep: Prepared,
-    outcome: Outcome,
-    peak: tuple[float | None, str],
-    memory: tuple[int, str],
-    warnings: list[str],
-    env: dict[str, Any],
-    workload_name: str,
-) -> RunResult:
-    s, batch = outcome.summary, prep.batch_size
-    rel = s.rel_halfwidth
-    ci_ok = np.isfinite(s.ci_low)
-    if s.cv > CV_WARN:
-        warnings.append(
-            f"unstable: step times vary with CV {s.cv:.1%} (> {CV_WARN:.0%}). Close other "
-            "programs, check for thermal or power throttling, and measure longer (--seconds)."
-        )
-    if outcome.stop_reason == "budget" and rel > 0.02:
-        width = f"+-{rel:.1%}" if ci_ok else "undefined (too few steps)"
-        warnings.append(
-            f"too short: the time budget ran out with the interval at {width}, wider than the "
-            "+-2% target. Raise --seconds."
-        )
-    if s.n < MIN_STEPS_WARN:
-        warnings.append(
-            f"too short: only {s.n} measured steps. Raise --seconds (or --steps) for at least "
-            f"{MIN_STEPS_WARN}."
-        )
-    if outcome.warmup_method == "not found":
-        warnings.append(
-            "no steady state was detected: the first steps kept getting faster, so later ones "
-            "were measured anyway. Measure longer (--seconds) or fix warm-up (--warmup-steps)."
-        )
-    if s.outliers > max(1, 0.05 * s.n):
-        warnings.append(
-            f"{s.outliers} of {s.n} steps are outliers (MAD): something else competes for the "
-            "device or the CPU."
-        )
-    tput_med = batch / s.median
-    flops_rate = prep.flops_per_step / s.median if prep.flops_per_step else None
-    peak_flops, peak_source = peak
-    return RunResult(
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        status="ok",
-        workload=workload_name,
-        device=device.name,
-        precision=config.precision,
-        xla=config.xla,
-        loop=config.loop,
-        batch_size=batch,
-        samples_per_second=Interval(
-            median=tput_med,
-            ci_low=batch / s.ci_high if ci_ok else None,
-            ci_high=batch / s.ci_low if ci_ok else None,
-        ),
-        mean_samples_per_second=batch / s.mean,
-        step_time_s=StepTimes(median=s.median, p5=s.p5, p95=s.p95, mean=s.mean),
-        ci_rel_halfwidth=rel if ci_ok else None,
-        cv=s.cv,
-        outliers=s.outliers,
-        warmup=Warmup(
-            steps=outcome.warmup_steps,
-            seconds=outcome.warmup_seconds,
-            method=outcome.warmup_method,
-        ),
-        measured_steps=s.n,
-        stop_reason=outcome.stop_reason,
-        flops_per_step=prep.flops_per_step,
-        flops_method=prep.flops_method,
-        tflops=flops_rate / 1e12 if flops_rate else None,
-        peak_tflops=peak_flops / 1e12 if peak_flops else None,
-        peak_source=peak_source,
-        mfu=flops_rate / peak_flops if flops_rate and peak_flops else None,
-        epoch_samples=prep.epoch_samples,
-        epoch_seconds=prep.epoch_samples / tput_med if prep.epoch_samples else None,
-        peak_memory_bytes=memory[0],
-        memory_method=memory[1],
-        warnings=warnings,
-        assumptions=prep.assumptions,
-        config=config,
-        env=env,
-        step_times_s=list(outcome.times),
-    )
 
 
 def run(
@@ -280,9 +176,9 @@ def run(
         "workload_hash": prep.workload_hash,
     }
     name = config.model if model_spec is not None and config.model else config.workload
-    return _result(
+    return compose(
         config,
-        device,
+        device.name,
         prep,
         outcome,
         peak,

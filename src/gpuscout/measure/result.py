@@ -1,0 +1,133 @@
+"""What a finished measurement says: the result record and the warnings that tell what to do.
+
+Free of TensorFlow: it works on the protocol's :class:`~gpuscout.measure.protocol.Outcome` and
+plain numbers, so the warnings are unit-tested on planted outcomes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from gpuscout.measure.protocol import Outcome
+from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
+
+CV_WARN = 0.07
+MIN_STEPS_WARN = 20
+OUTLIER_WARN = 0.05
+
+
+@dataclass
+class Prepared:
+    """Everything a measurement needs, built on the device, plus what was assumed."""
+
+    built: Any = None  # tf_models.Built
+    dataset: Any = None  # tf.data.Dataset
+    batch_size: int = 0
+    flops_per_step: float | None = None
+    flops_method: str | None = None
+    epoch_samples: int | None = None
+    workload_hash: str = ""
+    assumptions: list[str] = field(default_factory=list)
+
+
+def outcome_warnings(outcome: Outcome, target_rel_ci: float = 0.02) -> list[str]:
+    """Warnings, each with what to do about it, for a measurement's outcome."""
+    s = outcome.summary
+    rel = s.rel_halfwidth
+    ci_ok = np.isfinite(s.ci_low)
+    out: list[str] = []
+    if s.cv > CV_WARN:
+        out.append(
+            f"unstable: step times vary with CV {s.cv:.1%} (> {CV_WARN:.0%}). Close other "
+            "programs, check for thermal or power throttling, and measure longer (--seconds)."
+        )
+    if outcome.stop_reason == "budget" and rel > target_rel_ci:
+        width = f"+-{rel:.1%}" if ci_ok else "undefined (too few steps)"
+        out.append(
+            f"too short: the time budget ran out with the interval at {width}, wider than the "
+            f"+-{target_rel_ci:.0%} target. Raise --seconds."
+        )
+    if s.n < MIN_STEPS_WARN:
+        out.append(
+            f"too short: only {s.n} measured steps. Raise --seconds (or --steps) for at least "
+            f"{MIN_STEPS_WARN}."
+        )
+    if outcome.warmup_method == "not found":
+        out.append(
+            "no steady state was detected: the first steps kept getting faster, so later ones "
+            "were measured anyway. Measure longer (--seconds) or fix warm-up (--warmup-steps)."
+        )
+    if s.outliers > max(1, OUTLIER_WARN * s.n):
+        out.append(
+            f"{s.outliers} of {s.n} steps are outliers (MAD): something else competes for the "
+            "device or the CPU."
+        )
+    return out
+
+
+def compose(
+    config: BenchConfig,
+    device_name: str,
+    prep: Prepared,
+    outcome: Outcome,
+    peak: tuple[float | None, str],
+    memory: tuple[int, str],
+    warnings: list[str],
+    env: dict[str, Any],
+    workload_name: str,
+    target_rel_ci: float = 0.02,
+) -> RunResult:
+    """The stored result of a finished measurement, with its warnings."""
+    s, batch = outcome.summary, prep.batch_size
+    rel = s.rel_halfwidth
+    ci_ok = np.isfinite(s.ci_low)
+    warnings = warnings + outcome_warnings(outcome, target_rel_ci)
+    tput_med = batch / s.median
+    flops_rate = prep.flops_per_step / s.median if prep.flops_per_step else None
+    peak_flops, peak_source = peak
+    return RunResult(
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        status="ok",
+        workload=workload_name,
+        device=device_name,
+        precision=config.precision,
+        xla=config.xla,
+        loop=config.loop,
+        batch_size=batch,
+        samples_per_second=Interval(
+            median=tput_med,
+            ci_low=batch / s.ci_high if ci_ok else None,
+            ci_high=batch / s.ci_low if ci_ok else None,
+        ),
+        mean_samples_per_second=batch / s.mean,
+        step_time_s=StepTimes(median=s.median, p5=s.p5, p95=s.p95, mean=s.mean),
+        ci_rel_halfwidth=rel if ci_ok else None,
+        cv=s.cv,
+        outliers=s.outliers,
+        warmup=Warmup(
+            steps=outcome.warmup_steps,
+            seconds=outcome.warmup_seconds,
+            method=outcome.warmup_method,
+        ),
+        measured_steps=s.n,
+        stop_reason=outcome.stop_reason,
+        flops_per_step=prep.flops_per_step,
+        flops_method=prep.flops_method,
+        tflops=flops_rate / 1e12 if flops_rate else None,
+        peak_tflops=peak_flops / 1e12 if peak_flops else None,
+        peak_source=peak_source,
+        mfu=flops_rate / peak_flops if flops_rate and peak_flops else None,
+        epoch_samples=prep.epoch_samples,
+        epoch_seconds=prep.epoch_samples / tput_med if prep.epoch_samples else None,
+        peak_memory_bytes=memory[0],
+        memory_method=memory[1],
+        warnings=warnings,
+        assumptions=prep.assumptions,
+        config=config,
+        env=env,
+        step_times_s=list(outcome.times),
+    )
