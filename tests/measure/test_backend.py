@@ -135,3 +135,11 @@ def test_out_of_memory_becomes_an_oom_result() -> None:
     result = bench(_tiny("mlp", model=f"{DATA}/user_models.py:runs_out_of_memory", dims={}))
     assert result.status == "oom"
     assert result.message and "Try --batch-size 2" in result.message
+
+
+def test_bench_restores_the_callers_precision_policy() -> None:
+    import keras
+
+    keras.mixed_precision.set_global_policy("float32")
+    bench(_tiny("mlp", precision="mixed_bfloat16"))
+    assert keras.mixed_precision.global_policy().name == "float32"

@@ -100,9 +100,30 @@ def run(
     on_progress: Callable[[Progress], None] | None,
     on_phase: Callable[[str], None],
 ) -> RunResult:
-    """Measure ``config`` on the device; raises on failure (the caller stores it)."""
+    """Measure ``config`` on the device; raises on failure (the caller stores it).
+
+    The global Keras precision policy is restored afterwards, so that calling
+    ``gpuscout.bench`` from a user's program does not change how their models are built.
+    """
     on_phase("starting TensorFlow")
     tf = tf_runtime.import_tensorflow()
+    import keras
+
+    previous_policy = keras.mixed_precision.global_policy()
+    try:
+        return _measure(tf, config, workload, model_spec, on_progress, on_phase)
+    finally:
+        keras.mixed_precision.set_global_policy(previous_policy)
+
+
+def _measure(
+    tf: Any,
+    config: BenchConfig,
+    workload: Workload | None,
+    model_spec: ModelSpec | None,
+    on_progress: Callable[[Progress], None] | None,
+    on_phase: Callable[[str], None],
+) -> RunResult:
     import keras
 
     keras.utils.set_random_seed(config.seed)

@@ -68,9 +68,11 @@ def gpu_peak(device_name: str) -> GpuPeak | None:
 
 def gpu_peak_tflops(row: GpuPeak, precision: str, tf32: bool) -> tuple[float, str]:
     """Peak for a precision, and which rate it is (TF32 when TensorFlow uses it for fp32)."""
-    if precision == "mixed_bfloat16" and row.bf16 is not None:
-        return row.bf16, "BF16 tensor, dense"
-    if precision in ("mixed_float16", "mixed_bfloat16"):
+    if precision == "mixed_bfloat16":
+        if row.bf16 is None:
+            return row.fp32, "FP32 (no BF16 tensor cores: bfloat16 is emulated)"
+        return row.bf16, "BF16 tensor with FP32 accumulate, dense"
+    if precision == "mixed_float16":
         return row.fp16_fp32acc, "FP16 tensor with FP32 accumulate, dense"
     if tf32 and row.tf32 is not None:
         return row.tf32, "TF32 tensor, dense (TensorFlow's default for fp32 on Ampere+)"

@@ -86,6 +86,13 @@ def compose(
     rel = s.rel_halfwidth
     ci_ok = np.isfinite(s.ci_low)
     warnings = warnings + outcome_warnings(outcome, target_rel_ci)
+    if prep.flops_per_step and peak[0] and prep.flops_per_step / s.median > peak[0]:
+        warnings = [
+            *warnings,
+            "MFU above 100%: the peak is too low (a CPU peak measured while the machine was "
+            "busy, or a GPU missing from the table). Delete ~/.cache/gpuscout/cpu_peaks.json "
+            "to measure the CPU peak again.",
+        ]
     tput_med = batch / s.median
     flops_rate = prep.flops_per_step / s.median if prep.flops_per_step else None
     peak_flops, peak_source = peak
