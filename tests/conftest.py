@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,8 @@ from typing import Any
 
 import pytest
 
-# Put into ``python -c`` before anything else to make importing TensorFlow or Keras fail.
+# Makes importing TensorFlow or Keras fail: put first into ``python -c``, or (for a process and
+# every child it starts) into a ``sitecustomize.py`` on PYTHONPATH.
 BLOCK_TF = (
     "import sys\n"
     "class _Block:\n"
@@ -50,15 +52,22 @@ class CliResult:
 
 
 def run_cli(*args: str, block_tf: bool = False, timeout: float = 300) -> CliResult:
-    """Run ``gpuscout ARGS`` in a fresh interpreter, as a user would."""
-    prelude = BLOCK_TF if block_tf else ""
-    code = prelude + "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    """Run ``gpuscout ARGS`` in a fresh interpreter, as a user would.
+
+    ``block_tf``: TensorFlow cannot be imported by this process nor by any child it starts.
+    """
+    env = {**os.environ, "COLUMNS": "200"}
+    if block_tf:
+        blocker = Path(tempfile.mkdtemp(prefix="block-tf-"))
+        (blocker / "sitecustomize.py").write_text(BLOCK_TF)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(blocker), env.get("PYTHONPATH")]))
+    code = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     proc = subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "COLUMNS": "200"},
+        env=env,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 

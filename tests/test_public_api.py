@@ -43,3 +43,11 @@ def test_the_blocker_really_blocks() -> None:
         [sys.executable, "-c", BLOCK_TF + "import tensorflow"], capture_output=True, text=True
     )
     assert proc.returncode != 0 and "blocked by the test" in proc.stderr
+
+
+def test_cli_blocker_reaches_child_processes() -> None:
+    """run_cli(block_tf=True) blocks TensorFlow in the measuring child too: a real bench fails."""
+    from tests.conftest import run_cli
+
+    r = run_cli("bench", "-w", "mlp", "--steps", "3", block_tf=True)
+    assert r.code != 0 and "TensorFlow is not installed" in r.err

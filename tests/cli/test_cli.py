@@ -225,3 +225,15 @@ def test_terminated_run_is_stored_and_leaves_no_process(tmp_path: Path) -> None:
     except ProcessLookupError:
         alive = False
     assert not alive, "the measuring child outlived its parent"
+
+
+def test_data_without_model() -> None:
+    line = _one_line_error(
+        run_cli("bench", "--data", f"{DATA}/user_models.py:dataset", block_tf=True)
+    )
+    assert "--data needs --model" in line
+
+
+def test_seq_len_on_a_workload_without_it() -> None:
+    line = _one_line_error(run_cli("bench", "-w", "mlp", "--seq-len", "64", block_tf=True))
+    assert "workload 'mlp' has no setting 'seq_len'" in line

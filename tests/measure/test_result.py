@@ -47,3 +47,8 @@ def test_many_outliers() -> None:
     x[::10] = 0.5
     warnings = outcome_warnings(_outcome(x))
     assert any("20 of 200 steps are outliers" in w for w in warnings)
+
+
+def test_fixed_steps_that_leave_a_wide_interval() -> None:
+    warnings = outcome_warnings(_outcome(np.abs(_steady(25, 0.3)), stop="steps"))
+    assert any(w.startswith("imprecise: after the fixed --steps") for w in warnings)

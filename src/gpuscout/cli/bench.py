@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
     err = Console(stderr=True)
-    with BenchProgress(err, enabled=not args.quiet and not args.json) as progress:
+    live = err.is_terminal and not args.quiet and not args.json
+    with BenchProgress(err, enabled=live) as progress:
         result = run_isolated(config, on_progress=progress.update, on_phase=progress.phase)
     result = store.save(result)
     store.close()

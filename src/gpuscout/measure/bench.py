@@ -14,17 +14,13 @@ from datetime import UTC, datetime
 
 from gpuscout.errors import GpuscoutError, UserError
 from gpuscout.measure.protocol import Progress
-from gpuscout.measure.user_spec import parse_function_spec, parse_model_spec
-from gpuscout.measure.workloads import get_workload
+from gpuscout.measure.user_spec import ModelSpec, parse_function_spec, parse_model_spec
+from gpuscout.measure.workloads import Workload, get_workload
 from gpuscout.records import BenchConfig, RunResult
 
 
-def bench(
-    config: BenchConfig,
-    on_progress: Callable[[Progress], None] | None = None,
-    on_phase: Callable[[str], None] | None = None,
-) -> RunResult:
-    """Measure the training speed described by ``config`` on a local device."""
+def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
+    """Everything about ``config`` that can be checked without TensorFlow; UserError if bad."""
     model_spec = parse_model_spec(config.model) if config.model else None
     workload = None if model_spec else get_workload(config.workload)
     if config.data:
@@ -33,6 +29,16 @@ def bench(
         parse_function_spec(config.data, "--data")
     if workload is not None:
         workload.resolve(config.dims)  # unknown or bad size settings fail here
+    return workload, model_spec
+
+
+def bench(
+    config: BenchConfig,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Measure the training speed described by ``config`` on a local device."""
+    workload, model_spec = check(config)
     from gpuscout.measure import backend_tf
 
     try:

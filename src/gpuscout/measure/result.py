@@ -45,12 +45,19 @@ def outcome_warnings(outcome: Outcome, target_rel_ci: float = 0.02) -> list[str]
             f"unstable: step times vary with CV {s.cv:.1%} (> {CV_WARN:.0%}). Close other "
             "programs, check for thermal or power throttling, and measure longer (--seconds)."
         )
-    if outcome.stop_reason == "budget" and rel > target_rel_ci:
+    if rel > target_rel_ci:
         width = f"+-{rel:.1%}" if ci_ok else "undefined (too few steps)"
-        out.append(
-            f"too short: the time budget ran out with the interval at {width}, wider than the "
-            f"+-{target_rel_ci:.0%} target. Raise --seconds."
-        )
+        if outcome.stop_reason == "steps":
+            out.append(
+                f"imprecise: after the fixed --steps the interval is {width}, wider than "
+                f"+-{target_rel_ci:.0%}. Measure more steps, or drop --steps and let gpuscout "
+                "decide."
+            )
+        else:
+            out.append(
+                f"too short: the time budget ran out with the interval at {width}, wider than "
+                f"the +-{target_rel_ci:.0%} target. Raise --seconds."
+            )
     if s.n < MIN_STEPS_WARN:
         out.append(
             f"too short: only {s.n} measured steps. Raise --seconds (or --steps) for at least "

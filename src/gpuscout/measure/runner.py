@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure.bench import failed
+from gpuscout.measure.bench import check, failed
 from gpuscout.measure.protocol import Progress, StopRule
 from gpuscout.records import BenchConfig, RunResult
 
@@ -27,6 +27,7 @@ def run_isolated(
     on_phase: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Like :func:`gpuscout.measure.bench`, but in a child process."""
+    check(config)  # bad input fails here, before a child (and TensorFlow) starts
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpuscout.measure.child", str(write_fd)],
