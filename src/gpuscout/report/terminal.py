@@ -40,7 +40,8 @@ def result_table(result: RunResult) -> Table:
     )
     table.add_row(
         "spread",
-        f"CV {fmt_percent(result.cv or 0)} · {result.outliers} outlier steps (MAD)",
+        f"CV {fmt_percent(result.cv or 0)} · {_steps(result.outliers or 0)} flagged as "
+        "outliers (MAD)",
     )
     w = result.warmup
     table.add_row("warm-up", f"{_steps(w.steps)}, {fmt_seconds(w.seconds)} ({w.method})")
