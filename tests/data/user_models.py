@@ -43,3 +43,10 @@ def crashes_the_process():
 def prints_to_stdout():
     print("hello from the user's model")
     return uncompiled_classifier()
+
+
+def hangs():
+    # Never returns, as a step on a wedged device would not.
+    import time
+
+    time.sleep(3600)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
@@ -20,13 +21,21 @@ from gpuscout.measure.bench import check, failed
 from gpuscout.measure.protocol import Progress, StopRule
 from gpuscout.records import BenchConfig, RunResult
 
+# No word from the child for this long means it hung: a first XLA compile can take minutes,
+# a wedged device or driver never answers.
+STALL_S = 900.0
+
 
 def run_isolated(
     config: BenchConfig,
     on_progress: Callable[[Progress], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    stall_s: float = STALL_S,
 ) -> RunResult:
-    """Like :func:`gpuscout.measure.bench`, but in a child process."""
+    """Like :func:`gpuscout.measure.bench`, but in a child process.
+
+    A child that says nothing for ``stall_s`` seconds is killed and the run stored as hung.
+    """
     check(config)  # bad input fails here, before a child (and TensorFlow) starts
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
@@ -42,17 +51,24 @@ def run_isolated(
     proc.stdin.close()
     final: dict[str, Any] = {}
     try:
-        with os.fdopen(read_fd) as channel:
-            for line in channel:
-                message = json.loads(line)
-                if "progress" in message and on_progress:
-                    p = message["progress"]
-                    on_progress(Progress(**{**p, "rule": StopRule(**p["rule"])}))
-                elif "phase" in message and on_phase:
-                    on_phase(message["phase"])
-                else:
-                    final = message
+        for message in _messages(read_fd, stall_s):
+            if "progress" in message and on_progress:
+                p = message["progress"]
+                on_progress(Progress(**{**p, "rule": StopRule(**p["rule"])}))
+            elif "phase" in message and on_phase:
+                on_phase(message["phase"])
+            else:
+                final = message
         code = proc.wait()
+    except _Stalled:
+        proc.kill()
+        proc.wait()
+        return failed(
+            config,
+            "error",
+            f"the measurement hung: no progress for {stall_s:g} s (a wedged device or driver, "
+            "or a step slower than that); the measuring process was killed",
+        )
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)
         try:
@@ -71,6 +87,29 @@ def run_isolated(
     if "error" in final:
         raise GpuscoutError(final["error"])
     return failed(config, "error", _death(code))
+
+
+class _Stalled(Exception):
+    pass
+
+
+def _messages(fd: int, stall_s: float) -> Iterator[dict[str, Any]]:
+    """JSON lines from the child until it closes the pipe; _Stalled after stall_s of silence."""
+    buffer = b""
+    try:
+        while True:
+            ready, _, _ = select.select([fd], [], [], stall_s)
+            if not ready:
+                raise _Stalled
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                yield json.loads(line)
+    finally:
+        os.close(fd)
 
 
 def _death(code: int) -> str:
