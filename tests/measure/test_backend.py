@@ -87,7 +87,8 @@ def test_adaptive_run_converges_or_says_why() -> None:
 def test_user_model_compiled() -> None:
     result = bench(_tiny("mlp", model=f"{DATA}/user_models.py:compiled_regressor", dims={}))
     assert result.status == "ok", result.message
-    assert result.flops_method and "profiler" in result.flops_method
+    assert result.flops_method and "counted from TensorFlow's graph" in result.flops_method
+    assert result.flops_per_step == 4 * 3 * 2 * (12 * 8 + 8 * 1)  # batch 4, two dense layers
     assert result.workload.endswith(":compiled_regressor")
 
 

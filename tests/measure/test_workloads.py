@@ -55,29 +55,14 @@ def test_unknown_workload_suggests() -> None:
     assert "mlp, cnn-small, resnet50, bert-base" in str(err.value)
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn-small", "resnet50"])
-def test_analytic_flops_match_tensorflow_profiler(name: str) -> None:
-    """The formulas agree with TensorFlow's count of the real Keras model (matmul/conv only)."""
+@pytest.mark.parametrize("name", ["mlp", "cnn-small", "resnet50", "bert-base"])
+def test_analytic_flops_match_tensorflow_graph(name: str) -> None:
+    """The formulas agree with the multiply-adds in TensorFlow's graph of the real model."""
     tf = pytest.importorskip("tensorflow")
+    from gpuscout.measure.tf_flops import training_flops_per_sample
     from gpuscout.measure.tf_models import BUILDERS
 
     w = WORKLOADS[name]
     dims = w.resolve(w.tiny)
-    model = BUILDERS[name](dims).model
-    counted = _matmul_conv_flops(tf, model)
-    assert counted == pytest.approx(w.training_flops_per_sample(dims) / 3, rel=1e-6)
-
-
-def _matmul_conv_flops(tf, model) -> float:  # type: ignore[no-untyped-def]
-    """2 x multiply-adds of every MatMul and Conv2D in the real forward graph, from its shapes."""
-    spec = tf.TensorSpec((1, *model.inputs[0].shape[1:]), model.inputs[0].dtype)
-    graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec).graph
-    total = 0
-    for op in graph.get_operations():
-        if op.type == "MatMul":
-            (m, k), n = op.inputs[0].shape, op.inputs[1].shape[-1]
-            total += 2 * m * k * n
-        elif op.type == "Conv2D":
-            kh, kw, cin, _ = op.inputs[1].shape
-            total += 2 * op.outputs[0].shape.num_elements() * kh * kw * cin
-    return float(total)
+    counted = training_flops_per_sample(tf, BUILDERS[name](dims).model)
+    assert counted == pytest.approx(w.training_flops_per_sample(dims), rel=1e-9)

@@ -88,7 +88,9 @@ def _prepare_user(
     per_sample = tf_flops.training_flops_per_sample(tf, model)
     if per_sample is not None:
         prep.flops_per_step = per_sample * (prep.batch_size or batch)
-        prep.flops_method = "counted: 3 x forward FLOPs from TensorFlow's graph profiler"
+        prep.flops_method = (
+            "counted from TensorFlow's graph of the model: matmul, conv and einsum only"
+        )
     prep.epoch_samples = config.epoch_samples
     prep.workload_hash = environment.hash_parts(spec.path.read_bytes(), config.model or "")
 
