@@ -111,3 +111,11 @@ def test_block_medians_keep_every_step() -> None:
     x = np.arange(65, dtype=float)
     m = stats.block_medians(x, blocks=30)
     assert len(m) == 30 and m[-1] == np.median(x[58:])
+
+
+def test_a_wandering_machine_is_not_warming_up() -> None:
+    """Step 0 is the warm-up; after it the speed wanders +-10% (seen on a shared 2-core VM)."""
+    rng = np.random.default_rng(7)
+    wander = 1.0 + 0.08 * np.sin(np.arange(80) / 6) + rng.normal(0, 0.04, 80)
+    series = np.concatenate([[10.0], wander])
+    assert stats.detect_warmup(series) == 1

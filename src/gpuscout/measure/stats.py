@@ -31,6 +31,8 @@ OUTLIER_Z = 3.5
 WARMUP_WINDOW = 5
 WARMUP_REL_TOL = 0.05
 WARMUP_MAD_TOL = 3.0
+WARMUP_DRIFT_TOL = 0.10
+WARMUP_TREND_P = 0.01
 BLOCKS = 30
 BLOCKED_FROM = 2 * BLOCKS
 
@@ -49,7 +51,7 @@ def detect_warmup(times: ArrayLike, window: int = WARMUP_WINDOW) -> int | None:
     """Number of leading steps that belong to warm-up, or None if no steady state is seen yet.
 
     The steady state is the median of the second half of the series, provided that half is not
-    itself still speeding up; a step is "steady" when it
+    itself still clearly speeding up; a step is "steady" when it
     is no slower than that median plus max(5%, 3 sigma from the MAD). Warm-up ends at the first
     step that starts ``window`` consecutive steady steps. Needs at least ``2 * window`` steps.
     Later isolated slow steps are outliers, not warm-up.
@@ -61,13 +63,7 @@ def detect_warmup(times: ArrayLike, window: int = WARMUP_WINDOW) -> int | None:
     tail = t[n // 2 :]
     ref = float(np.median(tail))
     sigma = MAD_TO_SIGMA * mad(tail)
-    # A tail that is itself still getting faster is no steady state: compare its two halves,
-    # allowing 5% or 3x the noise of a median of m samples (1.25 sigma / sqrt(m)), with the
-    # noise taken from successive differences so that a trend does not count as noise.
-    m = len(tail) // 2
-    drift = float(np.median(tail[:m]) - np.median(tail[m:]))
-    noise = MAD_TO_SIGMA * mad(np.diff(tail)) / np.sqrt(2)
-    if drift > max(WARMUP_REL_TOL * ref, 3 * 1.2533 * noise / np.sqrt(m)):
+    if _still_speeding_up(tail, ref):
         return None
     threshold = ref + max(WARMUP_REL_TOL * ref, WARMUP_MAD_TOL * sigma)
     steady = (t <= threshold).astype(np.int64)
@@ -75,6 +71,21 @@ def detect_warmup(times: ArrayLike, window: int = WARMUP_WINDOW) -> int | None:
     windows = np.convolve(steady, np.ones(window, dtype=np.int64), mode="valid")
     hits = np.nonzero(windows == window)[0]
     return int(hits[0]) if len(hits) else None
+
+
+def _still_speeding_up(tail: NDArray[np.float64], ref: float) -> bool:
+    """A tail that is itself still getting faster is no steady state yet.
+
+    Both must hold: its second half is over 10% faster than its first half, and the decline is
+    a real trend (Kendall's tau against step index, p < 0.01). A machine whose speed wanders
+    by a few percent is not warming up: that is left to the drift-aware interval.
+    """
+    m = len(tail) // 2
+    drift = float(np.median(tail[:m]) - np.median(tail[m:]))
+    if drift <= WARMUP_DRIFT_TOL * ref:
+        return False
+    trend = stats.kendalltau(np.arange(len(tail)), tail)
+    return bool(trend.statistic < 0 and trend.pvalue < WARMUP_TREND_P)
 
 
 def median_ci(x: ArrayLike, confidence: float = CONFIDENCE) -> tuple[float, float]:
