@@ -53,7 +53,7 @@ def detect_warmup(times: ArrayLike, window: int = WARMUP_WINDOW) -> int | None:
     The steady state is the median of the second half of the series, provided that half is not
     itself still clearly speeding up; a step is "steady" when it
     is no slower than that median plus max(5%, 3 sigma from the MAD). Warm-up ends at the first
-    step that starts ``window`` consecutive steady steps. Needs at least ``2 * window`` steps.
+    steady step whose window of ``window`` steps has a steady median. Needs ``2 * window`` steps.
     Later isolated slow steps are outliers, not warm-up.
     """
     t = _as_array(times)
@@ -66,10 +66,10 @@ def detect_warmup(times: ArrayLike, window: int = WARMUP_WINDOW) -> int | None:
     if _still_speeding_up(tail, ref):
         return None
     threshold = ref + max(WARMUP_REL_TOL * ref, WARMUP_MAD_TOL * sigma)
-    steady = (t <= threshold).astype(np.int64)
-    # windows[i] = how many of steps i .. i+window-1 are steady
-    windows = np.convolve(steady, np.ones(window, dtype=np.int64), mode="valid")
-    hits = np.nonzero(windows == window)[0]
+    # Warm-up ends at the first step that is itself steady and starts a window of `window`
+    # steps whose median is steady: isolated slow steps later on are noise, not warm-up.
+    medians = np.median(np.lib.stride_tricks.sliding_window_view(t, window), axis=1)
+    hits = np.nonzero((t[: len(medians)] <= threshold) & (medians <= threshold))[0]
     return int(hits[0]) if len(hits) else None
 
 
