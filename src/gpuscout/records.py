@@ -94,6 +94,7 @@ class RunResult(_Record):
     peak_source: str | None = None
     mfu: float | None = None
     epoch_samples: int | None = None
+    epoch_unit: str = "samples"  # what a sample is: images, sequences, ...
     epoch_seconds: float | None = None
     peak_memory_bytes: int | None = None
     memory_method: str | None = None

@@ -48,6 +48,7 @@ def _prepare_builtin(
         prep.flops_per_step = flops * batch
         prep.flops_method = workload.flops_note
     prep.epoch_samples = config.epoch_samples or workload.epoch_samples
+    prep.epoch_unit = workload.epoch_unit
     prep.assumptions.append(f"epoch = {prep.epoch_samples:,} {workload.epoch_unit}")
     prep.workload_hash = environment.hash_parts(
         workload.name, repr(sorted(dims.items())), inspect.getsource(builder)

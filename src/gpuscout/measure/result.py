@@ -30,6 +30,7 @@ class Prepared:
     flops_per_step: float | None = None
     flops_method: str | None = None
     epoch_samples: int | None = None
+    epoch_unit: str = "samples"
     workload_hash: str = ""
     assumptions: list[str] = field(default_factory=list)
 
@@ -136,6 +137,7 @@ def compose(
         peak_source=peak_source,
         mfu=flops_rate / peak_flops if flops_rate and peak_flops else None,
         epoch_samples=prep.epoch_samples,
+        epoch_unit=prep.epoch_unit,
         epoch_seconds=prep.epoch_samples / tput_med if prep.epoch_samples else None,
         peak_memory_bytes=memory[0],
         memory_method=memory[1],

@@ -58,7 +58,8 @@ def result_table(result: RunResult) -> Table:
     )
     if result.epoch_seconds is not None:
         table.add_row(
-            "epoch time", f"{fmt_seconds(result.epoch_seconds)} ({result.epoch_samples:,} samples)"
+            "epoch time",
+            f"{fmt_seconds(result.epoch_seconds)} ({result.epoch_samples:,} {result.epoch_unit})",
         )
     if result.tflops is not None:
         table.add_row("achieved", fmt_flops(result.tflops * 1e12))
