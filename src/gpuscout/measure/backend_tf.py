@@ -164,8 +164,8 @@ def _measure(
     if tf_runtime.tf32_in_effect(tf, device):
         prep.assumptions.append("TF32 is on for fp32 matmuls/convs (TensorFlow's default)")
     prep.assumptions.append(
-        "the median's 95% interval: order statistics over medians of 30 consecutive blocks "
-        "(per step below 60 steps), so slow drift widens it"
+        "the median's 95% interval: order statistics per step, widened from 60 steps on to "
+        "those of the medians of 12-30 consecutive blocks, so slow drift widens it"
     )
 
     def sync() -> None:

@@ -9,8 +9,8 @@ Choices, and why:
   (``scipy.stats.quantile_test``): exact for any distribution of independent steps, cheap enough
   to recompute while measuring, and deterministic (a bootstrap would give a different interval
   every call). Steps are *not* independent on a real machine: throughput drifts over seconds
-  (clock changes, other processes). So from ``BLOCKED_FROM`` steps on, the interval is taken
-  over the medians of ~``BLOCKS`` consecutive blocks ("batch medians"): drift between blocks
+  (clock changes, other processes). So from ``BLOCKED_FROM`` steps on, the interval is also
+  taken over the medians of 12-30 consecutive blocks ("batch medians"): drift between blocks
   widens it, where step-level order statistics would call a short lucky stretch precise.
 - Warm-up is found from the data: it ends where the series first stays within a tolerance of
   the steady state (the median of the second half) for ``window`` consecutive steps.
@@ -33,8 +33,10 @@ WARMUP_REL_TOL = 0.05
 WARMUP_MAD_TOL = 3.0
 WARMUP_DRIFT_TOL = 0.10
 WARMUP_TREND_P = 0.01
-BLOCKS = 30
-BLOCKED_FROM = 2 * BLOCKS
+BLOCKS = 30  # at most this many blocks ...
+MIN_BLOCK = 5  # ... of at least this many steps (a median of 2 steps is a mean)
+MIN_BLOCKS = 12  # fewer blocks than this: per-step interval only
+BLOCKED_FROM = MIN_BLOCKS * MIN_BLOCK
 
 
 def _as_array(times: ArrayLike) -> NDArray[np.float64]:
@@ -116,16 +118,21 @@ def block_medians(x: ArrayLike, blocks: int = BLOCKS) -> NDArray[np.float64]:
 
 
 def drift_aware_median_ci(x: ArrayLike) -> tuple[float, float]:
-    """The median's interval: over block medians from ``BLOCKED_FROM`` steps, else per step.
+    """The median's interval, widened by drift between blocks of consecutive steps.
 
-    The interval always contains the overall median.
+    From ``BLOCKED_FROM`` steps on, the steps are cut into 12-30 blocks of 5+ steps; the
+    order-statistic interval of the block medians, as distances below and above their median,
+    is laid around the overall median, and the wider of that and the per-step interval wins.
     """
     a = _as_array(x)
-    lo, hi = median_ci(block_medians(a) if len(a) >= BLOCKED_FROM else a)
-    if np.isnan(lo):
+    lo, hi = median_ci(a)
+    blocks = min(BLOCKS, len(a) // MIN_BLOCK)
+    if blocks < MIN_BLOCKS:
         return lo, hi
-    med = float(np.median(a))
-    return min(lo, med), max(hi, med)
+    m = block_medians(a, blocks)
+    lo_b, hi_b = median_ci(m)
+    med, med_b = float(np.median(a)), float(np.median(m))
+    return min(lo, med - (med_b - lo_b)), max(hi, med + (hi_b - med_b))
 
 
 @dataclass(frozen=True)
