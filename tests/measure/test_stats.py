@@ -282,3 +282,12 @@ def test_interval_is_centred_on_the_median_with_few_steps_per_block() -> None:
     med = float(np.median(x))
     assert lo < med < hi
     assert max(hi - med, med - lo) < 2 * min(hi - med, med - lo)
+
+
+def test_a_machine_that_speeds_up_mid_run_is_not_warming_up() -> None:
+    """Thousands of noisy steps (CV 40%) with a 15% speed-up halfway through the tail: a
+    significant but weak trend, not warm-up."""
+    rng = np.random.default_rng(9)
+    level = np.where(np.arange(6000) < 4500, 1.0, 0.85) * 0.0013
+    x = np.concatenate([[0.5], level * rng.lognormal(0, 0.35, 6000)])
+    assert stats.detect_warmup(x) == 1

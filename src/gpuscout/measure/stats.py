@@ -33,6 +33,7 @@ WARMUP_REL_TOL = 0.05
 WARMUP_MAD_TOL = 3.0
 WARMUP_DRIFT_TOL = 0.10
 WARMUP_TREND_P = 0.01
+WARMUP_TREND_TAU = -0.3
 BLOCKS = 30  # at most this many blocks ...
 MIN_BLOCK = 5  # ... of at least this many steps (a median of 2 steps is a mean)
 MIN_BLOCKS = 12  # fewer blocks than this: per-step interval only
@@ -79,15 +80,16 @@ def _still_speeding_up(tail: NDArray[np.float64], ref: float) -> bool:
     """A tail that is itself still getting faster is no steady state yet.
 
     Both must hold: its second half is over 10% faster than its first half, and the decline is
-    a real trend (Kendall's tau against step index, p < 0.01). A machine whose speed wanders
-    by a few percent is not warming up: that is left to the drift-aware interval.
+    a strong, real trend (Kendall's tau against step index <= -0.3 with p < 0.01; with
+    thousands of steps any wander is "significant", so the strength matters). A machine whose
+    speed wanders is not warming up: that is left to the drift-aware interval.
     """
     m = len(tail) // 2
     drift = float(np.median(tail[:m]) - np.median(tail[m:]))
     if drift <= WARMUP_DRIFT_TOL * ref:
         return False
     trend = stats.kendalltau(np.arange(len(tail)), tail)
-    return bool(trend.statistic < 0 and trend.pvalue < WARMUP_TREND_P)
+    return bool(trend.statistic <= WARMUP_TREND_TAU and trend.pvalue < WARMUP_TREND_P)
 
 
 def median_ci(x: ArrayLike, confidence: float = CONFIDENCE) -> tuple[float, float]:
