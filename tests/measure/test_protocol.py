@@ -110,3 +110,24 @@ def test_fixed_steps_do_not_evaluate_statistics_every_step() -> None:
     )
     assert out.summary.n == 1000 and len(out.times) == 1010
     assert len(seen) <= 1010 * 0.001 / 0.1 + 2  # about one evaluation per 0.1 s of steps
+
+
+def test_a_slow_stretch_after_warmup_does_not_reset_it() -> None:
+    """Seen on a 13k-step run: warm-up found, then one check on a slow stretch saw no steady
+    state, and the protocol gave up and threw half the steps away."""
+
+    def times() -> Iterator[float]:
+        rng = np.random.default_rng(2)
+        yield 0.5
+        for _ in range(2500):
+            yield 0.01 * rng.normal(1, 0.01)
+        for level in np.linspace(1.4, 1.0, 2500):  # slow, then recovering
+            yield 0.01 * level * rng.normal(1, 0.01)
+        while True:
+            yield 0.01 * rng.normal(1, 0.01)
+
+    dev = FakeDevice(times())
+    out = run_protocol(dev.step, StopRule(budget_s=70, target_rel_ci=1e-6), clock=dev.clock)
+    assert out.stop_reason == "budget"
+    assert out.warmup_method == "detected"
+    assert out.warmup_steps == 1

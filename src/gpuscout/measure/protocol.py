@@ -88,6 +88,7 @@ class Protocol:
         self._method = "fixed" if rule.fixed_warmup is not None else "not found"
         self._last_check = float("-inf")
         self._stop_at: int | None = None  # --steps: the step count to stop at, once known
+        self._last_found: int | None = None  # the latest warm-up detection
         if rule.fixed_steps is not None and rule.fixed_warmup is not None:
             self._stop_at = rule.fixed_warmup + rule.fixed_steps
 
@@ -111,7 +112,10 @@ class Protocol:
         n = len(times)
         warmup = self._forced_warmup
         if warmup is None:
-            warmup = detect_warmup(times)
+            # A noisy stretch can hide a steady state that was already seen: then the last
+            # detection stands. Giving up applies only to a warm-up never seen at all.
+            found = detect_warmup(times)
+            warmup = self._last_found = found if found is not None else self._last_found
             self._method = "detected" if warmup is not None else "not found"
             if warmup is None and (n >= rule.max_warmup_steps or elapsed >= rule.max_warmup_s):
                 self._forced_warmup = warmup = n  # give up detecting; measure from here
