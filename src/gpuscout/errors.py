@@ -28,10 +28,6 @@ class UserError(GpuscoutError):
         return f"{self.problem} To fix: {self.fix}" if self.fix else self.problem
 
 
-class OutOfMemory(GpuscoutError):
-    """The device ran out of memory during a measurement; stored as ``status=oom``."""
-
-
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
     """Return " Did you mean 'x'?" for the closest choice, or "" when nothing is close."""
     close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.5)
