@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,8 +69,3 @@ def run_cli(*args: str, block_tf: bool = False, timeout: float = 300) -> CliResu
         env=env,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
-
-
-@pytest.fixture
-def cli() -> Iterator[Any]:
-    yield run_cli

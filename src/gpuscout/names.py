@@ -1,4 +1,9 @@
 """Names shared by the CLI and the records, kept free of heavy imports so ``--help`` is fast."""
 
-PRECISIONS: tuple[str, ...] = ("fp32", "mixed_float16", "mixed_bfloat16")
-LOOPS: tuple[str, ...] = ("custom", "fit")
+from typing import Literal, get_args
+
+Precision = Literal["fp32", "mixed_float16", "mixed_bfloat16"]
+Loop = Literal["custom", "fit"]
+
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+LOOPS: tuple[str, ...] = get_args(Loop)

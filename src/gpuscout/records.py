@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuscout.names import Loop, Precision
+
 SCHEMA_VERSION = 1
 
 Status = Literal["ok", "oom", "error"]
-Precision = Literal["fp32", "mixed_float16", "mixed_bfloat16"]
-Loop = Literal["custom", "fit"]
 
 
 class _Record(BaseModel):

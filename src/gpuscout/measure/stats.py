@@ -54,8 +54,8 @@ def detect_warmup(times: ArrayLike, window: int = WARMUP_WINDOW) -> int | None:
     """Number of leading steps that belong to warm-up, or None if no steady state is seen yet.
 
     The steady state is the median of the second half of the series, provided that half is not
-    itself still clearly speeding up; a step is "steady" when it
-    is no slower than that median plus max(5%, 3 sigma from the MAD). Warm-up ends at the first
+    itself still clearly speeding up; a step is "steady" when it is no slower than that median
+    plus max(5%, 3 sigma from the MAD). Warm-up ends at the first
     steady step whose window of ``window`` steps has a steady median. Needs ``2 * window`` steps.
     Later isolated slow steps are outliers, not warm-up.
     """
