@@ -28,7 +28,13 @@ class UserError(GpuscoutError):
         return f"{self.problem} To fix: {self.fix}" if self.fix else self.problem
 
 
+def closest(value: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to ``value``, or None when nothing is close."""
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
     """Return " Did you mean 'x'?" for the closest choice, or "" when nothing is close."""
-    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.5)
-    return f" Did you mean '{close[0]}'?" if close else ""
+    close = closest(value, choices)
+    return f" Did you mean '{close}'?" if close else ""

@@ -10,8 +10,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from gpuscout.cli import audit as audit_cmd
 from gpuscout.cli import bench as bench_cmd
 from gpuscout.cli import runs as runs_cmd
+from gpuscout.cli import specs as specs_cmd
 from gpuscout.cli.parser import OneLineParser
 from gpuscout.errors import GpuscoutError, UserError
 
@@ -25,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     bench_cmd.register(sub)
     runs_cmd.register(sub)
+    specs_cmd.register(sub)
+    audit_cmd.register(sub)
     return parser
 
 

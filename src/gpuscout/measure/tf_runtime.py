@@ -141,11 +141,16 @@ def peak_memory(tf: Any, device: Device) -> tuple[int, str]:
 def device_peak_flops(tf: Any, device: Device, precision: str) -> tuple[float | None, str]:
     """Peak FLOP/s for MFU and where it comes from."""
     if device.kind == "GPU":
-        row = peaks.gpu_peak(device.description)
-        if row is None:
-            return None, f"'{device.description}' is not in the built-in peak table; no MFU"
-        tflops, rate = peaks.gpu_peak_tflops(row, precision, tf32_in_effect(tf, device))
-        return tflops * 1e12, f"{row.name} {rate} ({row.source})"
+        from gpuscout.catalog import load_catalog, peak_tflops
+
+        gpu = load_catalog().find_device(device.description)
+        if gpu is None:
+            return None, (
+                f"'{device.description}' is not in the GPU catalog, so no MFU "
+                "(add it with GPUSCOUT_CATALOG=your_gpus.csv)"
+            )
+        tflops, rate = peak_tflops(gpu, precision, tf32_in_effect(tf, device))
+        return tflops * 1e12, f"{gpu.name} {rate} ({gpu.source.split(';')[0]})"
     key = f"{environment.cpu_model()}|{os.cpu_count()}|tf{tf.__version__}|{precision}"
     cached = peaks.cached_cpu_peak(key)
     if cached is None:

@@ -1,0 +1,31 @@
+"""Checking published claims against physics and the catalog. Nothing here imports TensorFlow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpuscout.audit.claims import Claim, read_claims
+from gpuscout.audit.spec import SpecClaim, audit_spec
+from gpuscout.audit.speed import SpeedClaim, audit_speed
+from gpuscout.audit.verdict import Verdict
+from gpuscout.catalog import Catalog
+
+
+def audit(claims: Iterable[Claim], catalog: Catalog) -> list[Verdict]:
+    """The verdict on each claim, in order."""
+    return [
+        audit_spec(c, catalog) if isinstance(c, SpecClaim) else audit_speed(c, catalog)
+        for c in claims
+    ]
+
+
+__all__ = [
+    "Claim",
+    "SpecClaim",
+    "SpeedClaim",
+    "Verdict",
+    "audit",
+    "audit_spec",
+    "audit_speed",
+    "read_claims",
+]

@@ -1,0 +1,127 @@
+"""A table of claims (``--file claims.csv``): one speed or spec claim per row.
+
+Columns: ``gpu`` (required), ``label``; for a speed claim ``workload``, ``precision``, and
+``epoch_seconds`` or ``samples_per_second``, optionally ``epoch_samples``, ``gpus``, ``seq_len``;
+for a spec claim ``spec`` as FIELD=VALUE. ``source``, ``batch_size`` and ``note`` are kept as
+information only.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from gpuscout.audit.spec import SpecClaim, parse_spec
+from gpuscout.audit.speed import SpeedClaim
+from gpuscout.errors import UserError, did_you_mean
+from gpuscout.names import PRECISIONS
+
+Claim = SpeedClaim | SpecClaim
+COLUMNS = (
+    "label",
+    "gpu",
+    "workload",
+    "precision",
+    "epoch_seconds",
+    "samples_per_second",
+    "epoch_samples",
+    "gpus",
+    "seq_len",
+    "spec",
+    "source",
+    "batch_size",
+    "note",
+)
+
+
+def read_claims(path: Path) -> list[tuple[int, Claim]]:
+    """Every claim in the file with its line number; a bad cell names file, line and column."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            header = list(reader.fieldnames or [])
+            records = [(reader.line_num, dict(r)) for r in reader]
+    except FileNotFoundError:
+        raise UserError(f"claims file '{path}' does not exist.", "check the path.") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"cannot read claims file '{path}': {exc}.", "give a UTF-8 CSV.") from None
+    for column in header:
+        if column not in COLUMNS:
+            raise UserError(
+                f"{path}: unknown column '{column}'.{did_you_mean(column, COLUMNS)}",
+                f"use columns from: {', '.join(COLUMNS)}.",
+            )
+    if "gpu" not in header:
+        raise UserError(f"{path}: missing column 'gpu'.", "add a gpu column.")
+    claims = []
+    for line, cells in records:
+        if None in cells:
+            raise UserError(f"{path}: line {line} has more cells than the header.", None)
+        cells = {k: (v or "").strip() for k, v in cells.items()}
+        if any(cells.values()):
+            claims.append((line, _claim(path, line, cells)))
+    if not claims:
+        raise UserError(f"claims file '{path}' has no claims.", "add one row per claim.")
+    return claims
+
+
+def _claim(path: Path, line: int, cells: dict[str, str]) -> Claim:
+    where = f"{path}: line {line}"
+    if not cells.get("gpu"):
+        raise UserError(f"{where}, column 'gpu': empty.", "name the GPU of every claim.")
+    label = cells.get("label") or None
+    if cells.get("spec"):
+        try:
+            field, value = parse_spec(cells["spec"])
+        except UserError as exc:
+            raise UserError(f"{where}, column 'spec': {exc.problem}", exc.fix) from None
+        return SpecClaim(cells["gpu"], field, value, label)
+    if not cells.get("workload"):
+        raise UserError(
+            f"{where}: neither 'spec' nor 'workload' is given.",
+            "a row is a spec claim (spec=FIELD=VALUE) or a speed claim (workload, ...).",
+        )
+    precision = cells.get("precision") or None
+    if precision is not None and precision not in PRECISIONS:
+        raise UserError(
+            f"{where}, column 'precision': unknown precision '{precision}'."
+            f"{did_you_mean(precision, PRECISIONS)}",
+            f"use one of: {', '.join(PRECISIONS)}, or leave it empty.",
+        )
+    return SpeedClaim(
+        gpu=cells["gpu"],
+        workload=cells["workload"],
+        precision=precision,
+        epoch_seconds=_num(where, cells, "epoch_seconds"),
+        samples_per_second=_num(where, cells, "samples_per_second"),
+        epoch_samples=_int(where, cells, "epoch_samples"),
+        gpus=_int(where, cells, "gpus") or 1,
+        seq_len=_int(where, cells, "seq_len"),
+        label=label,
+    )
+
+
+def _num(where: str, cells: dict[str, str], column: str) -> float | None:
+    text = cells.get(column, "")
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise UserError(
+            f"{where}, column '{column}': not a positive number (got '{text}').",
+            "correct the cell.",
+        )
+    return value
+
+
+def _int(where: str, cells: dict[str, str], column: str) -> int | None:
+    value = _num(where, cells, column)
+    if value is not None and value != int(value):
+        raise UserError(
+            f"{where}, column '{column}': not a whole number (got '{cells[column]}').",
+            "correct the cell.",
+        )
+    return None if value is None else int(value)

@@ -1,0 +1,101 @@
+"""Training FLOPs per sample of the workloads a claim can name.
+
+They come from the workload registry (analytic counts, the same ones ``bench`` uses for MFU).
+If the measuring package is not installed alongside, a small table of the same analytic counts
+stands in; a test keeps the two equal. ``resnet50-v1.5`` and ``bert-large`` are here because
+published results use them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuscout.errors import UserError, did_you_mean
+
+BERT_LARGE = {"layers": 24, "hidden": 1024, "heads": 16, "ffn": 4096}
+RESNET50_V15 = 24.6e9
+RESNET50_V15_NOTE = (
+    "ResNet-50 v1.5 at 224 px: ~4.1 GMAC forward x 2 x 3 = 24.6 GFLOP per image "
+    "(NVIDIA DeepLearningExamples / torchvision variant; stride on the 3x3 conv)"
+)
+
+
+@dataclass(frozen=True)
+class WorkloadFlops:
+    name: str
+    flops_per_sample: float
+    epoch_samples: int
+    epoch_unit: str  # "images", "sequences", ...
+    note: str
+
+
+def family(name: str) -> str:
+    """Published results are compared within a family (any ResNet-50, any BERT)."""
+    for prefix in ("resnet50", "bert"):
+        if name.startswith(prefix):
+            return prefix
+    return name
+
+
+# Fallback when gpuscout.measure is absent: the registry's analytic counts at default sizes.
+FALLBACK: dict[str, WorkloadFlops] = {
+    "resnet50": WorkloadFlops(
+        "resnet50",
+        23.147839488e9,
+        1_281_167,
+        "images",
+        "analytic: 3.86 GMAC forward at 224 px (Keras ResNet50, v1) x 2 x 3",
+    ),
+    "bert-base": WorkloadFlops(
+        "bert-base",
+        67.045303296e9,
+        1_000_000,
+        "sequences",
+        "analytic: 6 x non-embedding parameters per token plus attention, sequence length 128",
+    ),
+}
+NAMES = ("resnet50", "resnet50-v1.5", "bert-base", "bert-large", "mlp", "cnn-small")
+
+
+def workload_flops(name: str, seq_len: int | None = None) -> WorkloadFlops:
+    """FLOPs per training sample for a workload name (and sequence length for BERT)."""
+    if name == "resnet50-v1.5":
+        return WorkloadFlops(name, RESNET50_V15, 1_281_167, "images", RESNET50_V15_NOTE)
+    base = "bert-base" if name == "bert-large" else name
+    try:
+        from gpuscout.measure.workloads import WORKLOADS
+    except ImportError:  # catalog and audit shipped without the measuring code
+        return _fallback(name, seq_len)
+    if base not in WORKLOADS:
+        raise _unknown(name)
+    w = WORKLOADS[base]
+    dims: dict[str, int] = dict(BERT_LARGE) if name == "bert-large" else {}
+    if seq_len is not None:
+        if "seq_len" not in w.dims:
+            raise UserError(f"workload '{name}' has no sequence length.", "drop --seq-len.")
+        dims["seq_len"] = seq_len
+    resolved = w.resolve(dims)
+    flops = w.training_flops_per_sample(resolved)
+    assert flops is not None  # every built-in workload has an analytic count
+    note = w.flops_note
+    if "seq_len" in resolved:
+        note += f", sequence length {resolved['seq_len']}"
+    if name == "bert-large":
+        note += " (BERT-large: 24 layers, hidden 1024, 16 heads, FFN 4096)"
+    return WorkloadFlops(name, flops, w.epoch_samples, w.epoch_unit, note)
+
+
+def _fallback(name: str, seq_len: int | None) -> WorkloadFlops:
+    if name not in FALLBACK or seq_len is not None:
+        raise UserError(
+            f"no FLOP count for workload '{name}' without gpuscout's measuring code.",
+            "give --flops-per-sample, or install gpuscout in full.",
+        )
+    return FALLBACK[name]
+
+
+def _unknown(name: str) -> UserError:
+    return UserError(
+        f"unknown workload '{name}'.{did_you_mean(name, NAMES)}",
+        f"use one of: {', '.join(NAMES)}; or give --flops-per-sample.",
+    )

@@ -1,0 +1,126 @@
+"""Auditing a speed claim: can the GPU physically do the arithmetic the claim implies?
+
+Implied throughput x training FLOPs per sample = implied FLOP/s. Above the GPU's dense peak for
+the precision the claim is impossible; above the best MFU ever published for that kind of
+workload it is implausible; otherwise plausible (which does not make it true).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuscout.audit.flops import workload_flops
+from gpuscout.audit.published import best_mfu, best_on_gpu
+from gpuscout.audit.verdict import Verdict
+from gpuscout.catalog import Catalog, Gpu, peak_tflops
+from gpuscout.catalog.rates import training_tflops
+from gpuscout.errors import UserError
+
+
+@dataclass(frozen=True)
+class SpeedClaim:
+    gpu: str
+    workload: str
+    precision: str | None = None  # None: not stated, judged against the fastest rate
+    epoch_seconds: float | None = None
+    samples_per_second: float | None = None
+    epoch_samples: int | None = None
+    gpus: int = 1
+    seq_len: int | None = None
+    label: str | None = None
+
+
+def _peak(gpu: Gpu, precision: str | None) -> tuple[float, str, str | None]:
+    if precision is not None:
+        value, rate = peak_tflops(gpu, precision)
+        return value, rate, None
+    value = training_tflops(gpu)
+    return (
+        value,
+        "fastest training rate (tensor, FP32 accumulate), dense",
+        ("precision not stated: judged against the GPU's fastest training rate"),
+    )
+
+
+def audit_speed(claim: SpeedClaim, catalog: Catalog) -> Verdict:
+    """The verdict on one speed claim, with every number and assumption behind it."""
+    if (claim.epoch_seconds is None) == (claim.samples_per_second is None):
+        raise UserError(
+            "a speed claim needs exactly one of epoch seconds or samples per second.",
+            "give --epoch-seconds or --samples-per-second.",
+        )
+    found = catalog.resolve(claim.gpu)
+    gpu = found.gpu
+    work = workload_flops(claim.workload, claim.seq_len)
+    assumptions = [a for a in (found.assumption,) if a]
+    unit = work.epoch_unit
+    if claim.samples_per_second is not None:
+        total = claim.samples_per_second
+        stated = f"{total:,.0f} {unit}/s"
+    else:
+        assert claim.epoch_seconds is not None
+        epoch = claim.epoch_samples or work.epoch_samples
+        total = epoch / claim.epoch_seconds
+        stated = f"{claim.epoch_seconds:g} s per epoch"
+        assumptions.append(
+            f"epoch = {epoch:,} {unit}"
+            + ("" if claim.epoch_samples else f" (the {work.name} workload's standard epoch)")
+        )
+    per_gpu = total / claim.gpus
+    if claim.gpus > 1:
+        assumptions.append(f"{claim.gpus} GPUs sharing the work evenly (perfect scaling)")
+    tflops = per_gpu * work.flops_per_sample / 1e12
+    peak, rate, peak_note = _peak(gpu, claim.precision)
+    if peak_note:
+        assumptions.append(peak_note)
+    assumptions.append(f"{work.flops_per_sample / 1e9:.2f} GFLOP per training sample ({work.note})")
+    mfu = tflops / peak
+    precision = claim.precision or "any precision"
+    label = claim.label or f"{gpu.name}, {claim.workload}, {precision}: {stated}"
+    out = Verdict(
+        kind="speed",
+        claim=label,
+        gpu_id=gpu.id,
+        gpu_name=gpu.name,
+        verdict="plausible",
+        numbers={
+            "claimed_samples_per_second": round(total, 1),
+            "implied_samples_per_second_per_gpu": round(per_gpu, 1),
+            "flops_per_sample": work.flops_per_sample,
+            "implied_tflops_per_gpu": round(tflops, 1),
+            "peak_tflops": peak,
+            "peak_rate": rate,
+            "implied_mfu": round(mfu, 4),
+        },
+        assumptions=assumptions,
+        sources=[f"{gpu.name}: {gpu.source}"],
+    )
+    if mfu > 1:
+        out.verdict = "impossible"
+        out.reasons.append(
+            f"needs {tflops:,.0f} TFLOP/s per GPU, {mfu:.1f}x the {peak:g} TFLOP/s peak "
+            f"({rate}): no GPU computes faster than its peak"
+        )
+    bound = best_mfu(catalog, claim.workload, claim.precision)
+    if bound is not None:
+        out.numbers["best_published_mfu"] = round(bound.mfu, 4)
+        out.sources.append(f"best published MFU {bound.describe()}")
+        if out.verdict == "plausible" and mfu > bound.mfu:
+            out.verdict = "implausible"
+            out.reasons.append(
+                f"implies {mfu:.0%} MFU, above the best published for this kind of workload "
+                f"({bound.mfu:.0%})"
+            )
+    else:
+        out.reasons.append("no published results for this workload, so no plausibility bound")
+    best = best_on_gpu(catalog, gpu.id, claim.workload, claim.precision)
+    if best is not None:
+        best_per_gpu = best.throughput / best.gpu_count
+        out.numbers["best_published_on_gpu"] = round(best_per_gpu, 1)
+        out.reasons.append(
+            f"{per_gpu / best_per_gpu:.1f}x the best published result on this GPU "
+            f"({best_per_gpu:,.0f} {best.unit} per GPU, {best.precision}, {best.source})"
+        )
+    if out.verdict == "plausible":
+        out.reasons.insert(0, f"implies {mfu:.0%} MFU, within what the GPU can do")
+    return out

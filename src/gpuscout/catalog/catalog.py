@@ -1,0 +1,126 @@
+"""The catalog: the shipped data files plus the user's own, merged and indexed.
+
+Loaded lazily (nothing is read at import) and once per set of files. A user's GPU row with a
+shipped id replaces the shipped row whole, so a row never mixes facts from two sources.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from gpuscout.catalog.files import Table, read_table, validated
+from gpuscout.catalog.models import Gpu, Price, Published
+from gpuscout.catalog.names import Resolved, Resolver
+from gpuscout.catalog.skypilot import read_skypilot
+from gpuscout.errors import UserError, did_you_mean
+
+DATA_VERSION = "v1"
+ENV_VAR = "GPUSCOUT_CATALOG"
+BUILTIN = "built-in"
+
+
+@dataclass
+class Catalog:
+    gpus: dict[str, Gpu]
+    prices: list[Price]
+    published: list[Published]
+    origin: dict[str, str]  # gpu id -> "built-in" or the user file that supplied the row
+    files: list[str]
+    skipped: dict[str, int] = field(default_factory=dict)  # SkyPilot accelerators not known
+    _resolver: Resolver | None = None
+
+    @property
+    def resolver(self) -> Resolver:
+        if self._resolver is None:
+            self._resolver = Resolver(self.gpus.values())
+        return self._resolver
+
+    def resolve(self, name: str) -> Resolved:
+        """The GPU a user means; unknown or ambiguous names are one-line user errors."""
+        return self.resolver.resolve(name)
+
+    def find_device(self, device_name: str) -> Gpu | None:
+        """The GPU for a name a driver reports ("NVIDIA A100-SXM4-40GB"), or None."""
+        found = self.resolver.find(device_name)
+        return found.gpu if found else None
+
+    def prices_for(self, gpu_id: str) -> list[Price]:
+        return [p for p in self.prices if p.gpu_id == gpu_id]
+
+    def cheapest(self, gpu_id: str, kind: str) -> Price | None:
+        rows = [p for p in self.prices_for(gpu_id) if p.kind == kind]
+        return min(rows, key=lambda p: p.usd_per_gpu_hour or p.usd_per_gpu or 0.0, default=None)
+
+
+def data_dir() -> Path:
+    """The shipped data files (a real folder: the package is installed unzipped)."""
+    return Path(str(resources.files("gpuscout.catalog") / "data" / DATA_VERSION))
+
+
+def user_paths(extra: Iterable[str] = ()) -> tuple[str, ...]:
+    """Files from --catalog, then from GPUSCOUT_CATALOG (os.pathsep-separated)."""
+    env = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p.strip()]
+    return (*env, *extra)
+
+
+def load_catalog(extra: Sequence[str] = ()) -> Catalog:
+    """The catalog with the user's files (``extra`` and GPUSCOUT_CATALOG) applied."""
+    return _load(user_paths(extra))
+
+
+@functools.lru_cache(maxsize=8)
+def _load(paths: tuple[str, ...]) -> Catalog:
+    base = data_dir()
+    builtin = [base / "gpus.csv", base / "prices.csv", base / "published_training.csv"]
+    tables = [(read_table(p), BUILTIN) for p in builtin]
+    tables += [(read_table(p), str(p)) for p in _expand(paths)]
+    cat = Catalog({}, [], [], {}, [str(p) for p in _expand(paths)])
+    # GPU files first, so a user's price file may name a GPU their own GPU file adds.
+    for table, origin in sorted(tables, key=lambda t: t[0].kind != "gpus"):
+        _add(cat, table, origin)
+    return cat
+
+
+def _expand(paths: Iterable[str]) -> list[Path]:
+    out: list[Path] = []
+    for text in paths:
+        path = Path(text).expanduser()
+        if path.is_dir():
+            found = sorted(path.glob("*.csv"))
+            if not found:
+                raise UserError(f"catalog folder '{path}' has no .csv files.", "check the path.")
+            out.extend(found)
+        else:
+            out.append(path)
+    return out
+
+
+def _add(cat: Catalog, table: Table, origin: str) -> None:
+    if table.kind == "skypilot":
+        got = read_skypilot(table, cat.resolver)
+        cat.prices.extend(got.prices)
+        for name, n in got.skipped.items():
+            cat.skipped[name] = cat.skipped.get(name, 0) + n
+        return
+    for line, row in validated(table):
+        if isinstance(row, Gpu):
+            cat.gpus[row.id] = row
+            cat.origin[row.id] = origin
+            cat._resolver = None
+            continue
+        assert isinstance(row, Price | Published)
+        if row.gpu_id not in cat.gpus:
+            raise UserError(
+                f"{table.path}: line {line}, column 'gpu_id': '{row.gpu_id}' is not in the "
+                f"catalog.{did_you_mean(row.gpu_id, cat.gpus)}",
+                "use an id from 'gpuscout specs', or add the GPU in a GPU file.",
+            )
+        if isinstance(row, Price):
+            cat.prices.append(row)
+        else:
+            cat.published.append(row)

@@ -1,0 +1,113 @@
+"""Reading catalog CSV files: the kind of file from its header, every row validated.
+
+A bad cell stops the load with one line naming the file, the line and the column, so a typo in
+a user's catalog can never turn into a silently wrong prediction or price.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
+
+from gpuscout.catalog.models import Gpu, Price, Published
+from gpuscout.errors import UserError, did_you_mean
+
+FileKind = Literal["gpus", "prices", "published", "skypilot"]
+MODELS: dict[str, type[BaseModel]] = {"gpus": Gpu, "prices": Price, "published": Published}
+SKYPILOT_COLUMNS = frozenset({"InstanceType", "AcceleratorName", "AcceleratorCount", "Price"})
+_FIELD_TABLE = "see the field table in the catalog README (gpuscout/catalog/data/v1/README.md)"
+
+
+@dataclass(frozen=True)
+class Table:
+    path: Path
+    kind: FileKind
+    rows: list[tuple[int, dict[str, str]]]  # (line number, cells)
+
+
+def read_table(path: Path) -> Table:
+    """Read a CSV file and tell what it holds from its columns."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            header = list(reader.fieldnames or [])
+            rows = []
+            for record in reader:
+                if None in record:
+                    raise UserError(
+                        f"{path}: line {reader.line_num} has more cells than the header.",
+                        "quote cells that contain commas.",
+                    )
+                if any((v or "").strip() for v in record.values()):
+                    rows.append((reader.line_num, {k: v or "" for k, v in record.items()}))
+    except FileNotFoundError:
+        raise UserError(f"catalog file '{path}' does not exist.", "check the path.") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"cannot read catalog file '{path}': {exc}.", "give a UTF-8 CSV.") from None
+    return Table(path, _kind(path, header), rows)
+
+
+def _kind(path: Path, header: list[str]) -> FileKind:
+    columns = set(header)
+    if SKYPILOT_COLUMNS <= columns:
+        return "skypilot"
+    if {"id", "fp32_tflops"} <= columns:
+        return "gpus"
+    if {"gpu_id", "provider", "kind"} <= columns:
+        return "prices"
+    if {"gpu_id", "throughput"} <= columns:
+        return "published"
+    raise UserError(
+        f"{path}: cannot tell what this CSV holds from its columns ({', '.join(header[:6])}...).",
+        "a GPU file needs 'id' and 'fp32_tflops', a price file 'gpu_id', 'provider' and 'kind', "
+        f"a SkyPilot catalog 'InstanceType', 'AcceleratorName', 'AcceleratorCount', 'Price'; "
+        f"{_FIELD_TABLE}.",
+    )
+
+
+def check_columns(table: Table) -> None:
+    """Unknown or missing columns are named before any row is read."""
+    model = MODELS[table.kind]
+    fields = model.model_fields
+    header = set(table.rows[0][1]) if table.rows else set()
+    for column in sorted(header - set(fields)):
+        raise UserError(
+            f"{table.path}: unknown column '{column}'.{did_you_mean(column, fields)}",
+            _FIELD_TABLE + ".",
+        )
+    required = {name for name, info in fields.items() if info.is_required()}
+    missing = sorted(required - header) if table.rows else []
+    if missing:
+        raise UserError(
+            f"{table.path}: missing column '{missing[0]}'.",
+            f"add it ({_FIELD_TABLE}).",
+        )
+
+
+def validated(table: Table) -> Iterator[tuple[int, BaseModel]]:
+    """Each row as its model; the first bad cell is a user error naming file, line, column."""
+    check_columns(table)
+    model = MODELS[table.kind]
+    for line, cells in table.rows:
+        try:
+            yield line, model.model_validate(cells)
+        except ValidationError as exc:
+            raise _row_error(table.path, line, cells, exc) from None
+
+
+def _row_error(path: Path, line: int, cells: dict[str, str], exc: ValidationError) -> UserError:
+    err = exc.errors()[0]
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if err["loc"]:
+        column = str(err["loc"][0])
+        got = cells.get(column, "")
+        return UserError(
+            f"{path}: line {line}, column '{column}': {msg} (got '{got}').",
+            f"correct the cell; {_FIELD_TABLE}.",
+        )
+    return UserError(f"{path}: line {line}: {msg}.", f"correct the row; {_FIELD_TABLE}.")

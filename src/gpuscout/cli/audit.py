@@ -1,0 +1,88 @@
+"""``gpuscout audit``: check a published speed or spec claim against physics and the catalog."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpuscout.cli.parser import positive_float, positive_int
+from gpuscout.cli.specs import add_catalog_arg
+from gpuscout.errors import UserError
+from gpuscout.names import PRECISIONS
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("audit", help="check a published speed or spec claim")
+    p.add_argument("--gpu", help="the GPU the claim is about, e.g. a100-40gb")
+    p.add_argument("--workload", help="resnet50, resnet50-v1.5, bert-base, bert-large, ...")
+    p.add_argument("--precision", choices=PRECISIONS, help="default: judged at the fastest rate")
+    speed = p.add_mutually_exclusive_group()
+    speed.add_argument("--epoch-seconds", type=positive_float, help="claimed time per epoch")
+    speed.add_argument("--samples-per-second", type=positive_float, help="claimed throughput")
+    p.add_argument("--epoch-samples", type=positive_int, help="epoch size (default: workload's)")
+    p.add_argument("--gpus", type=positive_int, default=1, help="GPUs the claim used (total)")
+    p.add_argument("--seq-len", type=positive_int, help="sequence length (BERT)")
+    p.add_argument(
+        "--spec", action="append", default=[], metavar="FIELD=VALUE", help="e.g. fp32_tflops=9.7"
+    )
+    p.add_argument("--file", type=Path, help="a CSV of claims, one per row")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    add_catalog_arg(p)
+    p.set_defaults(handler=run_audit)
+
+
+def _claims(args: argparse.Namespace) -> list[Any]:
+    from gpuscout.audit import SpecClaim, SpeedClaim, read_claims
+    from gpuscout.audit.spec import parse_spec
+
+    claims: list[Any] = []
+    if args.file:
+        claims += [c for _, c in read_claims(args.file)]
+    speed = args.workload or args.epoch_seconds or args.samples_per_second
+    if (speed or args.spec) and not args.gpu:
+        raise UserError("a claim needs the GPU it is about.", "add --gpu NAME.")
+    if speed:
+        if not args.workload:
+            raise UserError("a speed claim needs --workload.", "add --workload resnet50 (say).")
+        claims.append(
+            SpeedClaim(
+                gpu=args.gpu,
+                workload=args.workload,
+                precision=args.precision,
+                epoch_seconds=args.epoch_seconds,
+                samples_per_second=args.samples_per_second,
+                epoch_samples=args.epoch_samples,
+                gpus=args.gpus,
+                seq_len=args.seq_len,
+            )
+        )
+    for text in args.spec:
+        field, value = parse_spec(text)
+        claims.append(SpecClaim(args.gpu, field, value))
+    if not claims:
+        raise UserError(
+            "nothing to audit.",
+            "give --gpu with --workload and --epoch-seconds, or --gpu with --spec FIELD=VALUE, "
+            "or --file claims.csv.",
+        )
+    return claims
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    from gpuscout.audit import audit
+    from gpuscout.catalog import load_catalog
+
+    verdicts = audit(_claims(args), load_catalog(args.catalog))
+    if args.json:
+        out = {"schema_version": 1, "verdicts": [v.to_json_dict() for v in verdicts]}
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from gpuscout.report.audit_table import print_verdicts
+    from gpuscout.report.terminal import stdout_console
+
+    print_verdicts(verdicts, stdout_console())
+    return 0

@@ -1,0 +1,112 @@
+"""``gpuscout specs`` and ``gpuscout prices``: the catalog, filtered or side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gpuscout.cli.parser import positive_float
+
+CATALOG_HELP = "your own catalog CSV or folder (GPUs, prices, or a SkyPilot catalog); repeatable"
+
+
+def add_catalog_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--catalog", action="append", default=[], metavar="PATH", help=CATALOG_HELP)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("specs", help="the GPU catalog, filtered or side by side")
+    p.add_argument("names", nargs="*", metavar="GPU", help="GPUs to compare, e.g. 4090 h100")
+    p.add_argument("--min-memory", type=positive_float, metavar="GB", help="at least this memory")
+    p.add_argument("--arch", help="architecture, e.g. ampere, hopper, ada")
+    p.add_argument(
+        "--feature",
+        action="append",
+        default=[],
+        help="has this feature: bf16, ecc, fp4, fp8, mig, nvlink, sparsity, tf32; repeatable",
+    )
+    p.add_argument("--market", choices=("consumer", "datacenter", "workstation"))
+    p.add_argument("--json", action="store_true", help="print JSON")
+    add_catalog_arg(p)
+    p.set_defaults(handler=run_specs)
+
+    q = sub.add_parser("prices", help="cloud and purchase prices in the catalog")
+    q.add_argument("names", nargs="*", metavar="GPU", help="only these GPUs")
+    q.add_argument("--provider", help="only this provider, e.g. aws, lambda, runpod")
+    q.add_argument("--kind", choices=("on_demand", "spot", "purchase_new", "purchase_used"))
+    q.add_argument("--json", action="store_true", help="print JSON")
+    add_catalog_arg(q)
+    q.set_defaults(handler=run_prices)
+
+
+def run_specs(args: argparse.Namespace) -> int:
+    from gpuscout.catalog import load_catalog
+    from gpuscout.catalog.views import DENSE_NOTE, select, specs_json
+
+    catalog = load_catalog(args.catalog)
+    assumptions: list[str] = []
+    if args.names:
+        resolved = [catalog.resolve(n) for n in args.names]
+        assumptions = [r.assumption for r in resolved if r.assumption]
+        picked = {r.gpu.id for r in resolved}
+        allowed = {
+            g.id for g in select(catalog, args.min_memory, args.arch, args.feature, args.market)
+        }
+        gpus = [r.gpu for r in resolved if r.gpu.id in allowed]
+        gpus = list({g.id: g for g in gpus}.values())
+        dropped = sorted(picked - allowed)
+        if dropped:
+            assumptions.append(f"left out by the filters: {', '.join(dropped)}")
+    else:
+        gpus = select(catalog, args.min_memory, args.arch, args.feature, args.market)
+    if args.json:
+        json.dump(specs_json(gpus, catalog, assumptions), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from gpuscout.report.catalog_tables import list_table, side_by_side
+    from gpuscout.report.terminal import stdout_console
+
+    console = stdout_console()
+    if not gpus:
+        console.print("no GPU in the catalog passes these filters")
+        return 0
+    console.print(side_by_side(gpus, catalog) if args.names else list_table(gpus))
+    if args.names:
+        for i, g in enumerate(gpus, 1):
+            origin = catalog.origin.get(g.id, "")
+            mine = f" (from your catalog {origin})" if origin != "built-in" else ""
+            console.print(f"[{i}] {g.id}{mine}: {g.source}", highlight=False)
+            if g.notes:
+                console.print(f"    note: {g.notes}", highlight=False)
+    for line in [DENSE_NOTE, *assumptions]:
+        console.print(f"assumption: {line}", highlight=False)
+    return 0
+
+
+def run_prices(args: argparse.Namespace) -> int:
+    from gpuscout.catalog import load_catalog
+
+    catalog = load_catalog(args.catalog)
+    ids = {catalog.resolve(n).gpu.id for n in args.names}
+    rows = [
+        p
+        for p in catalog.prices
+        if (not ids or p.gpu_id in ids)
+        and (not args.provider or p.provider.lower() == args.provider.lower())
+        and (not args.kind or p.kind == args.kind)
+    ]
+    if args.json:
+        json.dump([p.model_dump(mode="json") for p in rows], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from gpuscout.report.catalog_tables import prices_table
+    from gpuscout.report.terminal import stdout_console
+
+    console = stdout_console()
+    console.print(prices_table(rows, catalog) if rows else "no prices match")
+    if catalog.skipped:
+        skipped = ", ".join(f"{k} ({v} rows)" for k, v in sorted(catalog.skipped.items()))
+        console.print(f"skipped SkyPilot rows for GPUs not in the catalog: {skipped}")
+    return 0
