@@ -28,6 +28,11 @@ def test_non_measuring_modules_import_without_tensorflow() -> None:
         "gpuscout.measure.protocol",
         "gpuscout.measure.workloads",
         "gpuscout.cli.progress",
+        "gpuscout.catalog",
+        "gpuscout.catalog.views",
+        "gpuscout.audit",
+        "gpuscout.report.catalog_tables",
+        "gpuscout.report.audit_table",
     ]
     code = (
         BLOCK_TF

@@ -18,6 +18,7 @@ _EXPORTS = {
     "Store": "gpuscout.store",
     "UserError": "gpuscout.errors",
     "bench": "gpuscout.measure",
+    "load_catalog": "gpuscout.catalog",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -54,7 +54,7 @@ def read_table(path: Path) -> Table:
 
 def _kind(path: Path, header: list[str]) -> FileKind:
     columns = set(header)
-    if SKYPILOT_COLUMNS <= columns:
+    if columns >= SKYPILOT_COLUMNS:
         return "skypilot"
     if {"id", "fp32_tflops"} <= columns:
         return "gpus"

@@ -109,8 +109,13 @@ class Gpu(_Row):
     @classmethod
     def _none_is_zero(cls) -> frozenset[str]:
         return frozenset(
-            (*TENSOR_RATES, "nvlink_gb_per_s_per_direction", "nvlink_gb_per_s_total")
-            + ("nvlink_max_gpus", "mig_max_instances")
+            (
+                *TENSOR_RATES,
+                "nvlink_gb_per_s_per_direction",
+                "nvlink_gb_per_s_total",
+                "nvlink_max_gpus",
+                "mig_max_instances",
+            )
         )
 
     @field_validator("aliases", mode="before")

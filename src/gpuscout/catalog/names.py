@@ -25,6 +25,9 @@ def tokens(text: str) -> tuple[str, ...]:
     for raw in re.split(r"[^a-z0-9]+", text.lower()):
         if not raw or raw in _NOISE:
             continue
+        if raw in ("g", "gb", "gib") and out and out[-1].isdigit():
+            out[-1] += "gb"  # "80 GB" -> "80gb"
+            continue
         split = re.fullmatch(r"(rtx|gtx)(\d+)", raw)
         if split:
             out.extend(split.groups())

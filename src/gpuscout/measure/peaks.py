@@ -1,8 +1,9 @@
 """Peak FLOP/s of the device, the denominator of MFU.
 
 On a GPU the peak comes from its datasheet, through the sourced GPU catalog
-(:mod:`gpuscout.catalog`). On a CPU no datasheet number is trustworthy (turbo, AVX frequency offsets, SMT), so the
-peak is *measured* once per precision with a large matmul and cached on disk.
+(:mod:`gpuscout.catalog`). On a CPU no datasheet number is trustworthy (turbo, AVX frequency
+offsets, SMT), so the peak is *measured* once per precision with a large matmul and cached on
+disk. This module holds that cache.
 """
 
 from __future__ import annotations

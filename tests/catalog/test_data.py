@@ -1,0 +1,143 @@
+"""The shipped catalog files: every row sourced, units sane, and the datasheet facts right."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from gpuscout.audit.published import _flops
+from gpuscout.catalog import Catalog, load_catalog, peak_tflops
+from gpuscout.catalog.models import TENSOR_RATES
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return load_catalog()
+
+
+ISSUE_GPUS = [
+    "rtx-3090",
+    "rtx-3090-ti",
+    "rtx-4090",
+    "rtx-5090",
+    "a100-40gb-sxm",
+    "a100-40gb-pcie",
+    "a100-80gb-sxm",
+    "a100-80gb-pcie",
+    "h100-sxm",
+    "h100-pcie",
+    "h200",
+    "b200",
+    "l4",
+    "l40s",
+    "a10",
+    "a10g",
+    "t4",
+    "v100-sxm2-16gb",
+    "v100-pcie-16gb",
+    "rtx-a6000",
+    "rtx-6000-ada",
+]
+
+
+def test_every_gpu_the_catalog_promises_is_there(cat: Catalog) -> None:
+    assert set(ISSUE_GPUS) <= set(cat.gpus)
+    assert all(cat.origin[g] == "built-in" for g in cat.gpus)
+
+
+def test_every_row_has_a_source_and_a_retrieval_date(cat: Catalog) -> None:
+    rows = [*cat.gpus.values(), *cat.prices, *cat.published]
+    assert len(rows) > 100
+    for row in rows:
+        assert len(row.source) > 10, row
+        assert dt.date(2026, 1, 1) <= row.retrieved_on <= dt.date(2026, 12, 31)
+
+
+def test_units_are_sane(cat: Catalog) -> None:
+    for g in cat.gpus.values():
+        assert 5 < g.fp32_tflops < 200, g.id
+        assert 8 <= g.memory_gb <= 300, g.id
+        assert 200 <= g.memory_bandwidth_gb_per_s <= 10_000, g.id
+        assert g.tdp_w is not None and 50 <= g.tdp_w <= 1500, g.id
+        for column in TENSOR_RATES:
+            value = getattr(g, column)
+            if value and "fp64" not in column:
+                assert value >= g.fp32_tflops, (g.id, column)  # tensor math beats CUDA cores
+        if g.fp64_tflops:
+            assert g.fp64_tflops <= g.fp32_tflops / 2 * 1.02, g.id  # datasheets round
+
+
+def test_fp32_accumulate_never_beats_fp16_accumulate(cat: Catalog) -> None:
+    for g in cat.gpus.values():
+        acc32, acc16 = g.fp16_tensor_fp32acc_tflops, g.fp16_tensor_fp16acc_tflops
+        if acc32 and acc16:
+            assert acc32 <= acc16, g.id
+            if g.market == "consumer":
+                assert acc32 == pytest.approx(acc16 / 2, rel=0.01), g.id  # GeForce half rate
+
+
+# Datasheet headline figures that include 2:4 sparsity: the catalog's dense rate must be half.
+SPARSE_HEADLINES = [
+    ("a100-40gb-sxm", "bf16_tensor_tflops", 624),
+    ("h100-sxm", "bf16_tensor_tflops", 1979),
+    ("h100-sxm", "fp8_tensor_tflops", 3958),
+    ("h100-pcie", "bf16_tensor_tflops", 1513),
+    ("b200", "bf16_tensor_tflops", 4500),
+    ("b200", "fp4_tensor_tflops", 18000),
+    ("l4", "fp16_tensor_fp32acc_tflops", 242),
+    ("l40s", "fp8_tensor_tflops", 1466),
+    ("a10", "fp16_tensor_fp32acc_tflops", 250),
+    ("rtx-a6000", "fp16_tensor_fp16acc_tflops", 309.7),
+    ("rtx-6000-ada", "fp8_tensor_tflops", 1457),
+    ("rtx-5090", "fp4_tensor_tflops", 3352),
+]
+
+
+@pytest.mark.parametrize(("gpu", "column", "sparse"), SPARSE_HEADLINES)
+def test_dense_rates_are_half_the_sparse_headlines(
+    cat: Catalog, gpu: str, column: str, sparse: float
+) -> None:
+    dense = getattr(cat.gpus[gpu], column)
+    assert dense < sparse
+    assert dense == pytest.approx(sparse / 2, rel=0.01)
+
+
+def test_h200_computes_exactly_like_h100_sxm(cat: Catalog) -> None:
+    h100, h200 = cat.gpus["h100-sxm"], cat.gpus["h200"]
+    for column in TENSOR_RATES:
+        assert getattr(h200, column) == getattr(h100, column), column
+    assert h200.memory_gb > h100.memory_gb
+    assert h200.memory_bandwidth_gb_per_s > h100.memory_bandwidth_gb_per_s
+
+
+def test_reference_values(cat: Catalog) -> None:
+    for gpu in ("a100-40gb-sxm", "a100-40gb-pcie", "a100-80gb-sxm", "a100-80gb-pcie"):
+        assert cat.gpus[gpu].fp32_tflops == 19.5  # not 9.7, the FP64 rate
+        assert cat.gpus[gpu].fp64_tflops == 9.7
+    assert cat.gpus["h100-sxm"].bf16_tensor_tflops == pytest.approx(989, abs=1)
+    assert cat.gpus["rtx-4090"].fp16_tensor_fp32acc_tflops == pytest.approx(165, abs=0.5)
+    assert cat.gpus["rtx-4090"].tf32_tensor_tflops == 82.6  # Ada has TF32 tensor cores
+    assert cat.gpus["a100-80gb-sxm"].memory_bandwidth_gb_per_s == 2039
+    assert cat.gpus["a100-80gb-pcie"].memory_bandwidth_gb_per_s == 1935
+    assert cat.gpus["t4"].bf16_tensor_tflops == 0  # absent, not unknown
+    assert cat.gpus["rtx-5090"].fp8_tensor_tflops is None  # unknown, not absent
+
+
+def test_prices_are_plausible_and_dated_before_retrieval(cat: Catalog) -> None:
+    providers = {p.provider for p in cat.prices}
+    assert {"aws", "gcp", "azure", "lambda", "runpod"} <= providers
+    assert any(p.kind == "spot" for p in cat.prices)
+    for p in cat.prices:
+        if p.usd_per_gpu_hour is not None:
+            assert 0.05 < p.usd_per_gpu_hour < 20, p
+        if p.observed_on:
+            assert p.observed_on <= p.retrieved_on.isoformat(), p
+
+
+def test_every_published_measurement_is_physically_possible(cat: Catalog) -> None:
+    """A published result above the peak would mean a wrong peak, FLOP count or GPU id."""
+    for row in cat.published:
+        peak, _ = peak_tflops(cat.gpus[row.gpu_id], row.precision)
+        mfu = row.throughput / row.gpu_count * _flops(row) / (peak * 1e12)
+        assert 0.02 < mfu < 0.75, (row.gpu, row.workload, row.precision, mfu)
