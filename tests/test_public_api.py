@@ -56,3 +56,19 @@ def test_cli_blocker_reaches_child_processes() -> None:
 
     r = run_cli("bench", "-w", "mlp", "--steps", "3", block_tf=True)
     assert r.code != 0 and "TensorFlow is not installed" in r.err
+
+
+def test_specs_and_audit_stay_light() -> None:
+    """The catalog commands load neither TensorFlow, nor SciPy, nor the store (SQLAlchemy)."""
+    code = BLOCK_TF + (
+        "import io, contextlib\n"
+        "from gpuscout.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['specs', '4090', 'h100']) == 0\n"
+        "    assert main(['audit', '--gpu', 't4', '--workload', 'resnet50',"
+        " '--epoch-seconds', '900']) == 0\n"
+        "heavy = {'tensorflow', 'scipy', 'sqlalchemy'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

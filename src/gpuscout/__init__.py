@@ -17,7 +17,7 @@ _EXPORTS = {
     "RunResult": "gpuscout.records",
     "Store": "gpuscout.store",
     "UserError": "gpuscout.errors",
-    "bench": "gpuscout.measure",
+    "bench": "gpuscout.measure.benchmark",
     "load_catalog": "gpuscout.catalog",
 }
 

@@ -82,7 +82,7 @@ def run_audit(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     from gpuscout.report.audit_table import print_verdicts
-    from gpuscout.report.terminal import stdout_console
+    from gpuscout.report.console import stdout_console
 
     print_verdicts(verdicts, stdout_console())
     return 0

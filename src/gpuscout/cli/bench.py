@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
 
     from gpuscout.cli.progress import BenchProgress
     from gpuscout.measure.runner import run_isolated
-    from gpuscout.report.terminal import print_result, stdout_console
+    from gpuscout.report.console import stdout_console
+    from gpuscout.report.terminal import print_result
     from gpuscout.store import Store
 
     config = config_from_args(args)

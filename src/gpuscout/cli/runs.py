@@ -34,7 +34,8 @@ def run_list(args: argparse.Namespace) -> int:
         json.dump([vars(r) for r in rows], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from gpuscout.report.terminal import runs_table, stdout_console
+    from gpuscout.report.console import stdout_console
+    from gpuscout.report.terminal import runs_table
 
     stdout_console().print(runs_table(rows) if rows else "no stored runs yet: run 'gpuscout bench'")
     return 0
@@ -52,7 +53,8 @@ def run_show(args: argparse.Namespace) -> int:
         json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from gpuscout.report.terminal import print_result, stdout_console
+    from gpuscout.report.console import stdout_console
+    from gpuscout.report.terminal import print_result
 
     print_result(result, stdout_console())
     return 0

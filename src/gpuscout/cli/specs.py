@@ -66,7 +66,7 @@ def run_specs(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     from gpuscout.report.catalog_tables import list_table, side_by_side
-    from gpuscout.report.terminal import stdout_console
+    from gpuscout.report.console import stdout_console
 
     console = stdout_console()
     if not gpus:
@@ -102,7 +102,7 @@ def run_prices(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     from gpuscout.report.catalog_tables import prices_table
-    from gpuscout.report.terminal import stdout_console
+    from gpuscout.report.console import stdout_console
 
     console = stdout_console()
     console.print(prices_table(rows, catalog) if rows else "no prices match")

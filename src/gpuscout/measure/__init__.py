@@ -1,7 +1,26 @@
 """Measuring training speed. Only this package's ``tf_*`` and ``backend_tf`` modules import
-TensorFlow, and only when a measurement starts."""
+TensorFlow, and only when a measurement starts.
 
-from gpuscout.measure.bench import bench
-from gpuscout.measure.workloads import WORKLOADS, Workload, get_workload
+Names are imported lazily: ``gpuscout.measure.workloads`` (the FLOP counts ``audit`` needs)
+must not pull in the measuring machinery (SciPy, the store) with it.
+"""
 
-__all__ = ["WORKLOADS", "Workload", "bench", "get_workload"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "WORKLOADS": "gpuscout.measure.workloads",
+    "Workload": "gpuscout.measure.workloads",
+    "bench": "gpuscout.measure.benchmark",
+    "get_workload": "gpuscout.measure.workloads",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'gpuscout.measure' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """The TensorFlow measuring backend: build the workload, time it, and describe the result.
 
-Called only through :func:`gpuscout.measure.bench.bench`, which validates the settings first
+Called only through :func:`gpuscout.measure.benchmark.bench`, which validates the settings first
 and turns failures into stored results.
 """
 

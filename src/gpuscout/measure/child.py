@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure.bench import bench
+from gpuscout.measure.benchmark import bench
 from gpuscout.measure.protocol import Progress
 from gpuscout.records import BenchConfig
 

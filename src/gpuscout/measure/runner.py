@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure.bench import check, failed
+from gpuscout.measure.benchmark import check, failed
 from gpuscout.measure.protocol import Progress, StopRule
 from gpuscout.records import BenchConfig, RunResult
 

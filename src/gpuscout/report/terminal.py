@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from gpuscout.records import RunResult
-from gpuscout.store import RunRow
 from gpuscout.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds
+
+if TYPE_CHECKING:  # the store pulls in SQLAlchemy: import it only for type checking
+    from gpuscout.store import RunRow
 
 
 def _interval(result: RunResult) -> str:
@@ -75,13 +78,6 @@ def result_table(result: RunResult) -> Table:
     )
     table.add_row("device", f"{env.get('device_name')} ({env.get('cpu_cores')} CPU cores)")
     return table
-
-
-def stdout_console() -> Console:
-    """A console for stdout; wide enough for the tables when the output is piped to a file."""
-    import sys
-
-    return Console(width=None if sys.stdout.isatty() else 160)
 
 
 def _steps(n: int) -> str:
