@@ -143,3 +143,38 @@ def test_bert_large_and_sequence_length_scale_the_flops() -> None:
     base = workload_flops("bert-base").flops_per_sample
     assert workload_flops("bert-base", 512).flops_per_sample > 4 * base
     assert workload_flops("bert-large").flops_per_sample > 3 * base
+
+
+def test_a_family_name_is_judged_on_the_most_favourable_part(cat: Catalog) -> None:
+    """'A100' fits four parts: a claim is only called wrong if it is wrong for all of them."""
+    v = audit_spec(SpecClaim("A100", "bandwidth", "2039"), cat)
+    assert v.verdict == "confirmed" and v.gpu_id == "a100-80gb-sxm"
+    assert "fits 4 GPUs" in v.assumptions[0]
+    v = audit_spec(SpecClaim("A100", "fp32", "9.7"), cat)
+    assert v.verdict == "contradicted"
+    speed = audit_speed(SpeedClaim("v100", "resnet50", "mixed_float16", None, 900), cat)
+    assert speed.gpu_id.startswith("v100-sxm2") and speed.numbers["peak_tflops"] == 125
+    with pytest.raises(UserError, match="unknown GPU"):
+        audit_spec(SpecClaim("v10", "fp32", "1"), cat)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "claimed"),
+    [
+        ("bandwidth", "1.55 TB/s", 1550),
+        ("bandwidth", "1,555 GB/s", 1555),
+        ("fp16", "~0.312 PFLOPS", 312),
+        ("memory", "40GB", 40),
+        ("price", "$1,599", 1599),
+    ],
+)
+def test_claimed_values_may_carry_units(
+    cat: Catalog, field: str, value: str, claimed: float
+) -> None:
+    v = audit_spec(SpecClaim("a100-40gb-sxm", field, value), cat)
+    assert v.numbers["claimed"] == pytest.approx(claimed)
+
+
+def test_a_unit_that_does_not_fit_the_field_is_an_error(cat: Catalog) -> None:
+    with pytest.raises(UserError, match="unit 'gb' does not fit fp32_tflops"):
+        audit_spec(SpecClaim("a100-40gb-sxm", "fp32", "19.5 GB"), cat)

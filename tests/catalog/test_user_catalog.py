@@ -126,3 +126,12 @@ def test_skypilot_catalog_prices_per_gpu(tmp_path: Path) -> None:
         ("a100-40gb-sxm", "on_demand", 1.5, "runpod"),
     }
     assert cat.skipped == {"K80": 1}
+
+
+def test_rows_written_as_csv_load_back_identical(tmp_path: Path) -> None:
+    """``specs --csv`` output is a valid user catalog: every shipped row survives the trip."""
+    shipped = load_catalog().gpus
+    rows = [g.to_csv_row() for g in shipped.values()]
+    path = _write(tmp_path / "copy.csv", rows)
+    again = load_catalog([str(path)]).gpus
+    assert again == shipped

@@ -33,6 +33,13 @@ def test_specs_filters() -> None:
     assert ids == {"a100-80gb-sxm", "a100-80gb-pcie", "h100-sxm", "h100-pcie", "h200", "b200"}
     r = run_cli("specs", "--arch", "ada", "--market", "consumer", "--json", block_tf=True)
     assert [g["id"] for g in r.json()["gpus"]] == ["rtx-4090"]
+    r = run_cli("specs", "--market", "consumer", "--sort", "training", "--json", block_tf=True)
+    assert [g["id"] for g in r.json()["gpus"]] == [
+        "rtx-5090",
+        "rtx-4090",
+        "rtx-3090-ti",
+        "rtx-3090",
+    ]
 
 
 def test_prices() -> None:
@@ -82,3 +89,15 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
         assert message in r.err, (args, r.err)
         assert len(r.err.strip().splitlines()) == 1, r.err
         assert "Traceback" not in r.err
+
+
+def test_specs_csv_is_a_catalog_to_edit(tmp_path: Path) -> None:
+    r = run_cli("specs", "4090", "--csv", block_tf=True)
+    assert r.code == 0, r.err
+    mine = tmp_path / "mine.csv"
+    mine.write_text(r.out.replace(",82.6,82.6,", ",80.0,82.6,"))  # my measured FP32
+    r = run_cli("specs", "4090", "--json", "--catalog", str(mine), block_tf=True)
+    (gpu,) = r.json()["gpus"]
+    assert gpu["fp32_tflops"] == 80.0 and gpu["catalog_origin"] == str(mine)
+    r = run_cli("specs", "4090", "--catalog", str(mine), block_tf=True)
+    assert f"(from your catalog {mine})" in r.out

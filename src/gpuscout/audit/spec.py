@@ -7,9 +7,11 @@ almost always a real number put in the wrong place.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from gpuscout.audit.gpus import claim_gpus
 from gpuscout.audit.verdict import Verdict
 from gpuscout.catalog import FEATURES, Catalog, Gpu
 from gpuscout.errors import UserError, did_you_mean
@@ -90,24 +92,31 @@ def columns_for(field: str) -> tuple[str, ...]:
     )
 
 
+_RANK = {"confirmed": 0, "unverifiable": 1, "contradicted": 2}
+
+
 def audit_spec(claim: SpecClaim, catalog: Catalog) -> Verdict:
     """Confirmed, contradicted (with the catalog value, its source and the likely mix-up)."""
-    found = catalog.resolve(claim.gpu)
-    gpu = found.gpu
+    gpus, notes = claim_gpus(catalog, claim.gpu)
+    verdicts = [_audit_on(gpu, claim, catalog, list(notes)) for gpu in gpus]
+    return min(verdicts, key=lambda v: _RANK[v.verdict])
+
+
+def _audit_on(gpu: Gpu, claim: SpecClaim, catalog: Catalog, assumptions: list[str]) -> Verdict:
     out = Verdict(
         kind="spec",
         claim=claim.label or f"{gpu.name}: {claim.field} = {claim.value}",
         gpu_id=gpu.id,
         gpu_name=gpu.name,
         verdict="unverifiable",
-        assumptions=[a for a in (found.assumption,) if a],
+        assumptions=assumptions,
         sources=[f"{gpu.name}: {gpu.source}"],
     )
     answer = claim.value.lower()
     if claim.field in FEATURES and (answer in _YES or answer in _NO):
         return _feature(out, gpu, claim.field, answer in _YES)
-    value = _number(claim)
     columns = columns_for(claim.field)
+    value = _number(claim, columns[0])
     known = {c: getattr(gpu, c) for c in columns if getattr(gpu, c) is not None}
     out.numbers = {"claimed": value, **{c: v for c, v in known.items()}}
     if not known:
@@ -142,15 +151,37 @@ def _feature(out: Verdict, gpu: Gpu, feature: str, claimed: bool) -> Verdict:
     return out
 
 
-def _number(claim: SpecClaim) -> float:
-    text = claim.value.lstrip("~≈").strip()
-    try:
-        value = float(text)
-    except ValueError:
+# Units a claim may carry, per kind of column: unit -> factor to the column's unit.
+_UNITS: dict[str, dict[str, float]] = {
+    "_tflops": {"tflops": 1, "tflop/s": 1, "tf": 1, "pflops": 1000, "pflop/s": 1000},
+    "_gb_per_s": {"gb/s": 1, "tb/s": 1000},
+    "memory_gb": {"gb": 1},
+    "tdp_w": {"w": 1},
+    "boost_clock_mhz": {"mhz": 1, "ghz": 1000},
+    "launch_price_usd": {"usd": 1, "$": 1},
+}
+_NUMBER = re.compile(r"^[~≈]?\s*(\$?)\s*([0-9][0-9,]*\.?[0-9]*)\s*([a-z/$]*)$")
+
+
+def _number(claim: SpecClaim, column: str) -> float:
+    """The claimed number in the column's unit; '1.55 TB/s', '~1000 TFLOPS', '$1,599' work."""
+    match = _NUMBER.match(claim.value.strip().lower())
+    if match is None:
         raise UserError(
             f"spec claim {claim.field}={claim.value}: '{claim.value}' is not a number.",
             "give a number (units as in the field name), or yes/no for a feature.",
-        ) from None
+        )
+    dollar, digits, unit = match.groups()
+    value = float(digits.replace(",", ""))
+    unit = unit or dollar
+    if unit:
+        units = next((u for k, u in _UNITS.items() if column.endswith(k)), {})
+        if unit not in units:
+            raise UserError(
+                f"spec claim {claim.field}={claim.value}: unit '{unit}' does not fit {column}.",
+                f"use {', '.join(units) or 'no unit'}.",
+            )
+        value *= units[unit]
     if value <= 0:
         raise UserError(f"spec claim {claim.field}={claim.value} must be positive.", None)
     return value

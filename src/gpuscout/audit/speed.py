@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuscout.audit.flops import workload_flops
+from gpuscout.audit.gpus import claim_gpus
 from gpuscout.audit.published import best_mfu, best_on_gpu
 from gpuscout.audit.verdict import Verdict
 from gpuscout.catalog import Catalog, Gpu, peak_tflops
@@ -49,10 +50,13 @@ def audit_speed(claim: SpeedClaim, catalog: Catalog) -> Verdict:
             "a speed claim needs exactly one of epoch seconds or samples per second.",
             "give --epoch-seconds or --samples-per-second.",
         )
-    found = catalog.resolve(claim.gpu)
-    gpu = found.gpu
+    gpus, notes = claim_gpus(catalog, claim.gpu)
+    verdicts = [_audit_on(gpu, claim, catalog, list(notes)) for gpu in gpus]
+    return min(verdicts, key=lambda v: float(v.numbers["implied_mfu"] or 0.0))
+
+
+def _audit_on(gpu: Gpu, claim: SpeedClaim, catalog: Catalog, assumptions: list[str]) -> Verdict:
     work = workload_flops(claim.workload, claim.seq_len)
-    assumptions = [a for a in (found.assumption,) if a]
     unit = work.epoch_unit
     if claim.samples_per_second is not None:
         total = claim.samples_per_second

@@ -147,6 +147,24 @@ class Gpu(_Row):
             raise ValueError("nvlink_gb_per_s_total must be twice nvlink_gb_per_s_per_direction")
         return self
 
+    def to_csv_row(self) -> dict[str, str]:
+        """The row as catalog CSV cells (the inverse of loading): for copying and editing."""
+        zero_is_none = self._none_is_zero()
+        out: dict[str, str] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if value is None:
+                out[name] = ""
+            elif isinstance(value, bool):
+                out[name] = "yes" if value else "no"
+            elif isinstance(value, tuple):
+                out[name] = ";".join(value)
+            elif value == 0 and name in zero_is_none:
+                out[name] = "none"
+            else:
+                out[name] = str(value)
+        return out
+
     def has(self, feature: str) -> bool:
         """Whether the GPU is known to have a feature (unknown counts as no)."""
         rate = {

@@ -5,7 +5,7 @@ Kept apart from rendering so ``--json`` and the terminal table show the same num
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from gpuscout.catalog.catalog import Catalog
@@ -50,6 +50,25 @@ def select(
     if market:
         gpus = [g for g in gpus if g.market == market]
     return gpus
+
+
+# Sort keys for the list: the most capable (or cheapest, or most frugal) first; unknown last.
+SORT_KEYS: dict[str, tuple[Callable[[Gpu], float | None], bool]] = {
+    "memory": (lambda g: g.memory_gb, True),
+    "bandwidth": (lambda g: g.memory_bandwidth_gb_per_s, True),
+    "fp32": (lambda g: g.fp32_tflops, True),
+    "training": (training_tflops, True),
+    "tdp": (lambda g: g.tdp_w, False),
+    "price": (lambda g: g.launch_price_usd, False),
+}
+
+
+def sort_gpus(gpus: list[Gpu], key: str) -> list[Gpu]:
+    """GPUs ordered by one figure; those without it (unknown price) go last."""
+    get, descending = SORT_KEYS[key]
+    known = [g for g in gpus if get(g) is not None]
+    rest = [g for g in gpus if get(g) is None]
+    return sorted(known, key=lambda g: float(get(g) or 0), reverse=descending) + rest
 
 
 def derived(gpu: Gpu, catalog: Catalog) -> dict[str, Any]:

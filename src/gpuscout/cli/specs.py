@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from typing import Any
@@ -28,7 +29,15 @@ def register(sub: Any) -> None:
         help="has this feature: bf16, ecc, fp4, fp8, mig, nvlink, sparsity, tf32; repeatable",
     )
     p.add_argument("--market", choices=("consumer", "datacenter", "workstation"))
+    p.add_argument(
+        "--sort",
+        choices=("memory", "bandwidth", "fp32", "training", "tdp", "price"),
+        help="order the list: most memory/bandwidth/FLOPS first, lowest TDP/price first",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--csv", action="store_true", help="print the rows as catalog CSV, to edit and pass back"
+    )
     add_catalog_arg(p)
     p.set_defaults(handler=run_specs)
 
@@ -42,8 +51,8 @@ def register(sub: Any) -> None:
 
 
 def run_specs(args: argparse.Namespace) -> int:
-    from gpuscout.catalog import load_catalog
-    from gpuscout.catalog.views import DENSE_NOTE, select, specs_json
+    from gpuscout.catalog import Gpu, load_catalog
+    from gpuscout.catalog.views import DENSE_NOTE, select, sort_gpus, specs_json
 
     catalog = load_catalog(args.catalog)
     assumptions: list[str] = []
@@ -61,9 +70,17 @@ def run_specs(args: argparse.Namespace) -> int:
             assumptions.append(f"left out by the filters: {', '.join(dropped)}")
     else:
         gpus = select(catalog, args.min_memory, args.arch, args.feature, args.market)
+    if args.sort:
+        gpus = sort_gpus(gpus, args.sort)
     if args.json:
         json.dump(specs_json(gpus, catalog, assumptions), sys.stdout, indent=2)
         sys.stdout.write("\n")
+        return 0
+    if args.csv:
+        rows = [g.to_csv_row() for g in gpus]
+        writer = csv.DictWriter(sys.stdout, list(Gpu.model_fields), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
         return 0
     from gpuscout.report.catalog_tables import list_table, side_by_side
     from gpuscout.report.console import stdout_console
