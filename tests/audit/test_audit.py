@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,14 @@ def test_claimed_values_may_carry_units(
 def test_a_unit_that_does_not_fit_the_field_is_an_error(cat: Catalog) -> None:
     with pytest.raises(UserError, match="unit 'gb' does not fit fp32_tflops"):
         audit_spec(SpecClaim("a100-40gb-sxm", "fp32", "19.5 GB"), cat)
+
+
+def test_without_the_measuring_code_the_fallback_counts_are_used(
+    cat: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "gpuscout.measure.workloads", None)  # import now fails
+    assert workload_flops("resnet50") is FALLBACK["resnet50"]
+    v = audit_speed(SpeedClaim("rtx-3090", "resnet50", "mixed_float16", 87), cat)
+    assert v.verdict == "impossible"
+    with pytest.raises(UserError, match="without gpuscout's measuring code"):
+        workload_flops("mlp")

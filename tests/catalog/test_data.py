@@ -141,3 +141,12 @@ def test_every_published_measurement_is_physically_possible(cat: Catalog) -> Non
         peak, _ = peak_tflops(cat.gpus[row.gpu_id], row.precision)
         mfu = row.throughput / row.gpu_count * _flops(row) / (peak * 1e12)
         assert 0.02 < mfu < 0.75, (row.gpu, row.workload, row.precision, mfu)
+
+
+def test_price_age_counts_from_the_observation(cat: Catalog) -> None:
+    day = next(p for p in cat.prices if p.observed_on == "2026-09-25")
+    assert day.age_days(dt.date(2026, 12, 2)) == 68
+    month = next(p for p in cat.prices if p.observed_on == "2025-06")
+    assert month.age_days(dt.date(2025, 6, 11)) == 10  # a month-only date counts from the 1st
+    undated = next(p for p in cat.prices if p.observed_on is None)
+    assert undated.age_days() is None and undated.observed_text() == "not dated"

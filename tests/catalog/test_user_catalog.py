@@ -113,19 +113,26 @@ def test_skypilot_catalog_prices_per_gpu(tmp_path: Path) -> None:
         "1x_RTX4090_SECURE,RTX4090,1.0,16,62,US,0.45,0.69",
         "1x_RTX4090_SECURE,RTX4090,1.0,16,62,US,0.45,0.69",  # another zone: same price row
         "4x_A100_SECURE,A100,4.0,32,320,US,,6.00",
+        "1x_H100_SECURE,H100,1.0,16,80,US,,2.39",  # RunPod's "H100" is the PCIe part
+        "1x_L40S_SECURE,L40S,1.0,12,62,US,0.86,0.43",  # spot above on-demand: swapped columns
         "1x_K80,K80,1.0,4,16,US,,0.10",
         "cpu_4x,,,4,16,US,,0.20",
     ]
     (folder / "vms.csv").write_text("\n".join(lines) + "\n")
-    cat = load_catalog([str(folder)])
+    aws = tmp_path / "aws"
+    aws.mkdir()
+    (aws / "vms.csv").write_text(f"{header}\np5.48xlarge,H100,8.0,192,2048,us-east-1,,55.04\n")
+    cat = load_catalog([str(folder), str(aws)])
     mine = [p for p in cat.prices if p.source.startswith("SkyPilot")]
     got = {(p.gpu_id, p.kind, p.usd_per_gpu_hour, p.provider) for p in mine}
     assert got == {
         ("rtx-4090", "on_demand", 0.69, "runpod"),
         ("rtx-4090", "spot", 0.45, "runpod"),
         ("a100-40gb-sxm", "on_demand", 1.5, "runpod"),
+        ("h100-pcie", "on_demand", 2.39, "runpod"),
+        ("h100-sxm", "on_demand", 6.88, "aws"),
     }
-    assert cat.skipped == {"K80": 1}
+    assert cat.skipped == {"K80": 1, "L40S (spot above on-demand)": 1}
 
 
 def test_rows_written_as_csv_load_back_identical(tmp_path: Path) -> None:

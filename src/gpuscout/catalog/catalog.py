@@ -30,7 +30,7 @@ class Catalog:
     prices: list[Price]
     published: list[Published]
     origin: dict[str, str]  # gpu id -> "built-in" or the user file that supplied the row
-    files: list[str]
+    files: list[str]  # the user's files applied, in order
     skipped: dict[str, int] = field(default_factory=dict)  # SkyPilot accelerators not known
     _resolver: Resolver | None = None
 
@@ -77,9 +77,10 @@ def load_catalog(extra: Sequence[str] = ()) -> Catalog:
 def _load(paths: tuple[str, ...]) -> Catalog:
     base = data_dir()
     builtin = [base / "gpus.csv", base / "prices.csv", base / "published_training.csv"]
+    mine = _expand(paths)
     tables = [(read_table(p), BUILTIN) for p in builtin]
-    tables += [(read_table(p), str(p)) for p in _expand(paths)]
-    cat = Catalog({}, [], [], {}, [str(p) for p in _expand(paths)])
+    tables += [(read_table(p), str(p)) for p in mine]
+    cat = Catalog({}, [], [], {}, [str(p) for p in mine])
     # GPU files first, so a user's price file may name a GPU their own GPU file adds.
     for table, origin in sorted(tables, key=lambda t: t[0].kind != "gpus"):
         _add(cat, table, origin)

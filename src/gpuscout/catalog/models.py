@@ -207,6 +207,19 @@ class Price(_Row):
 
     _observed = field_validator("observed_on")(_partial_date)
 
+    def age_days(self, today: dt.date | None = None) -> int | None:
+        """Days since the price was seen (a month-only date counts from the 1st), if known."""
+        if self.observed_on is None:
+            return None
+        seen = dt.date.fromisoformat(
+            self.observed_on if len(self.observed_on) == 10 else (f"{self.observed_on}-01")
+        )
+        return ((today or dt.date.today()) - seen).days
+
+    def observed_text(self) -> str:
+        age = self.age_days()
+        return "not dated" if age is None else f"{self.observed_on} ({age} days ago)"
+
     @model_validator(mode="after")
     def _unit_fits_kind(self) -> Price:
         hourly = self.kind in ("on_demand", "spot")

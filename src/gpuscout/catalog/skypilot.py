@@ -2,8 +2,10 @@
 
 SkyPilot prices whole instances; a price per GPU-hour is ``Price / AcceleratorCount``. The
 provider is the folder the file sits in (SkyPilot's layout) unless that is not a known cloud.
-SkyPilot's accelerator names are short ("A100" is the 40 GB SXM4 part, "V100" the 16 GB SXM2
-part); the few that are not forgiving catalog names are mapped here.
+SkyPilot's accelerator names are short and mean different parts at different providers ("H100"
+is the SXM part on AWS but the PCIe part on RunPod); the ones that are not plain catalog names
+are mapped here, per provider. A row whose spot price is above its on-demand price is skipped:
+the columns are swapped in some SkyPilot snapshots, and a wrong price is worse than none.
 """
 
 from __future__ import annotations
@@ -16,14 +18,19 @@ from gpuscout.catalog.models import Price
 from gpuscout.catalog.names import Resolver
 from gpuscout.errors import UserError
 
-SKYPILOT_NAMES = {
+SKYPILOT_NAMES: dict[str, str] = {
     "A100": "a100-40gb-sxm",
     "A100-80GB": "a100-80gb-sxm",
     "A100-80GB-SXM": "a100-80gb-sxm",
     "V100": "v100-sxm2-16gb",
     "V100-32GB": "v100-sxm2-32gb",
+    "H100": "h100-sxm",
     "H100-SXM": "h100-sxm",
     "H100-PCIe": "h100-pcie",
+    "H200-SXM": "h200",
+}
+PROVIDER_NAMES: dict[str, dict[str, str]] = {
+    "runpod": {"H100": "h100-pcie", "A100-80GB": "a100-80gb-pcie"},
 }
 
 
@@ -43,13 +50,19 @@ def read_skypilot(table: Table, resolver: Resolver) -> SkyPilotPrices:
         accel = cells.get("AcceleratorName", "").strip()
         if not accel:
             continue  # CPU-only instance
-        mapped = SKYPILOT_NAMES.get(accel)
+        mapped = PROVIDER_NAMES.get(provider, {}).get(accel) or SKYPILOT_NAMES.get(accel)
         found = None if mapped else resolver.find(accel)
         gpu_id = mapped or (found.gpu.id if found else None)
         if gpu_id is None:
             out.skipped[accel] = out.skipped.get(accel, 0) + 1
             continue
         count = _number(table, line, cells, "AcceleratorCount")
+        if cells.get("SpotPrice", "").strip() and _number(table, line, cells, "SpotPrice") > (
+            _number(table, line, cells, "Price")
+        ):
+            why = f"{accel} (spot above on-demand)"
+            out.skipped[why] = out.skipped.get(why, 0) + 1
+            continue
         for kind, column in (("on_demand", "Price"), ("spot", "SpotPrice")):
             if not cells.get(column, "").strip():
                 continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gpuscout.catalog.catalog import Catalog
+from gpuscout.catalog.catalog import DATA_VERSION, Catalog
 from gpuscout.catalog.models import FEATURES, Gpu
 from gpuscout.catalog.rates import ridge_points, training_tflops
 from gpuscout.errors import UserError, did_you_mean
@@ -100,6 +100,7 @@ def gpu_view(gpu: Gpu, catalog: Catalog) -> dict[str, Any]:
 def specs_json(gpus: list[Gpu], catalog: Catalog, assumptions: list[str]) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
+        "catalog": {"data_version": DATA_VERSION, "user_files": catalog.files},
         "notes": [DENSE_NOTE],
         "assumptions": assumptions,
         "gpus": [gpu_view(g, catalog) for g in gpus],

@@ -97,6 +97,8 @@ def run_specs(args: argparse.Namespace) -> int:
             console.print(f"[{i}] {g.id}{mine}: {g.source}", highlight=False)
             if g.notes:
                 console.print(f"    note: {g.notes}", highlight=False)
+    if catalog.files:
+        console.print(f"catalog: built-in + your files {', '.join(catalog.files)}", highlight=False)
     for line in [DENSE_NOTE, *assumptions]:
         console.print(f"assumption: {line}", highlight=False)
     return 0

@@ -61,8 +61,7 @@ def list_table(gpus: list[Gpu]) -> Table:
 def _price(p: Price | None) -> str:
     if p is None:
         return "?"
-    when = p.observed_on or f"retrieved {p.retrieved_on}"
-    return f"${p.usd_per_gpu_hour:g}/h {p.provider} ({when})"
+    return f"${p.usd_per_gpu_hour:g}/h {p.provider}, {p.observed_text()}"
 
 
 def _ridge(key: str) -> Callable[[Gpu, Catalog], str]:
@@ -134,7 +133,7 @@ def prices_table(prices: list[Price], catalog: Catalog) -> Table:
             str(p.gpus_per_instance),
             p.region or "",
             price,
-            p.observed_on or "not dated",
+            p.observed_text(),
             p.source,
         )
     return table
