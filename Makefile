@@ -8,7 +8,7 @@ BACKEND ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo cuda || echo cp
 STAMP := $(VENV)/.installed-$(BACKEND)
 RUN_SECONDS ?= 90
 
-.PHONY: run test lint bench-harness clean
+.PHONY: run test lint bench-harness bench-startup clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ test: lint
 
 bench-harness: $(STAMP)
 	$(BIN)/python benchmarks/harness_vs_fit.py
+
+bench-startup: $(STAMP)
+	$(BIN)/python benchmarks/startup.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
