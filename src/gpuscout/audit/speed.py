@@ -39,7 +39,7 @@ def _peak(gpu: Gpu, precision: str | None) -> tuple[float, str, str | None]:
     return (
         value,
         "fastest training rate (tensor, FP32 accumulate), dense",
-        ("precision not stated: judged against the GPU's fastest training rate"),
+        "precision not stated: judged against the GPU's fastest training rate",
     )
 
 

@@ -7,8 +7,7 @@ must not pull in the measuring machinery (SciPy, the store) with it.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from gpuscout.lazy import lazy_getattr
 
 _EXPORTS = {
     "WORKLOADS": "gpuscout.measure.workloads",
@@ -20,7 +19,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'gpuscout.measure' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
