@@ -1,0 +1,307 @@
+"""The cost of a training step, read from XLA's HLO of the compiled ``tf.function``.
+
+HLO is the program XLA actually compiles, with every shape resolved, so counting it counts
+what the hardware is asked to do — forward, backward and optimizer update — rather than what a
+formula assumes. This module parses HLO *text* and needs no TensorFlow; the text comes from
+``measure/tf_profile.py`` (``experimental_get_compiler_ir(stage="hlo")``).
+
+Op classes, as the roofline model uses them:
+
+- ``matmul``: ``dot`` and ``convolution`` (tensor-core eligible). FLOPs = 2 x output elements x
+  the contracted size (for a convolution: window size x input features per group).
+- ``reduction``: ``reduce``, ``reduce-window``, ``select-and-scatter``. FLOPs = input elements.
+- ``elementwise``: arithmetic and data movement (``add``, ``convert``, ``copy``,
+  ``transpose``, ...). FLOPs = output elements for arithmetic, 0 for movement.
+- free: ``parameter``, ``constant``, ``reshape``, ``broadcast``, tuples: no work of their own.
+
+Bytes are an estimate of memory traffic *after* fusion, which this unoptimised HLO does not
+show: matmuls and reductions read their operands and write their result; an elementwise op
+writes its result unless it has a single elementwise consumer (XLA's loop fusion keeps such a
+chain in registers), and its inputs come from producers already counted. The fitted efficiency
+factors of the roofline model absorb the estimate's systematic error.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+CLASSES = ("matmul", "elementwise", "reduction")
+
+_BYTES = {
+    "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
+    "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
+    "s32": 4, "u32": 4, "f32": 4,
+    "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16,
+}  # fmt: skip
+_FREE = frozenset(
+    [
+        "parameter",
+        "constant",
+        "tuple",
+        "get-tuple-element",
+        "reshape",
+        "bitcast",
+        "broadcast",
+        "iota",
+        "after-all",
+        "partition-id",
+        "replica-id",
+        "opt-barrier",
+        "rng-get-and-update-state",
+    ]
+)
+_REDUCTION = frozenset({"reduce", "reduce-window", "select-and-scatter"})
+_MOVEMENT = frozenset(
+    [
+        "copy",
+        "transpose",
+        "concatenate",
+        "pad",
+        "slice",
+        "dynamic-slice",
+        "dynamic-update-slice",
+        "reverse",
+        "gather",
+        "scatter",
+        "convert",
+        "bitcast-convert",
+    ]
+)
+_DESCEND = frozenset({"call", "while", "conditional"})
+
+_ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,]*)\]")
+_INSTR = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.+?)\s+([a-z][a-z0-9\-]*)\((.*)$")
+_REF = re.compile(r"%([\w.\-]+)")
+_HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
+
+
+@dataclass
+class StepCost:
+    """FLOPs and bytes of one step, by op class."""
+
+    flops: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0.0))
+    bytes: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0.0))
+    ops: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))
+    # Forward-pass results (op names under the model's name) that the backward pass reads:
+    # the activations training must keep in memory between the two passes.
+    saved_activation_bytes: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Instr:
+    name: str
+    shape: str  # the result type text
+    opcode: str
+    rest: str  # operands and attributes
+    root: bool
+
+
+def _arrays(text: str) -> list[tuple[str, list[int]]]:
+    return [
+        (dtype, [int(d) for d in dims.split(",") if d])
+        for dtype, dims in _ARRAY.findall(text)
+        if dtype in _BYTES
+    ]
+
+
+def _nbytes(text: str) -> int:
+    return sum(_BYTES[t] * math.prod(dims) for t, dims in _arrays(text))
+
+
+def _elements(text: str) -> int:
+    return sum(math.prod(dims) for _, dims in _arrays(text))
+
+
+def _operands(rest: str) -> str:
+    """The operand list: the text up to the parenthesis that closes the op's call."""
+    depth = 1
+    for i, ch in enumerate(rest):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0:
+            return rest[:i]
+    return rest
+
+
+def parse_module(text: str) -> tuple[str, dict[str, list[_Instr]]]:
+    """The entry computation's name and every computation's instructions."""
+    comps: dict[str, list[_Instr]] = {}
+    entry, current = "", None
+    for line in text.splitlines():
+        header = _HEADER.match(line)
+        if header and not line.startswith(" "):
+            current = header.group(2)
+            comps[current] = []
+            if header.group(1):
+                entry = current
+            continue
+        if line.strip() == "}":
+            current = None
+            continue
+        m = _INSTR.match(line)
+        if m and current is not None:
+            root = bool(m.group(1))
+            comps[current].append(_Instr(m.group(2), m.group(3), m.group(4), m.group(5), root))
+    if not entry:
+        raise ValueError("no ENTRY computation in the HLO text")
+    return entry, comps
+
+
+def _dot_flops(ins: _Instr, operands: str) -> float:
+    lhs = _arrays(operands)[0][1]
+    dims = re.search(r"lhs_contracting_dims=\{([0-9,]*)\}", ins.rest)
+    contracted = math.prod(lhs[int(d)] for d in dims.group(1).split(",") if d) if dims else 1
+    return 2.0 * _elements(ins.shape) * contracted
+
+
+def _conv_flops(ins: _Instr, operands: str) -> float:
+    lhs = _arrays(operands)[0][1]
+    window = re.search(r"window=\{size=([0-9x]+)", ins.rest)
+    taps = float(math.prod(int(s) for s in window.group(1).split("x"))) if window else 1.0
+    dilated = re.search(r"lhs_dilate=([0-9x]+)", ins.rest)
+    if dilated:  # a gradient of a strided conv: taps that land on inserted zeros do no work
+        taps /= math.prod(int(s) for s in dilated.group(1).split("x"))
+    labels = re.search(r"dim_labels=([0-9a-z]+)_", ins.rest)
+    feature_dim = labels.group(1).index("f") if labels else len(lhs) - 1
+    groups = re.search(r"feature_group_count=(\d+)", ins.rest)
+    per_group = lhs[feature_dim] // (int(groups.group(1)) if groups else 1)
+    return 2.0 * _elements(ins.shape) * taps * per_group
+
+
+def step_cost(text: str, forward_scope: str | None = None) -> StepCost:
+    """FLOPs and estimated bytes of the step an HLO module describes.
+
+    ``forward_scope``: the model's name, which prefixes the op names of its forward pass.
+    """
+    entry, comps = parse_module(text)
+    cost = StepCost()
+    scope = f'op_name="{forward_scope}' if forward_scope else None
+    _add(cost, comps, entry, set(), scope)
+    return cost
+
+
+def _add(
+    cost: StepCost,
+    comps: dict[str, list[_Instr]],
+    name: str,
+    seen: set[str],
+    scope: str | None,
+) -> None:
+    if name in seen:  # a computation is counted once even if called from several places
+        return
+    seen.add(name)
+    live = _live(comps.get(name, []))
+    fusable = _fused_into_consumer(live)
+    for ins in live:
+        if ins.opcode in _DESCEND:
+            for called in re.findall(r"(?:to_apply|body|condition|branch_computations=\{?|"
+                                     r"true_computation|false_computation)=?%?([\w.\-]+)",
+                                     ins.rest):  # fmt: skip
+                _add(cost, comps, called, seen, scope)
+            continue
+        if ins.opcode in _FREE:
+            continue
+        operands = _operands(ins.rest)
+        out_bytes = _nbytes(ins.shape)
+        if ins.opcode == "dot":
+            cls, flops, moved = "matmul", _dot_flops(ins, operands), _nbytes(operands) + out_bytes
+        elif ins.opcode == "convolution":
+            cls, flops, moved = "matmul", _conv_flops(ins, operands), _nbytes(operands) + out_bytes
+        elif ins.opcode in _REDUCTION:  # one operation per element of the reduced input
+            data = _arrays(operands)[0][1]
+            cls, flops, moved = "reduction", float(math.prod(data)), _nbytes(operands) + out_bytes
+        else:
+            flops = 0.0 if ins.opcode in _MOVEMENT else float(_elements(ins.shape))
+            fused = fusable.get(ins.name, False)
+            cls, moved = "elementwise", 0 if fused else out_bytes
+        cost.flops[cls] += flops
+        cost.bytes[cls] += moved
+        cost.ops[cls] += 1
+    if scope:
+        cost.saved_activation_bytes += _saved_bytes(live, scope)
+
+
+def _elementwise(ins: _Instr) -> bool:
+    return (
+        ins.opcode not in _FREE
+        and ins.opcode not in _REDUCTION
+        and ins.opcode not in ("dot", "convolution", *_DESCEND)
+    )
+
+
+def _fused_into_consumer(instrs: list[_Instr]) -> dict[str, bool]:
+    """Elementwise results XLA keeps in registers: a single consumer that is itself
+    elementwise (loop fusion), looking through reshapes. Results that leave the step (the
+    tuple of outputs: updated weights, the loss) are written to memory."""
+    consumers: dict[str, list[_Instr]] = {}
+    for ins in instrs:
+        for ref in set(_REF.findall(_operands(ins.rest))):
+            consumers.setdefault(ref, []).append(ins)
+
+    def effective(name: str, depth: int = 0) -> list[_Instr]:
+        out: list[_Instr] = []
+        for user in consumers.get(name, []):
+            if user.opcode in ("reshape", "bitcast") and not user.root and depth < 8:
+                out.extend(effective(user.name, depth + 1))
+            else:
+                out.append(user)
+        return out
+
+    fused = {}
+    for ins in instrs:
+        users = effective(ins.name)
+        fused[ins.name] = (
+            _elementwise(ins)
+            and not ins.root
+            and len(users) == 1
+            and _elementwise(users[0])
+            and not users[0].root
+        )
+    return fused
+
+
+def _saved_bytes(instrs: list[_Instr], scope: str) -> float:
+    """Bytes of forward results that gradient ops read (through reshapes and the like)."""
+    by_name = {i.name: i for i in instrs}
+
+    def source(name: str) -> _Instr | None:
+        ins = by_name.get(name)
+        while ins is not None and ins.opcode in ("reshape", "bitcast", "copy", "convert"):
+            refs = _REF.findall(_operands(ins.rest))
+            ins = by_name.get(refs[0]) if refs else None
+        return ins
+
+    saved: dict[str, int] = {}
+    for ins in instrs:
+        if 'op_name="gradient_tape' not in ins.rest:
+            continue
+        for ref in _REF.findall(_operands(ins.rest)):
+            src = source(ref)
+            if src is not None and scope in src.rest and src.opcode not in _FREE:
+                saved[src.name] = _nbytes(src.shape)
+    return float(sum(saved.values()))
+
+
+def _live(instrs: list[_Instr]) -> list[_Instr]:
+    """The instructions the result depends on: XLA drops the rest (dead code) before running."""
+    by_name = {i.name: i for i in instrs}
+    todo = [i.name for i in instrs if i.root]
+    live: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in live or name not in by_name:
+            continue
+        live.add(name)
+        todo.extend(_REF.findall(_operands(by_name[name].rest)))
+    return [i for i in instrs if i.name in live]
+
+
+def summary(cost: StepCost) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for cls in CLASSES:
+        out["flops"] += cost.flops[cls]
+        out["bytes"] += cost.bytes[cls]
+    return dict(out)

@@ -1,0 +1,141 @@
+"""Cost profiles of training steps: computed once from HLO, then cached as JSON.
+
+A profile depends only on the model, batch size and precision, so it is computed once (which
+needs TensorFlow) and read back afterwards (which does not). Profiles of the built-in workloads
+at their usual sizes ship with the package, so ``predict`` runs with no TensorFlow installed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict
+
+PROFILE_VERSION = 1
+
+
+class Profile(BaseModel):
+    """FLOPs and bytes of one training step, by op class, and the sizes memory depends on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int = PROFILE_VERSION
+    workload: str
+    dims: dict[str, int]
+    batch: int
+    precision: str
+    flops: dict[str, float]  # per step, by op class (matmul, elementwise, reduction)
+    bytes: dict[str, float]  # estimated memory traffic per step, by op class
+    params: int
+    param_bytes: int
+    optimizer_state_bytes: int
+    saved_activation_bytes: float  # per step
+    method: str
+    tf_version: str
+
+    @property
+    def key(self) -> str:
+        return profile_key(self.workload, self.dims, self.batch, self.precision)
+
+    def per_sample(self) -> Profile:
+        """The same profile for one sample (weights-related sizes do not scale)."""
+        return self.model_copy(
+            update={
+                "batch": 1,
+                "flops": {k: v / self.batch for k, v in self.flops.items()},
+                "bytes": {k: v / self.batch for k, v in self.bytes.items()},
+                "saved_activation_bytes": self.saved_activation_bytes / self.batch,
+            }
+        )
+
+    def gradient_bytes(self) -> int:
+        """Bytes all-reduced per step: one gradient per parameter, in the variables' dtype."""
+        return self.param_bytes
+
+
+def profile_key(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> str:
+    """The cache key; ``dims`` are resolved first, so defaults given or omitted match."""
+    from gpuscout.measure.workloads import get_workload
+
+    resolved = get_workload(workload).resolve(dims)
+    sizes = ",".join(f"{k}={v}" for k, v in sorted(resolved.items()))
+    return f"{workload}[{sizes}]@b{batch}/{precision}"
+
+
+def _shipped() -> dict[str, Profile]:
+    path = Path(str(resources.files("gpuscout.predict") / "data" / "profiles.json"))
+    if not path.exists():
+        return {}
+    return {p.key: p for p in (Profile.model_validate(d) for d in json.loads(path.read_text()))}
+
+
+def cache_dir() -> Path:
+    return Path(platformdirs.user_cache_dir("gpuscout")) / "profiles"
+
+
+def cached(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> Profile | None:
+    """A shipped or previously computed profile, or None."""
+    key = profile_key(workload, dims, batch, precision)
+    shipped = _shipped().get(key)
+    if shipped is not None:
+        return shipped
+    path = cache_dir() / f"{_filename(key)}.json"
+    try:
+        found = Profile.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return found if found.version == PROFILE_VERSION else None
+
+
+def store(profile: Profile) -> None:
+    """Cache a profile; an unwritable cache only costs recomputation."""
+    path = cache_dir() / f"{_filename(profile.key)}.json"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(profile.model_dump_json(indent=1))
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def _filename(key: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in key)
+
+
+def compute(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> Profile:
+    """Trace the step with TensorFlow and count its HLO (seconds; no device time)."""
+    from gpuscout.measure.tf_profile import step_hlo
+    from gpuscout.measure.workloads import get_workload
+    from gpuscout.predict.hlo import step_cost
+
+    resolved = get_workload(workload).resolve(dims)
+    ir = step_hlo(workload, resolved, batch, precision)
+    cost = step_cost(ir.hlo, forward_scope=ir.model_name)
+    return Profile(
+        workload=workload,
+        dims=resolved,
+        batch=batch,
+        precision=precision,
+        flops=cost.flops,
+        bytes=cost.bytes,
+        params=ir.params,
+        param_bytes=ir.param_bytes,
+        optimizer_state_bytes=ir.optimizer_state_bytes,
+        saved_activation_bytes=cost.saved_activation_bytes,
+        method="XLA HLO of the tf.function train step (stage=hlo), dead code removed",
+        tf_version=ir.tf_version,
+    )
+
+
+def get_profile(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> Profile:
+    """The profile from the caches, else computed (needs TensorFlow) and cached."""
+    found = cached(workload, dims, batch, precision)
+    if found is None:
+        found = compute(workload, dims, batch, precision)
+        store(found)
+    return found

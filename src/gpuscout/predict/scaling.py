@@ -1,0 +1,91 @@
+"""Data-parallel training on n GPUs: the part of the gradient all-reduce the backward pass
+cannot hide.
+
+    step(n) = step(1) + exposed all-reduce
+    all-reduce = 2 (n-1)/n x gradient bytes / bus bandwidth + 2 (n-1) x latency   (ring)
+    exposed = max(all-reduce - backward time, last bucket)
+
+The backward pass is taken as 2/3 of the step (it does twice the forward's FLOPs), and
+gradients leave in 25 MB buckets, so at least the last bucket's reduction is never hidden.
+Bus bandwidths are NCCL ``busbw`` figures: measured ones where the catalog's research found
+them, otherwise a stated fraction of the link's line rate. Every figure used is printed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuscout.catalog import Gpu
+
+BUCKET_BYTES = 25e6
+LATENCY_S = 10e-6  # per ring hop
+BACKWARD_SHARE = 2 / 3
+# Measured all-reduce bus bandwidth (GB/s) within one NVLink domain, with the source.
+NVLINK_BUSBW: dict[str, tuple[float, str]] = {
+    "a100-40gb-sxm": (230.0, "NCCL busbw ~230 GB/s on 8 A100 SXM (catalog reference notes)"),
+    "a100-80gb-sxm": (230.0, "NCCL busbw ~230 GB/s on 8 A100 SXM (catalog reference notes)"),
+    "h100-sxm": (370.0, "NCCL ring busbw ~370 GB/s on 8 H100 SXM (catalog reference notes)"),
+    "h200": (475.0, "8x H200 all_reduce busbw ~475 GB/s (NVIDIA/nccl-tests#272)"),
+    "h100-pcie": (116.0, "2x H100 PCIe over an NVLink bridge: ~116 GB/s (NVIDIA/nccl#1161)"),
+}
+NVLINK_LINE_SHARE = 0.8  # of the per-direction line rate, where nothing was measured
+PCIE_GB_PER_S_PER_DIRECTION = {3: 16.0, 4: 32.0, 5: 64.0}  # x16 line rate
+PCIE_SHARE_P2P = 0.7
+PCIE_SHARE_NO_P2P = 0.45  # GeForce: no peer-to-peer, traffic bounces through host memory
+
+
+@dataclass(frozen=True)
+class Link:
+    busbw_gb_per_s: float
+    name: str
+    assumption: str
+
+
+def link(gpu: Gpu, n: int, network_gbit: float | None = None) -> Link:
+    """The interconnect n GPUs of this kind all-reduce over, and its bus bandwidth."""
+    if n > 8 and network_gbit:
+        gbps = network_gbit / 8 * 0.9
+        return Link(
+            gbps, f"{network_gbit:g} Gb/s network", f"network at 90 % of {network_gbit:g} Gb/s"
+        )
+    nvlink = gpu.nvlink_gb_per_s_per_direction or 0.0
+    if nvlink and n <= (gpu.nvlink_max_gpus or 0):
+        if gpu.id in NVLINK_BUSBW:
+            bw, source = NVLINK_BUSBW[gpu.id]
+            return Link(bw, "NVLink", source)
+        bw = nvlink * NVLINK_LINE_SHARE
+        return Link(
+            bw,
+            "NVLink",
+            f"assumed {NVLINK_LINE_SHARE:.0%} of NVLink's {nvlink:g} GB/s per direction",
+        )
+    gen = gpu.pcie_gen or 4
+    line = PCIE_GB_PER_S_PER_DIRECTION.get(gen, 32.0)
+    share = PCIE_SHARE_NO_P2P if gpu.market == "consumer" else PCIE_SHARE_P2P
+    why = "no P2P on GeForce: through host memory" if gpu.market == "consumer" else "with P2P"
+    return Link(
+        line * share,
+        f"PCIe Gen{gen}",
+        f"assumed {share:.0%} of PCIe Gen{gen} x16's {line:g} GB/s per direction ({why})",
+    )
+
+
+def allreduce_seconds(gradient_bytes: float, n: int, busbw_gb_per_s: float) -> float:
+    if n <= 1:
+        return 0.0
+    return 2 * (n - 1) / n * gradient_bytes / (busbw_gb_per_s * 1e9) + 2 * (n - 1) * LATENCY_S
+
+
+def step_seconds(step1: float, gradient_bytes: float, n: int, busbw_gb_per_s: float) -> float:
+    """Seconds per step on n GPUs, each with the single-GPU batch (weak scaling)."""
+    reduce = allreduce_seconds(gradient_bytes, n, busbw_gb_per_s)
+    if reduce == 0.0:
+        return step1
+    tail = reduce * min(1.0, BUCKET_BYTES / max(gradient_bytes, 1.0))
+    exposed = max(reduce - BACKWARD_SHARE * step1, tail)
+    return step1 + exposed
+
+
+def efficiency(step1: float, stepn: float) -> float:
+    """Throughput of n GPUs over n x the throughput of one (1.0 = linear)."""
+    return step1 / stepn

@@ -1,0 +1,37 @@
+"""The prediction table: the one the source articles tried to make, with ranges."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from gpuscout.predict import Prediction
+from gpuscout.predict.profile import Profile
+from gpuscout.units import fmt_rate, fmt_seconds
+
+
+def prediction_table(rows: list[Prediction], profile: Profile, reference: str, unit: str) -> Table:
+    title = (
+        f"gpuscout predict · {profile.workload} · {profile.precision} · batch {profile.batch} "
+        f"per GPU"
+    )
+    table = Table(title=title, title_justify="left")
+    for name in ("GPU", "n", f"{unit}/s", "range", "epoch", f"vs {reference}"):
+        table.add_column(name, justify="left" if name == "GPU" else "right")
+    for name in ("scaling", "fits memory", "measured", "interconnect"):
+        table.add_column(name, justify="right" if name != "interconnect" else "left")
+    for r in rows:
+        table.add_row(
+            r.gpu,
+            str(r.count),
+            fmt_rate(r.samples_per_second),
+            f"{fmt_rate(r.low)} - {fmt_rate(r.high)}",
+            fmt_seconds(r.epoch_seconds),
+            f"{r.relative_speed:.2f}x",
+            f"{r.scaling_efficiency:.0%}",
+            f"yes ({r.memory_needed_gb:.1f} GB)"
+            if r.fits_memory
+            else (f"[red]no[/] ({r.memory_needed_gb:.1f} GB)"),
+            fmt_rate(r.measured) if r.measured else "",
+            r.link or "",
+        )
+    return table

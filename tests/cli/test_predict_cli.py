@@ -1,0 +1,58 @@
+"""``gpuscout predict`` end to end: the articles' table, JSON, and bad input, with TensorFlow
+blocked (the built-in workloads' profiles ship with the package)."""
+
+from __future__ import annotations
+
+from tests.conftest import run_cli
+
+ARTICLES = ("--workload", "resnet50", "--precision", "mixed_float16")
+GPUS = ("--gpus", "3090,4090,a100-40gb,a100-80gb,h100-sxm", "--count", "1,4,8")
+
+
+def test_the_articles_table() -> None:
+    r = run_cli("predict", *ARTICLES, *GPUS, block_tf=True)
+    assert r.code == 0, r.err
+    for gpu in ("rtx-3090", "rtx-4090", "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm"):
+        assert gpu in r.out
+    assert "NVLink" in r.out and "PCIe" in r.out and "assumption: fitted to" in r.out
+
+
+def test_json_contract() -> None:
+    r = run_cli("predict", *ARTICLES, *GPUS, "--json", block_tf=True)
+    assert r.code == 0, r.err
+    rows = r.json()
+    assert len(rows) == 15
+    keys = {"gpu", "count", "samples_per_second", "low", "high", "epoch_seconds"}
+    keys |= {"relative_speed", "scaling_efficiency", "fits_memory", "method", "assumptions"}
+    for row in rows:
+        assert keys <= set(row)
+        assert row["low"] <= row["samples_per_second"] <= row["high"]
+        assert 0 < row["scaling_efficiency"] <= 1
+    one = {row["gpu"]: row for row in rows if row["count"] == 1}
+    assert one["rtx-3090"]["relative_speed"] == 1.0
+    # physics, not marketing: an H100 is faster than a 4090, which beats a 3090
+    h100, r4090, r3090 = (
+        one[g]["samples_per_second"] for g in ("h100-sxm", "rtx-4090", "rtx-3090")
+    )
+    assert h100 > r4090 > r3090
+    # ResNet-50 scales near-linearly over NVLink
+    eight = next(r for r in rows if r["gpu"] == "a100-40gb-sxm" and r["count"] == 8)
+    assert eight["scaling_efficiency"] > 0.9
+
+
+def test_bad_input_is_one_line_exit_2() -> None:
+    cases = [
+        (("predict", "--workload", "resnet5"), "Did you mean 'resnet50'"),
+        (("predict", "--workload", "resnet50", "--gpus", "rtx 4900"), "Did you mean 'rtx-4090'"),
+        (("predict", "--workload", "resnet50", "--count", "0"), "GPU counts must be >= 1"),
+        (
+            ("predict", "--workload", "resnet50", "--precision", "mixed_bfloat16", "--gpus", "t4"),
+            "t4 has no BF16 tensor cores",
+        ),
+        (("predict", "--workload", "resnet50", "--from-run", "99"), "no run with id 99"),
+    ]
+    for args, message in cases:
+        r = run_cli(*args, block_tf=True)
+        assert r.code == 2, (args, r.err)
+        assert message in r.err, (args, r.err)
+        assert len(r.err.strip().splitlines()) == 1, r.err

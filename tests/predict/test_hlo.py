@@ -1,0 +1,60 @@
+"""Counting FLOPs and bytes from HLO text: hand-written modules (no TensorFlow) and the real
+train steps of the built-in workloads (TensorFlow on the CPU), against analytic counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuscout.measure.workloads import get_workload
+from gpuscout.predict.hlo import step_cost
+from gpuscout.predict.profile import compute
+
+HAND = (Path(__file__).parents[1] / "data" / "hand_module.hlo").read_text()
+
+
+def test_hand_written_module() -> None:
+    cost = step_cost(HAND, forward_scope="net")
+    dot = 2 * 8 * 4 * 16
+    conv = 2 * (2 * 10 * 10 * 5) * 9 * 3
+    assert cost.flops["matmul"] == dot + conv
+    assert cost.flops["reduction"] == 8 * 4
+    assert cost.flops["elementwise"] == 2 * 8 * 4  # maximum, negate; the dead multiply is dropped
+    assert cost.ops == {"matmul": 2, "elementwise": 2, "reduction": 1}
+    # dot reads x and w and writes its result; conv likewise; reduce reads relu (+ the scalar).
+    assert cost.bytes["matmul"] == 4 * (8 * 16 + 16 * 4 + 8 * 4) + 4 * (
+        200 * 3 + 3 * 3 * 3 * 5 + 200 * 5
+    )
+    # relu has two consumers (reduce, negate), so it is written; negate is a step output.
+    assert cost.bytes["elementwise"] == 4 * 32 + 4 * 32
+    assert cost.saved_activation_bytes == 4 * 32  # relu, read by the gradient op
+
+
+@pytest.fixture(scope="module")
+def mlp_profile():  # type: ignore[no-untyped-def]
+    return compute("mlp", {}, 64, "fp32")
+
+
+def test_mlp_profile_is_exact(mlp_profile) -> None:  # type: ignore[no-untyped-def]
+    b, i, h, c = 64, 780, 128, 10
+    forward = 2 * b * (i * h + h * c)
+    # forward + weight gradients + activation gradients (none for the input layer)
+    assert mlp_profile.flops["matmul"] == 3 * forward - 2 * b * i * h
+    assert mlp_profile.params == i * h + h + h * c + c
+    assert mlp_profile.param_bytes == 4 * mlp_profile.params
+    assert mlp_profile.optimizer_state_bytes >= 2 * mlp_profile.param_bytes  # Adam: m and v
+
+
+def test_tiny_workloads_match_the_analytic_counts() -> None:
+    """Counted from the real HLO: matmul FLOPs = 3 x forward less the input layer's input
+    gradient, which nobody computes (within 1 % for the attention workload)."""
+    for name, first_layer_share in (("cnn-small", None), ("bert-base", None)):
+        w = get_workload(name)
+        dims = w.resolve(w.tiny)
+        profile = compute(name, w.tiny, 4, "fp32")
+        analytic = w.training_flops_per_sample(dims)
+        assert analytic is not None
+        counted = profile.flops["matmul"] / 4
+        assert counted <= analytic * 1.001
+        assert counted >= analytic * (first_layer_share or 0.85)

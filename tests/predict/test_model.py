@@ -1,0 +1,130 @@
+"""The roofline, the fit, scaling and anchoring: properties that must hold for any numbers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuscout.catalog import Catalog, load_catalog
+from gpuscout.errors import UserError
+from gpuscout.predict import Anchor, predict, scaling
+from gpuscout.predict.calibrate import Point, fit
+from gpuscout.predict.profile import Profile
+from gpuscout.predict.roofline import Efficiency, samples_per_second, step_time
+
+EFF = Efficiency(tensor=0.4, cuda=0.6, memory=0.7)
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return load_catalog()
+
+
+def _profile(matmul: float, memory: float, precision: str = "mixed_float16") -> Profile:
+    """A synthetic step: ``matmul`` FLOPs on tensor cores and ``memory`` bytes of elementwise."""
+    return Profile(
+        workload="synthetic",
+        dims={},
+        batch=64,
+        precision=precision,
+        flops={"matmul": matmul, "elementwise": memory / 8, "reduction": 0.0},
+        bytes={"matmul": matmul / 2000, "elementwise": memory, "reduction": 0.0},
+        params=25_000_000,
+        param_bytes=100_000_000,
+        optimizer_state_bytes=100_000_000,
+        saved_activation_bytes=5e9,
+        method="synthetic",
+        tf_version="-",
+    )
+
+
+def test_more_bandwidth_is_never_slower(cat: Catalog) -> None:
+    gpu = cat.gpus["a100-40gb-sxm"]
+    faster = gpu.model_copy(update={"memory_bandwidth_gb_per_s": 2 * gpu.memory_bandwidth_gb_per_s})
+    memory_bound = _profile(matmul=1e9, memory=5e10)
+    assert step_time(memory_bound, faster, EFF).seconds < step_time(memory_bound, gpu, EFF).seconds
+    compute_bound = _profile(matmul=1e13, memory=0)
+    assert step_time(compute_bound, faster, EFF).seconds == pytest.approx(
+        step_time(compute_bound, gpu, EFF).seconds
+    )
+    assert step_time(compute_bound, gpu, EFF).bound["matmul"] == "compute"
+
+
+def test_precision_picks_the_peak(cat: Catalog) -> None:
+    gpu = cat.gpus["rtx-4090"]
+    fp16 = step_time(_profile(1e13, 0), gpu, EFF)
+    fp32 = step_time(_profile(1e13, 0, "fp32"), gpu, EFF)
+    assert "FP16 tensor" in fp16.matmul_rate and "TF32" in fp32.matmul_rate
+    assert fp32.seconds == pytest.approx(fp16.seconds * 165.2 / 82.6, rel=1e-6)
+    bf16_on_v100 = step_time(_profile(1e13, 1e6, "mixed_bfloat16"), cat.gpus["v100-sxm2-16gb"], EFF)
+    assert "no BF16 tensor cores" in bf16_on_v100.matmul_rate
+
+
+def test_more_gpus_never_lower_total_throughput(cat: Catalog) -> None:
+    """From 2 GPUs up, on one interconnect, adding GPUs never lowers total throughput (the
+    ring's cost per GPU is bounded by 2 x gradient / bandwidth). Going from 1 GPU to 2, or
+    from a 2-GPU NVLink bridge to PCIe, *can* be slower when the all-reduce outweighs the
+    step — that is real (communication-bound training), and ``predict`` flags such rows."""
+    for gpu_id in ("rtx-4090", "a100-40gb-sxm", "h100-pcie"):
+        gpu = cat.gpus[gpu_id]
+        for grad_bytes in (1e6, 1e8, 4e9):
+            step1 = 0.05
+            last: dict[str, float] = {}
+            for n in range(2, 17):
+                link = scaling.link(gpu, n)
+                stepn = scaling.step_seconds(step1, grad_bytes, n, link.busbw_gb_per_s)
+                throughput = n / stepn
+                assert throughput >= last.get(link.name, 0.0)
+                assert 0 < scaling.efficiency(step1, stepn) <= 1
+                last[link.name] = throughput
+
+
+def test_nvlink_beats_pcie_for_big_gradients(cat: Catalog) -> None:
+    nvlink = scaling.link(cat.gpus["a100-40gb-sxm"], 8)
+    pcie = scaling.link(cat.gpus["a100-40gb-pcie"], 8)  # bridge joins 2 GPUs, not 8
+    assert nvlink.name == "NVLink" and pcie.name == "PCIe Gen4"
+    t_nv = scaling.step_seconds(0.1, 1.4e9, 8, nvlink.busbw_gb_per_s)
+    t_pcie = scaling.step_seconds(0.1, 1.4e9, 8, pcie.busbw_gb_per_s)
+    assert scaling.efficiency(0.1, t_nv) > 0.9 > scaling.efficiency(0.1, t_pcie)
+
+
+def test_fit_recovers_known_factors(cat: Catalog) -> None:
+    truth = Efficiency(tensor=0.35, cuda=0.55, memory=0.65)
+    points = []
+    for gpu_id in ("rtx-3090", "rtx-4090", "a100-40gb-sxm", "h100-sxm", "v100-sxm2-16gb", "t4"):
+        gpu = cat.gpus[gpu_id]
+        for matmul, memory, precision in (
+            (1e13, 1e9, "mixed_float16"),
+            (1e12, 5e10, "mixed_float16"),
+            (5e12, 1e10, "fp32"),
+        ):
+            profile = _profile(matmul, memory, precision)
+            measured = samples_per_second(profile, gpu, truth)
+            points.append(Point(gpu, profile, measured, "synthetic", gpu_id))
+    got = fit(points).efficiency
+    for a, b in zip(got.as_tuple(), truth.as_tuple(), strict=True):
+        assert a == pytest.approx(b, rel=1e-3)
+
+
+def test_anchored_prediction_reproduces_the_anchor(cat: Catalog) -> None:
+    profile = _profile(1e13, 1e10)
+    a100 = cat.gpus["a100-40gb-sxm"]
+    anchor = Anchor(a100, 777.0, run_id=5)
+    gpus = [a100, cat.gpus["h100-sxm"], cat.gpus["rtx-3090"]]
+    rows, _ = predict(profile, gpus, [1, 8], cat, cat.gpus["rtx-3090"], 1_000_000, anchor=anchor)
+    exact = next(r for r in rows if r.gpu == a100.id and r.count == 1)
+    assert exact.samples_per_second == pytest.approx(777.0) and exact.low == exact.high
+    plain, _ = predict(profile, gpus, [1], cat, cat.gpus["rtx-3090"], 1_000_000)
+    ratio = {r.gpu: r.samples_per_second for r in rows if r.count == 1}
+    base = {r.gpu: r.samples_per_second for r in plain}
+    for gpu_id in ratio:  # anchoring scales every GPU by the same factor
+        assert ratio[gpu_id] / base[gpu_id] == pytest.approx(777.0 / base[a100.id])
+    three = next(r for r in rows if r.gpu == "rtx-3090" and r.count == 1)
+    assert three.relative_speed == pytest.approx(1.0)
+    assert math.isclose(three.epoch_seconds, 1_000_000 / three.samples_per_second)
+
+
+def test_counts_below_one_are_refused(cat: Catalog) -> None:
+    with pytest.raises(UserError, match="GPU counts must be >= 1"):
+        predict(_profile(1e12, 1e9), [cat.gpus["t4"]], [0], cat, cat.gpus["t4"], 1000)
