@@ -8,7 +8,7 @@ BACKEND ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo cuda || echo cp
 STAMP := $(VENV)/.installed-$(BACKEND)
 RUN_SECONDS ?= 90
 
-.PHONY: run test lint bench-harness bench-startup clean
+.PHONY: run test lint bench-harness bench-startup bench-predict clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ bench-harness: $(STAMP)
 
 bench-startup: $(STAMP)
 	$(BIN)/python benchmarks/startup.py
+
+bench-predict: $(STAMP)
+	$(BIN)/python benchmarks/prediction_accuracy.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -33,6 +33,10 @@ def test_non_measuring_modules_import_without_tensorflow() -> None:
         "gpuscout.audit",
         "gpuscout.report.catalog_tables",
         "gpuscout.report.audit_table",
+        "gpuscout.predict",
+        "gpuscout.predict.calibrate",
+        "gpuscout.predict.profile",
+        "gpuscout.cli.predict",
     ]
     code = (
         BLOCK_TF

@@ -3,6 +3,8 @@ blocked (the built-in workloads' profiles ship with the package)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.conftest import run_cli
 
 ARTICLES = ("--workload", "resnet50", "--precision", "mixed_float16")
@@ -45,6 +47,7 @@ def test_bad_input_is_one_line_exit_2() -> None:
         (("predict", "--workload", "resnet5"), "Did you mean 'resnet50'"),
         (("predict", "--workload", "resnet50", "--gpus", "rtx 4900"), "Did you mean 'rtx-4090'"),
         (("predict", "--workload", "resnet50", "--count", "0"), "GPU counts must be >= 1"),
+        (("predict", "--workload", "resnet50", "--count", "ax8"), "is not a GPU count"),
         (
             ("predict", "--workload", "resnet50", "--precision", "mixed_bfloat16", "--gpus", "t4"),
             "t4 has no BF16 tensor cores",
@@ -56,3 +59,50 @@ def test_bad_input_is_one_line_exit_2() -> None:
         assert r.code == 2, (args, r.err)
         assert message in r.err, (args, r.err)
         assert len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_your_own_model_then_again_without_tensorflow() -> None:
+    """The first prediction traces the model (TensorFlow); the profile is cached, so the
+    second runs with TensorFlow blocked."""
+    model = f"{Path(__file__).parents[1] / 'data' / 'user_models.py'}:uncompiled_classifier"
+    args = ("predict", "--model", model, "-b", "16", "--gpus", "4090,h100", "--json")
+    first = run_cli(*args)
+    assert first.code == 0, first.err
+    again = run_cli(*args, block_tf=True)
+    assert again.code == 0, again.err
+    assert [r["samples_per_second"] for r in again.json()] == [
+        r["samples_per_second"] for r in first.json()
+    ]
+    assert any("epoch = 1,000,000 samples" in a for a in first.json()[0]["common_assumptions"])
+
+
+def test_nodes_by_gpus_cross_the_network() -> None:
+    r = run_cli(
+        "predict", "--workload", "bert-base", "--precision", "mixed_float16", "--gpus", "h100",
+        "--count", "8,2x8", "--network", "400", "--json", block_tf=True,
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    eight, sixteen = r.json()
+    assert (eight["count"], sixteen["count"], sixteen["nodes"]) == (8, 16, 2)
+    assert "400 Gb/s network" in sixteen["link"]
+    assert sixteen["scaling_efficiency"] < eight["scaling_efficiency"]
+    assert sixteen["samples_per_second"] > eight["samples_per_second"]
+
+
+def test_calibrate_shows_the_fit() -> None:
+    r = run_cli("calibrate", "--json", block_tf=True)
+    assert r.code == 0, r.err
+    out = r.json()
+    assert set(out["efficiency"]) == {"tensor", "cuda", "memory"}
+    assert all(0 < v <= 1 for v in out["efficiency"].values())
+    assert len(out["points"]) >= 40
+
+
+def test_gpus_lacking_the_precision_are_predicted_and_marked_with_all() -> None:
+    r = run_cli(
+        "predict", "--workload", "mlp", "--precision", "mixed_bfloat16", "--gpus", "all",
+        "--json", block_tf=True,
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    t4 = next(row for row in r.json() if row["gpu"] == "t4")
+    assert any("no BF16 tensor cores" in a for a in t4["assumptions"])

@@ -58,3 +58,27 @@ def test_tiny_workloads_match_the_analytic_counts() -> None:
         counted = profile.flops["matmul"] / 4
         assert counted <= analytic * 1.001
         assert counted >= analytic * (first_layer_share or 0.85)
+
+
+def test_shipped_full_size_profiles_match_the_analytic_counts() -> None:
+    """ResNet-50 (Keras v1, 224 px): 3 x 3.86 GMAC x 2 per image, less conv1's input gradient
+    (nobody needs the gradient of the image). BERT-base: 6 x non-embedding parameters per token
+    plus attention, exactly."""
+    from gpuscout.predict.profile import cached
+
+    for precision in ("fp32", "mixed_float16"):
+        resnet = cached("resnet50", {}, 256, precision)
+        assert resnet is not None
+        w50 = get_workload("resnet50")
+        analytic = w50.training_flops_per_sample(w50.dims)
+        assert analytic is not None
+        conv1_input_grad = 2 * 112 * 112 * 64 * 7 * 7 * 3
+        per_image = resnet.flops["matmul"] / 256
+        assert per_image == pytest.approx(analytic - conv1_input_grad, rel=1e-6)
+        assert resnet.params == pytest.approx(25.56e6, rel=0.01)
+        bert = cached("bert-base", {}, 32, precision)
+        assert bert is not None
+        w = get_workload("bert-base")
+        assert bert.flops["matmul"] / 32 == pytest.approx(
+            w.training_flops_per_sample(w.dims), rel=1e-6
+        )

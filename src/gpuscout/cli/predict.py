@@ -8,7 +8,7 @@ import statistics
 import sys
 from typing import Any
 
-from gpuscout.cli.parser import positive_int
+from gpuscout.cli.parser import positive_float, positive_int
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.names import PRECISIONS
@@ -16,24 +16,45 @@ from gpuscout.names import PRECISIONS
 DEFAULT_GPUS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
 
 
-def _counts(text: str) -> list[int]:
-    try:
-        counts = [int(c) for c in text.split(",") if c.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a list of whole numbers") from None
-    if not counts or any(c < 1 for c in counts):
-        raise argparse.ArgumentTypeError(f"GPU counts must be >= 1, got '{text}'")
-    return counts
+def _counts(text: str) -> list[tuple[int, int]]:
+    """'1,4,8,2x8' -> [(1, 1), (1, 4), (1, 8), (2, 8)]: (nodes, GPUs per node)."""
+    out = []
+    for item in (c.strip() for c in text.split(",") if c.strip()):
+        nodes, _, per = item.rpartition("x")
+        try:
+            pair = (int(nodes) if nodes else 1, int(per))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"'{item}' is not a GPU count (8) or nodes x GPUs (2x8)"
+            ) from None
+        if min(pair) < 1:
+            raise argparse.ArgumentTypeError(f"GPU counts must be >= 1, got '{item}'")
+        out.append(pair)
+    if not out:
+        raise argparse.ArgumentTypeError("give at least one GPU count")
+    return out
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("predict", help="training speed on GPUs you don't have, 1..N of them")
-    p.add_argument("--workload", required=True, help="mlp, cnn-small, resnet50, bert-base")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--workload", help="mlp, cnn-small, resnet50, bert-base")
+    what.add_argument("--model", help="your model: FILE.py:FUNCTION or FILE.keras")
     p.add_argument("--precision", choices=PRECISIONS, default="fp32")
     p.add_argument("-b", "--batch-size", type=positive_int, help="per GPU (default: workload's)")
     p.add_argument("--seq-len", type=positive_int, help="sequence length (bert-base)")
     p.add_argument("--gpus", default=DEFAULT_GPUS, help=f"comma list or 'all' ({DEFAULT_GPUS})")
-    p.add_argument("--count", type=_counts, default=[1], help="GPU counts, e.g. 1,4,8")
+    p.add_argument(
+        "--count",
+        type=_counts,
+        default=[(1, 1)],
+        help="GPU counts, e.g. 1,4,8, or nodes x GPUs 2x8",
+    )
+    p.add_argument(
+        "--network", type=positive_float, default=100.0, metavar="GBIT",
+        help="network between nodes, Gb/s per node (default 100)",
+    )  # fmt: skip
+    p.add_argument("--epoch-samples", type=positive_int, help="epoch size (default: workload's)")
     p.add_argument("--reference", default="rtx-3090", help="relative speeds against this GPU")
     p.add_argument("--from-run", type=positive_int, metavar="ID", help="anchor on a stored run")
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
@@ -42,24 +63,24 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run_predict)
 
 
-def _measured(args: argparse.Namespace, profile: Any, catalog: Any) -> dict[str, float]:
-    """Median measured samples/s per catalog GPU among matching stored runs."""
+def stored_runs(db: str | None) -> list[Any]:
+    """Every successful stored run, in full (for measured values and calibration)."""
     from gpuscout.store import Store
 
+    with Store(db) as store:
+        return [store.get(row.id) for row in store.list() if row.status == "ok"]
+
+
+def _measured(runs: list[Any], profile: Any, catalog: Any) -> dict[str, float]:
+    """Median measured samples/s per catalog GPU among runs of this very profile."""
     found: dict[str, list[float]] = {}
-    with Store(args.db) as store:
-        for row in store.list():
-            if (row.status, row.workload, row.precision, row.batch_size) != (
-                "ok",
-                profile.workload,
-                profile.precision,
-                profile.batch,
-            ):
-                continue
-            run = store.get(row.id)
-            gpu = catalog.find_device(str(run.env.get("device_name") or run.device))
-            if gpu is not None and run.samples_per_second is not None:
-                found.setdefault(gpu.id, []).append(run.samples_per_second.median)
+    for run in runs:
+        same = (run.workload, run.precision, run.batch_size) == (
+            profile.workload, profile.precision, profile.batch
+        )  # fmt: skip
+        gpu = catalog.find_device(str(run.env.get("device_name") or ""))
+        if same and gpu is not None and run.samples_per_second is not None:
+            found.setdefault(gpu.id, []).append(run.samples_per_second.median)
     return {k: statistics.median(v) for k, v in found.items()}
 
 
@@ -86,9 +107,23 @@ def run_predict(args: argparse.Namespace) -> int:
     from gpuscout.predict.profile import get_profile
 
     catalog = load_catalog(args.catalog)
-    workload = get_workload(args.workload)
-    dims = {"seq_len": args.seq_len} if args.seq_len else {}
-    batch = args.batch_size or workload.default_batch_gpu
+    notes: list[str] = []
+    if args.model:
+        from gpuscout.predict.profile import get_user_profile
+
+        batch = args.batch_size or 32
+        if not args.batch_size:
+            notes.append(f"batch {batch} per GPU for your model (set it with --batch-size)")
+        profile = get_user_profile(args.model, batch, args.precision)
+        epoch, unit = args.epoch_samples or 1_000_000, "samples"
+        if not args.epoch_samples:
+            notes.append("epoch = 1,000,000 samples (set it with --epoch-samples)")
+    else:
+        workload = get_workload(args.workload)
+        dims = {"seq_len": args.seq_len} if args.seq_len else {}
+        batch = args.batch_size or workload.default_batch_gpu
+        profile = get_profile(workload.name, workload.resolve(dims), batch, args.precision)
+        epoch, unit = args.epoch_samples or workload.epoch_samples, workload.epoch_unit
     names = [g for g in args.gpus.split(",") if g.strip()]
     if names == ["all"]:
         gpus = list(catalog.gpus.values())
@@ -97,24 +132,32 @@ def run_predict(args: argparse.Namespace) -> int:
     reference = catalog.resolve(args.reference).gpu
     if names != ["all"]:
         _check_precision(gpus, args.precision)
-    profile = get_profile(workload.name, workload.resolve(dims), batch, args.precision)
+    runs = stored_runs(args.db)
+    from gpuscout.predict.calibrate import fit, published_points, run_points
+
+    mine = run_points(runs, catalog)
+    calibration = fit(published_points(catalog) + mine)
+    if mine:
+        notes.append(f"calibration includes {len(mine)} of your stored GPU runs")
     anchor = None
     if args.from_run:
         from gpuscout.store import Store
 
         with Store(args.db) as store:
             anchor = anchor_from_run(store.get(args.from_run), profile, catalog)
-    rows, notes = predict(
+    rows, common = predict(
         profile,
         gpus,
         args.count,
         catalog,
         reference,
-        workload.epoch_samples,
+        epoch,
         anchor=anchor,
-        measured=_measured(args, profile, catalog),
+        measured=_measured(runs, profile, catalog),
+        calibration=calibration,
+        network_gbit=args.network,
     )
-    notes.append(f"epoch = {workload.epoch_samples:,} {workload.epoch_unit}")
+    notes = [*notes, *common, f"epoch = {epoch:,} {unit}"]
     if args.json:
         out = [r.to_json_dict() | {"common_assumptions": notes} for r in rows]
         json.dump(out, sys.stdout, indent=2)
@@ -124,7 +167,7 @@ def run_predict(args: argparse.Namespace) -> int:
     from gpuscout.report.predict_table import prediction_table
 
     console = stdout_console()
-    console.print(prediction_table(rows, profile, reference.id, workload.epoch_unit))
+    console.print(prediction_table(rows, profile, reference.id, unit))
     extra = sorted({a for r in rows for a in r.assumptions})
     for line in [*notes, *extra]:
         console.print(f"assumption: {line}", highlight=False)

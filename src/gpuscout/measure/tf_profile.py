@@ -9,7 +9,7 @@ estimate and the all-reduce model need: trainable parameters and optimizer state
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,20 +36,49 @@ def _size(var: Any) -> int:
 def step_hlo(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> StepIR:
     """HLO text of one training step of ``workload`` (with ``dims``) at ``batch``."""
     tf = tf_runtime.import_tensorflow()
-    import keras
-
     from gpuscout.measure.tf_models import BUILDERS
-    from gpuscout.measure.tf_train import train_step_function
 
     w = get_workload(workload)
     resolved = w.resolve(dims)
+
+    def build() -> tuple[Any, Any, Any]:
+        built = BUILDERS[w.name](resolved)
+        x = tf.zeros((batch, *w.input_shape(resolved)), dtype=w.input_dtype)
+        y = tf.zeros((batch, *w.label_shape), dtype="int32")
+        return built, x, y
+
+    return _trace(tf, build, precision)
+
+
+def user_step_hlo(model_spec: str, batch: int, precision: str) -> StepIR:
+    """HLO of one training step of the user's model (``FILE.py:FUNCTION`` or ``FILE.keras``)."""
+    tf = tf_runtime.import_tensorflow()
+    from gpuscout.measure import tf_user
+    from gpuscout.measure.user_spec import parse_model_spec
+
+    spec = parse_model_spec(model_spec)
+
+    def build() -> tuple[Any, Any, Any]:
+        built, _ = tf_user.prepare_user_model(tf_user.load_model(spec))
+        inputs, labels, _ = tf_user.synthetic_user_batch(
+            built.model, built.loss, batch, np.random.default_rng(0)
+        )
+        x = inputs[0] if len(inputs) == 1 else tuple(inputs)
+        return built, x, labels
+
+    return _trace(tf, build, precision)
+
+
+def _trace(tf: Any, build: Callable[[], tuple[Any, Any, Any]], precision: str) -> StepIR:
+    import keras
+
+    from gpuscout.measure.tf_train import train_step_function
+
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("float32" if precision == "fp32" else precision)
     try:
-        built = BUILDERS[w.name](resolved)
+        built, x, y = build()
         step = train_step_function(tf, built, precision, jit_compile=True)
-        x = tf.zeros((batch, *w.input_shape(resolved)), dtype=w.input_dtype)
-        y = tf.zeros((batch, *w.label_shape), dtype="int32")
         hlo = step.experimental_get_compiler_ir(x, y)(stage="hlo")
         weights = built.model.trainable_variables
         state = [v for v in built.optimizer.variables if np.dtype(v.dtype).kind == "f"]

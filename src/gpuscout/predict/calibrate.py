@@ -19,6 +19,7 @@ from gpuscout.audit.flops import BERT_LARGE
 from gpuscout.catalog import Catalog, Gpu, Published
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Efficiency, samples_per_second
+from gpuscout.records import RunResult
 
 # Published workload -> the profile that models it (batch of the shipped profile).
 _SHAPES: dict[str, tuple[str, dict[str, int], int]] = {
@@ -68,6 +69,24 @@ def published_points(catalog: Catalog) -> list[Point]:
         point = _point(catalog, row)
         if point is not None:
             points.append(point)
+    return points
+
+
+def run_points(runs: Sequence[RunResult], catalog: Catalog) -> list[Point]:
+    """The user's stored GPU runs of built-in workloads whose step profile is at hand."""
+    points = []
+    for run in runs:
+        gpu = catalog.find_device(str(run.env.get("device_name") or ""))
+        if gpu is None or run.status != "ok" or run.samples_per_second is None:
+            continue
+        if run.config.model:
+            continue
+        profile = cached(run.workload, run.config.dims, run.batch_size, run.precision)
+        if profile is not None:
+            label = f"{gpu.id} {run.workload} {run.precision} (your run {run.id})"
+            points.append(
+                Point(gpu, profile, run.samples_per_second.median, "stored", label, run.workload)
+            )
     return points
 
 

@@ -195,6 +195,7 @@ def _add(
     seen.add(name)
     live = _live(comps.get(name, []))
     fusable = _fused_into_consumer(live)
+    reduced: set[str] = set()
     for ins in live:
         if ins.opcode in _DESCEND:
             for called in re.findall(r"(?:to_apply|body|condition|branch_computations=\{?|"
@@ -212,7 +213,11 @@ def _add(
             cls, flops, moved = "matmul", _conv_flops(ins, operands), _nbytes(operands) + out_bytes
         elif ins.opcode in _REDUCTION:  # one operation per element of the reduced input
             data = _arrays(operands)[0][1]
-            cls, flops, moved = "reduction", float(math.prod(data)), _nbytes(operands) + out_bytes
+            source = (_REF.findall(operands) or [ins.name])[0]
+            # Sibling reductions of one tensor (a norm's mean and variance) share one read.
+            read = 0 if source in reduced else _nbytes(operands)
+            reduced.add(source)
+            cls, flops, moved = "reduction", float(math.prod(data)), read + out_bytes
         else:
             flops = 0.0 if ins.opcode in _MOVEMENT else float(_elements(ins.shape))
             fused = fusable.get(ins.name, False)
@@ -257,7 +262,7 @@ def _fused_into_consumer(instrs: list[_Instr]) -> dict[str, bool]:
             _elementwise(ins)
             and not ins.root
             and len(users) == 1
-            and _elementwise(users[0])
+            and (_elementwise(users[0]) or users[0].opcode in _REDUCTION)
             and not users[0].root
         )
     return fused

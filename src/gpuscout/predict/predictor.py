@@ -27,7 +27,8 @@ MEMORY_HEADROOM = 0.9  # of the GPU's memory usable by tensors (the rest: CUDA c
 class Prediction:
     gpu: str
     gpu_name: str
-    count: int
+    count: int  # GPUs in all
+    nodes: int
     samples_per_second: float
     low: float
     high: float
@@ -87,16 +88,21 @@ def memory_needed(profile: Profile) -> float:
 def predict(
     profile: Profile,
     gpus: Sequence[Gpu],
-    counts: Sequence[int],
+    counts: Sequence[int | tuple[int, int]],
     catalog: Catalog,
     reference: Gpu,
     epoch_samples: int,
     anchor: Anchor | None = None,
     measured: dict[str, float] | None = None,
     calibration: Fit | None = None,
+    network_gbit: float = 100.0,
 ) -> tuple[list[Prediction], list[str]]:
-    """One prediction per GPU and count, and the assumptions common to all of them."""
-    if any(n < 1 for n in counts):
+    """One prediction per GPU and count, and the assumptions common to all of them.
+
+    A count is a number of GPUs in one machine, or (nodes, GPUs per node).
+    """
+    layouts = sorted(c if isinstance(c, tuple) else (1, c) for c in counts)
+    if any(min(c) < 1 for c in layouts):
         raise UserError(f"GPU counts must be >= 1, got {list(counts)}.", "use e.g. --count 1,4,8.")
     calibration = calibration or fit(published_points(catalog))
     eff = calibration.efficiency
@@ -129,8 +135,9 @@ def predict(
             else [f"{gpu.id}: matmuls at {est.matmul_rate}"]
         )
         best: tuple[float, int] = (0.0, 0)
-        for n in sorted(counts):
-            link = scaling.link(gpu, n)
+        for nodes, per_node in layouts:
+            n = nodes * per_node
+            link = scaling.link(gpu, per_node, nodes, network_gbit)
             stepn = scaling.step_seconds(
                 est.seconds, profile.gradient_bytes(), n, link.busbw_gb_per_s
             )
@@ -141,6 +148,7 @@ def predict(
                     gpu=gpu.id,
                     gpu_name=gpu.name,
                     count=n,
+                    nodes=nodes,
                     samples_per_second=sps,
                     low=sps if exact else sps * low_factor,
                     high=sps if exact else sps * high_factor,

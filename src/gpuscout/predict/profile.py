@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict
@@ -61,6 +62,8 @@ def profile_key(workload: str, dims: Mapping[str, int], batch: int, precision: s
     """The cache key; ``dims`` are resolved first, so defaults given or omitted match."""
     from gpuscout.measure.workloads import get_workload
 
+    if workload.startswith("model:"):  # a user's model: the name carries its file's hash
+        return f"{workload}@b{batch}/{precision}"
     resolved = get_workload(workload).resolve(dims)
     sizes = ",".join(f"{k}={v}" for k, v in sorted(resolved.items()))
     return f"{workload}[{sizes}]@b{batch}/{precision}"
@@ -116,9 +119,15 @@ def compute(workload: str, dims: Mapping[str, int], batch: int, precision: str) 
     resolved = get_workload(workload).resolve(dims)
     ir = step_hlo(workload, resolved, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
+    return _from_ir(workload, resolved, batch, precision, ir, cost)
+
+
+def _from_ir(
+    workload: str, dims: dict[str, int], batch: int, precision: str, ir: Any, cost: Any
+) -> Profile:
     return Profile(
         workload=workload,
-        dims=resolved,
+        dims=dims,
         batch=batch,
         precision=precision,
         flops=cost.flops,
@@ -130,6 +139,32 @@ def compute(workload: str, dims: Mapping[str, int], batch: int, precision: str) 
         method="XLA HLO of the tf.function train step (stage=hlo), dead code removed",
         tf_version=ir.tf_version,
     )
+
+
+def user_model_name(model_spec: str) -> str:
+    """'model:NAME:HASH' for a user's model: a changed file gets a new profile."""
+    import hashlib
+
+    from gpuscout.measure.user_spec import parse_model_spec
+
+    path = parse_model_spec(model_spec).path
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    return f"model:{model_spec}:{digest}"
+
+
+def get_user_profile(model_spec: str, batch: int, precision: str) -> Profile:
+    """The profile of a user's model, from the cache or traced (needs TensorFlow)."""
+    name = user_model_name(model_spec)
+    found = cached(name, {}, batch, precision)
+    if found is None:
+        from gpuscout.measure.tf_profile import user_step_hlo
+        from gpuscout.predict.hlo import step_cost
+
+        ir = user_step_hlo(model_spec, batch, precision)
+        cost = step_cost(ir.hlo, forward_scope=ir.model_name)
+        found = _from_ir(name, {}, batch, precision, ir, cost)
+        store(found)
+    return found
 
 
 def get_profile(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> Profile:

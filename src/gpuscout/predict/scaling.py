@@ -31,6 +31,7 @@ NVLINK_BUSBW: dict[str, tuple[float, str]] = {
 NVLINK_LINE_SHARE = 0.8  # of the per-direction line rate, where nothing was measured
 PCIE_GB_PER_S_PER_DIRECTION = {3: 16.0, 4: 32.0, 5: 64.0}  # x16 line rate
 PCIE_SHARE_P2P = 0.7
+NETWORK_SHARE = 0.9
 PCIE_SHARE_NO_P2P = 0.45  # GeForce: no peer-to-peer, traffic bounces through host memory
 
 
@@ -41,13 +42,24 @@ class Link:
     assumption: str
 
 
-def link(gpu: Gpu, n: int, network_gbit: float | None = None) -> Link:
-    """The interconnect n GPUs of this kind all-reduce over, and its bus bandwidth."""
-    if n > 8 and network_gbit:
-        gbps = network_gbit / 8 * 0.9
-        return Link(
-            gbps, f"{network_gbit:g} Gb/s network", f"network at 90 % of {network_gbit:g} Gb/s"
-        )
+def link(gpu: Gpu, n: int, nodes: int = 1, network_gbit: float = 100.0) -> Link:
+    """The interconnect a ring over ``nodes`` machines of ``n`` GPUs runs at: the slowest of
+    the links inside a machine and, across machines, the network."""
+    inside = _in_node(gpu, n)
+    if nodes <= 1:
+        return inside
+    net = network_gbit / 8 * NETWORK_SHARE
+    if net >= inside.busbw_gb_per_s:
+        return inside
+    return Link(
+        net,
+        f"{network_gbit:g} Gb/s network",
+        f"{nodes} nodes: the ring crosses the network, assumed {NETWORK_SHARE:.0%} of "
+        f"{network_gbit:g} Gb/s per node (one NIC per node)",
+    )
+
+
+def _in_node(gpu: Gpu, n: int) -> Link:
     nvlink = gpu.nvlink_gb_per_s_per_direction or 0.0
     if nvlink and n <= (gpu.nvlink_max_gpus or 0):
         if gpu.id in NVLINK_BUSBW:

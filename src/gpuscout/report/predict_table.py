@@ -22,7 +22,7 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
     for r in rows:
         table.add_row(
             r.gpu,
-            str(r.count),
+            f"{r.nodes}x{r.count // r.nodes}" if r.nodes > 1 else str(r.count),
             fmt_rate(r.samples_per_second),
             f"{fmt_rate(r.low)} - {fmt_rate(r.high)}",
             fmt_seconds(r.epoch_seconds),

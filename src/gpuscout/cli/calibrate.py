@@ -1,0 +1,64 @@
+"""``gpuscout calibrate``: the prediction model's fitted efficiencies and how well they fit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from gpuscout.cli.specs import add_catalog_arg
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "calibrate", help="fit the prediction model to published data and your stored GPU runs"
+    )
+    p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    add_catalog_arg(p)
+    p.set_defaults(handler=run_calibrate)
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from gpuscout.catalog import load_catalog
+    from gpuscout.cli.predict import stored_runs
+    from gpuscout.predict.calibrate import fit, published_points, run_points
+
+    catalog = load_catalog(args.catalog)
+    points = published_points(catalog) + run_points(stored_runs(args.db), catalog)
+    result = fit(points)
+    rows = [
+        {
+            "point": p.label,
+            "measured": p.measured,
+            "modelled": p.measured * math.exp(err),
+            "error": math.exp(err) - 1,
+        }
+        for p, err in zip(result.points, result.log_errors, strict=True)
+    ]
+    if args.json:
+        out = {"efficiency": vars(result.efficiency), "fit": result.describe(), "points": rows}
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.table import Table
+
+    from gpuscout.report.console import stdout_console
+
+    table = Table(title=f"gpuscout calibrate · {result.describe()}", title_justify="left")
+    for name in ("measurement", "measured /s", "modelled /s", "error"):
+        table.add_column(name, justify="left" if name == "measurement" else "right")
+    for row in rows:
+        table.add_row(
+            str(row["point"]),
+            f"{row['measured']:,.0f}",
+            f"{row['modelled']:,.0f}",
+            f"{row['error']:+.0%}",
+        )
+    console = stdout_console()
+    console.print(table)
+    low, high = result.spread()
+    console.print(f"prediction range from these errors: x{low:.2f} to x{high:.2f}")
+    return 0
