@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpuscout.audit.flops import BERT_LARGE
+from gpuscout.measure.workloads import BERT_LARGE
 from gpuscout.predict.profile import compute
 
 OUT = (

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from gpuscout.errors import UserError, did_you_mean
 
-BERT_LARGE = {"layers": 24, "hidden": 1024, "heads": 16, "ffn": 4096}
 RESNET50_V15 = 24.6e9
 RESNET50_V15_NOTE = (
     "ResNet-50 v1.5 at 224 px: ~4.1 GMAC forward x 2 x 3 = 24.6 GFLOP per image "
@@ -63,7 +62,7 @@ def workload_flops(name: str, seq_len: int | None = None) -> WorkloadFlops:
         return WorkloadFlops(name, RESNET50_V15, 1_281_167, "images", RESNET50_V15_NOTE)
     base = "bert-base" if name == "bert-large" else name
     try:
-        from gpuscout.measure.workloads import WORKLOADS
+        from gpuscout.measure.workloads import BERT_LARGE, WORKLOADS
     except ImportError:  # catalog and audit shipped without the measuring code
         return _fallback(name, seq_len)
     if base not in WORKLOADS:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from gpuscout.audit.flops import BERT_LARGE
 from gpuscout.catalog import Catalog, Gpu, Published
+from gpuscout.measure.workloads import BERT_LARGE
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Efficiency, samples_per_second
 from gpuscout.records import RunResult
