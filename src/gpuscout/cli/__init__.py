@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from gpuscout.cli import audit as audit_cmd
 from gpuscout.cli import bench as bench_cmd
 from gpuscout.cli import calibrate as calibrate_cmd
+from gpuscout.cli import cost as cost_cmd
 from gpuscout.cli import predict as predict_cmd
 from gpuscout.cli import runs as runs_cmd
 from gpuscout.cli import specs as specs_cmd
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit_cmd.register(sub)
     predict_cmd.register(sub)
     calibrate_cmd.register(sub)
+    cost_cmd.register(sub)
     return parser
 
 

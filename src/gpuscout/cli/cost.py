@@ -1,0 +1,196 @@
+"""``gpuscout cost``: time and money of a training job across options, every assumption shown."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from typing import Any
+
+from gpuscout.cli.parser import positive_float, positive_int
+from gpuscout.cli.specs import add_catalog_arg
+from gpuscout.errors import UserError
+from gpuscout.names import PRECISIONS
+
+DEFAULT_OPTIONS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
+# The articles' cost table: 1000 GPU-hours on an RTX 3090; their hours and totals.
+ARTICLES = {
+    "options": ["rtx-3090x1=0.50", "rtx-3090x4=2.00", "a100-40gbx1=1.80", "a100-40gbx4=7.20"],
+    "speedup": ["a100-40gb=1.78"],
+    "scaling": ["rtx-3090x4=0.68", "a100-40gb-sxmx4=0.92"],
+    "claimed": {
+        ("rtx-3090", 1): (1000, 500),
+        ("rtx-3090", 4): (300, 600),
+        ("a100-40gb-sxm", 1): (550, 990),
+        ("a100-40gb-sxm", 4): (160, 1152),
+    },
+}
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("cost", help="time and money of a training job across GPUs and providers")
+    p.add_argument("--example", choices=("articles",), help="the source articles' cost table")
+    job = p.add_argument_group("the job (one of)")
+    job.add_argument("--gpu-hours", type=positive_float, help="GPU-hours on the reference GPU")
+    job.add_argument("--workload", help="a built-in workload, with --epochs or --samples")
+    job.add_argument("--epochs", type=positive_float)
+    job.add_argument("--samples", type=positive_float)
+    p.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
+    p.add_argument("-b", "--batch-size", type=positive_int)
+    p.add_argument("--reference", default="rtx-3090", help="the GPU the job is measured on")
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="GPU[xCOUNT][@PROVIDER|@owned][=USD_PER_HOUR], repeatable "
+        f"(default: {DEFAULT_OPTIONS}, x1 and x8)",
+    )
+    p.add_argument("--speedup", action="append", default=[], metavar="GPU=X")
+    p.add_argument("--scaling", action="append", default=[], metavar="N=EFF|GPUxN=EFF")
+    p.add_argument("--purchase", action="append", default=[], metavar="GPU=USD")
+    a = p.add_argument_group("assumptions (defaults are printed with the result)")
+    a.add_argument("--power-utilization", type=positive_float)
+    a.add_argument("--usd-per-kwh", type=positive_float)
+    a.add_argument("--amortize-years", type=positive_float)
+    a.add_argument("--owned-utilization", type=positive_float)
+    a.add_argument("--checkpoint-hours", type=positive_float)
+    a.add_argument("--restart-minutes", type=positive_float)
+    a.add_argument("--failures-consumer", type=float, metavar="PER_1000_GPU_H")
+    a.add_argument("--failures-datacenter", type=float, metavar="PER_1000_GPU_H")
+    a.add_argument("--no-failures", action="store_true", help="leave failures out")
+    a.add_argument("--delay-usd-per-day", type=float, help="what a day of waiting costs you")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    add_catalog_arg(p)
+    p.set_defaults(handler=run_cost)
+
+
+def _assumptions(args: argparse.Namespace) -> Any:
+    from gpuscout.price import Assumptions
+
+    base = Assumptions()
+    given = {
+        "power_utilization": args.power_utilization,
+        "usd_per_kwh": args.usd_per_kwh,
+        "amortize_years": args.amortize_years,
+        "owned_utilization": args.owned_utilization,
+        "checkpoint_hours": args.checkpoint_hours,
+        "restart_minutes": args.restart_minutes,
+        "failures_per_1000_gpu_hours_consumer": args.failures_consumer,
+        "failures_per_1000_gpu_hours_datacenter": args.failures_datacenter,
+        "delay_usd_per_day": args.delay_usd_per_day,
+    }
+    for name, value in given.items():
+        if value is not None and value < 0:
+            raise UserError(
+                f"--{name.replace('_', '-')} must not be negative, got {value:g}.", None
+            )
+    for name in ("power_utilization", "owned_utilization"):
+        if given[name] is not None and given[name] > 1:
+            raise UserError(f"--{name.replace('_', '-')} is a fraction in (0, 1].", None)
+    out = replace(base, **{k: v for k, v in given.items() if v is not None})
+    return replace(out, failures=not args.no_failures)
+
+
+def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[Any, float, str]:
+    """(gpu, count) -> (speedup, scaling) from the predictor, and the job in reference
+    GPU-hours."""
+    from gpuscout.measure.workloads import get_workload
+    from gpuscout.predict import predict
+    from gpuscout.predict.calibrate import fit, published_points
+    from gpuscout.predict.profile import get_profile
+
+    workload = get_workload(args.workload)
+    if (args.epochs is None) == (args.samples is None):
+        raise UserError("a workload job needs --epochs or --samples (one of them).", None)
+    samples = args.samples or args.epochs * workload.epoch_samples
+    batch = args.batch_size or workload.default_batch_gpu
+    profile = get_profile(workload.name, workload.resolve({}), batch, args.precision)
+    calibration = fit(published_points(catalog))
+
+    def sps(gpu: Any, count: int) -> tuple[float, float]:
+        (row,), _ = predict(profile, [gpu], [count], catalog, reference, 1, calibration=calibration)
+        return row.samples_per_second, row.scaling_efficiency
+
+    ref_sps = sps(reference, 1)[0]
+
+    def predicted(gpu: Any, count: int) -> tuple[float, float]:
+        one = sps(gpu, 1)[0]
+        return one / ref_sps, sps(gpu, count)[1]
+
+    hours = samples / ref_sps / 3600
+    what = (
+        f"{samples:,.0f} {workload.epoch_unit} of {workload.name} ({args.precision}, batch "
+        f"{batch}/GPU) = {hours:,.1f} h on one {reference.id} (predicted {ref_sps:,.0f}/s)"
+    )
+    return predicted, hours, what
+
+
+def run_cost(args: argparse.Namespace) -> int:
+    from gpuscout.catalog import load_catalog
+    from gpuscout.price import cost_options
+    from gpuscout.price.options import build_options, parse_option, parse_pairs
+
+    catalog = load_catalog(args.catalog)
+    claimed: dict[tuple[str, int], tuple[float, float]] = {}
+    if args.example == "articles":
+        args.gpu_hours = args.gpu_hours or 1000.0
+        args.option = args.option or ARTICLES["options"]
+        args.speedup = args.speedup or ARTICLES["speedup"]
+        args.scaling = args.scaling or ARTICLES["scaling"]
+        args.no_failures = True
+        claimed = ARTICLES["claimed"]  # type: ignore[assignment]
+    reference = catalog.resolve(args.reference).gpu
+    if (args.gpu_hours is None) == (args.workload is None):
+        raise UserError(
+            "say what the job is: --gpu-hours H (on the reference GPU) or --workload W.",
+            "e.g. --gpu-hours 1000 --reference rtx-3090, or --workload resnet50 --epochs 90.",
+        )
+    predicted, job_hours, job = None, args.gpu_hours, ""
+    if args.workload:
+        predicted, job_hours, job = _predictor(args, catalog, reference)
+    else:
+        job = f"{job_hours:,.0f} GPU-hours on one {reference.id}"
+    texts = args.option or [f"{g}x{n}" for g in DEFAULT_OPTIONS.split(",") for n in (1, 8)]
+    options = build_options(
+        [parse_option(t) for t in texts],
+        catalog,
+        reference,
+        parse_pairs(args.speedup, "--speedup", "SPEEDUP"),
+        parse_pairs(args.scaling, "--scaling", "EFFICIENCY"),
+        parse_pairs(args.purchase, "--purchase", "USD"),
+        predicted,
+    )
+    assumptions = _assumptions(args)
+    lines = cost_options(options, job_hours, assumptions)
+    for line in lines:
+        if (line.gpu, line.count) in claimed:
+            hours, usd = claimed[(line.gpu, line.count)]
+            if abs(hours - line.hours) / line.hours > 0.02:
+                line.notes.append(
+                    f"the articles say {hours:g} h / ${usd:,.0f}; their own speed and scaling "
+                    f"give {line.hours:,.0f} h / ${line.total_usd:,.0f}"
+                )
+            else:
+                line.notes.append(f"matches the articles ({hours:g} h, ${usd:,.0f})")
+    described = {"job": job, **assumptions.describe()}
+    if claimed:
+        described["source"] = (
+            "the articles' cost table: prices per hour as given; speed and scaling from the "
+            "articles themselves (A100 1.78x an RTX 3090; 68 % scaling on 4 x 3090 over PCIe, "
+            "92 % on 4 x A100 over NVLink); failures left out as the articles do"
+        )
+    if args.json:
+        out = {"assumptions": described, "options": [line.to_json_dict() for line in lines]}
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from gpuscout.report.console import stdout_console
+    from gpuscout.report.cost_table import cost_table
+
+    console = stdout_console()
+    console.print(cost_table(lines, job))
+    for key, text in described.items():
+        console.print(f"assumption ({key}): {text}", highlight=False)
+    return 0

@@ -1,0 +1,182 @@
+"""Pricing a training job over options (GPU x count x provider, or owned hardware).
+
+A job is a number of GPU-hours on a reference GPU (how the articles put it) or a number of
+samples with a predicted speed. For each option:
+
+    wall hours   = reference GPU-hours / (speedup x count x scaling efficiency)
+    cloud $      = wall hours x $/hour of the whole option (energy included in the price)
+    owned $/hour = purchase / (amortization hours x utilization) + energy $/hour
+    energy kWh   = count x TDP x power utilization x wall hours / 1000
+    failures     = failure rate per 1000 GPU-hours x GPU-hours / 1000
+    rework hours = failures x (half a checkpoint interval + restart time)
+    delay $      = (wall hours + rework) / 24 x cost of delay per day
+
+Break-even of owned hardware: months of use at the stated utilization after which buying
+costs less than renting the same GPUs at the catalog's cheapest on-demand price.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gpuscout.errors import UserError
+
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """The knobs of the arithmetic, each printed with the result (all overridable)."""
+
+    power_utilization: float = 0.8  # average draw as a fraction of TDP while training
+    usd_per_kwh: float = 0.15
+    amortize_years: float = 3.0
+    owned_utilization: float = 0.5  # fraction of the hours in a month the owned GPUs train
+    checkpoint_hours: float = 1.0
+    restart_minutes: float = 15.0
+    failures_per_1000_gpu_hours_consumer: float = 1.0
+    failures_per_1000_gpu_hours_datacenter: float = 0.25
+    delay_usd_per_day: float = 0.0
+    failures: bool = True
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "power": f"GPUs draw {self.power_utilization:.0%} of TDP while training",
+            "energy price": f"${self.usd_per_kwh:g}/kWh (owned hardware; cloud prices include it)",
+            "amortization": (
+                f"owned GPUs paid off over {self.amortize_years:g} years at "
+                f"{self.owned_utilization:.0%} utilization"
+            ),
+            "failures": (
+                f"{self.failures_per_1000_gpu_hours_consumer:g} failures per 1000 GPU-hours on "
+                f"consumer cards (no ECC), {self.failures_per_1000_gpu_hours_datacenter:g} on "
+                "data-center cards; each costs half a checkpoint interval "
+                f"({self.checkpoint_hours:g} h) plus {self.restart_minutes:g} min to restart"
+                if self.failures
+                else "failures not counted"
+            ),
+            "delay": f"${self.delay_usd_per_day:g} per day until the run is done",
+        }
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to run the job."""
+
+    gpu_id: str
+    count: int
+    speedup: float  # one such GPU vs the reference GPU
+    scaling: float  # efficiency of `count` GPUs (1.0 = linear)
+    tdp_w: float
+    consumer: bool
+    provider: str  # a cloud provider, or "owned"
+    usd_per_hour: float | None = None  # whole option, cloud
+    purchase_usd: float | None = None  # whole option, owned
+    rent_usd_per_hour: float | None = None  # whole option: what renting it costs, for break-even
+    notes: tuple[str, ...] = ()
+
+    def label(self) -> str:
+        return f"{self.count} x {self.gpu_id} ({self.provider})"
+
+
+@dataclass
+class CostLine:
+    gpu: str
+    count: int
+    provider: str
+    usd_per_hour: float
+    hours: float
+    gpu_hours: float
+    total_usd: float
+    energy_kwh: float
+    energy_usd: float
+    expected_failures: float
+    rework_hours: float
+    rework_usd: float
+    delay_usd: float
+    effective_usd: float  # total + rework + delay
+    break_even_months: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _validate(option: Option, reference_gpu_hours: float) -> None:
+    if not reference_gpu_hours > 0:
+        raise UserError(f"the job must be positive, got {reference_gpu_hours:g} GPU-hours.", None)
+    if option.count < 1:
+        raise UserError(f"{option.label()}: GPU count must be >= 1.", None)
+    if not 0 < option.scaling <= 1:
+        raise UserError(
+            f"{option.label()}: scaling efficiency must be in (0, 1], got {option.scaling:g}.",
+            "give e.g. --scaling 4=0.68 (68 % of linear).",
+        )
+    if not option.speedup > 0:
+        raise UserError(f"{option.label()}: speedup must be positive.", None)
+
+
+def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> CostLine:
+    """Time, money and energy of the job on one option."""
+    _validate(option, reference_gpu_hours)
+    hours = reference_gpu_hours / (option.speedup * option.count * option.scaling)
+    kw = option.count * option.tdp_w * a.power_utilization / 1000
+    energy_kwh = kw * hours
+    notes = list(option.notes)
+    break_even = None
+    if option.provider == "owned":
+        if option.purchase_usd is None:
+            raise UserError(
+                f"{option.label()}: no purchase price.", "give --purchase GPU=USD per GPU."
+            )
+        use_hours = a.amortize_years * 12 * HOURS_PER_MONTH * a.owned_utilization
+        energy_rate = kw * a.usd_per_kwh
+        rate = option.purchase_usd / use_hours + energy_rate
+        energy_usd = energy_kwh * a.usd_per_kwh
+        if option.rent_usd_per_hour and option.rent_usd_per_hour > energy_rate:
+            monthly_use = HOURS_PER_MONTH * a.owned_utilization
+            saving = (option.rent_usd_per_hour - energy_rate) * monthly_use
+            break_even = option.purchase_usd / saving
+    else:
+        if option.usd_per_hour is None:
+            raise UserError(f"{option.label()}: no price.", "give a price per hour.")
+        rate, energy_usd = option.usd_per_hour, 0.0
+    total = hours * rate
+    failures = rework = 0.0
+    if a.failures:
+        per_1000 = (
+            a.failures_per_1000_gpu_hours_consumer
+            if option.consumer
+            else a.failures_per_1000_gpu_hours_datacenter
+        )
+        failures = per_1000 * option.count * hours / 1000
+        rework = failures * (a.checkpoint_hours / 2 + a.restart_minutes / 60)
+    rework_usd = rework * rate
+    delay_usd = (hours + rework) / 24 * a.delay_usd_per_day
+    return CostLine(
+        gpu=option.gpu_id,
+        count=option.count,
+        provider=option.provider,
+        usd_per_hour=rate,
+        hours=hours,
+        gpu_hours=hours * option.count,
+        total_usd=total,
+        energy_kwh=energy_kwh,
+        energy_usd=energy_usd,
+        expected_failures=failures,
+        rework_hours=rework,
+        rework_usd=rework_usd,
+        delay_usd=delay_usd,
+        effective_usd=total + rework_usd + delay_usd,
+        break_even_months=break_even,
+        notes=notes,
+    )
+
+
+def cost_options(
+    options: list[Option], reference_gpu_hours: float, assumptions: Assumptions
+) -> list[CostLine]:
+    """Every option priced, cheapest effective total first."""
+    lines = [cost_line(o, reference_gpu_hours, assumptions) for o in options]
+    return sorted(lines, key=lambda line: line.effective_usd)

@@ -1,0 +1,49 @@
+"""``gpuscout cost`` from the command line, with TensorFlow blocked."""
+
+from __future__ import annotations
+
+from tests.conftest import run_cli
+
+
+def test_the_articles_cost_table_with_consistent_arithmetic() -> None:
+    r = run_cli("cost", "--example", "articles", "--json", block_tf=True)
+    assert r.code == 0, r.err
+    out = r.json()
+    rows = {(o["gpu"], o["count"]): o for o in out["options"]}
+    assert rows[("rtx-3090", 1)]["hours"] == 1000 and rows[("rtx-3090", 1)]["total_usd"] == 500
+    four = rows[("rtx-3090", 4)]
+    assert round(four["hours"], 1) == round(1000 / (4 * 0.68), 1)  # 367.6 h, not the articles' 300
+    assert any("the articles say 300 h" in n for n in four["notes"])
+    a100x4 = rows[("a100-40gb-sxm", 4)]
+    assert round(a100x4["total_usd"]) == round(1000 / (1.78 * 4 * 0.92) * 7.20)
+    for o in out["options"]:
+        assert {"gpu", "count", "usd_per_hour", "hours", "total_usd", "energy_kwh"} <= set(o)
+    assert "job" in out["assumptions"] and "power" in out["assumptions"]
+
+
+def test_a_workload_job_uses_the_predictor() -> None:
+    r = run_cli(
+        "cost", "--workload", "resnet50", "--epochs", "90", "--option", "h100x8@aws",
+        "--option", "4090x8@owned", "--json", block_tf=True,
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    out = r.json()
+    assert "on one rtx-3090" in out["assumptions"]["job"]
+    owned = next(o for o in out["options"] if o["provider"] == "owned")
+    assert owned["energy_usd"] > 0 and owned["break_even_months"] > 0
+
+
+def test_bad_input() -> None:
+    cases = [
+        (("cost",), "say what the job is"),
+        (("cost", "--gpu-hours", "-3"), "must be positive"),
+        (("cost", "--gpu-hours", "10", "--option", "h100@ibm"), "unknown provider 'ibm'"),
+        (("cost", "--gpu-hours", "10", "--option", "rtx 4900"), "Did you mean 'rtx-4090'"),
+        (("cost", "--gpu-hours", "10", "--scaling", "4=1.5", "--option", "4090x4"), "(0, 1]"),
+        (("cost", "--workload", "resnet50"), "--epochs or --samples"),
+    ]
+    for args, message in cases:
+        r = run_cli(*args, block_tf=True)
+        assert r.code == 2, (args, r.err)
+        assert message in r.err, (args, r.err)
+        assert len(r.err.strip().splitlines()) == 1, r.err
