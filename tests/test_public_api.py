@@ -37,6 +37,10 @@ def test_non_measuring_modules_import_without_tensorflow() -> None:
         "gpuscout.predict.calibrate",
         "gpuscout.predict.profile",
         "gpuscout.cli.predict",
+        "gpuscout.price",
+        "gpuscout.advise",
+        "gpuscout.cli.advise",
+        "gpuscout.cli.cost",
     ]
     code = (
         BLOCK_TF

@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from gpuscout.cli import advise as advise_cmd
 from gpuscout.cli import audit as audit_cmd
 from gpuscout.cli import bench as bench_cmd
 from gpuscout.cli import calibrate as calibrate_cmd
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict_cmd.register(sub)
     calibrate_cmd.register(sub)
     cost_cmd.register(sub)
+    advise_cmd.register(sub)
     return parser
 
 

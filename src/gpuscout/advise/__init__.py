@@ -1,0 +1,18 @@
+"""Advice: the articles' quick checklist, memory fit, and a full ranked recommendation.
+Pure functions over the catalog, the predictor and the price model; no TensorFlow unless a
+profile must be traced."""
+
+from gpuscout.advise.checklist import QUESTIONS, quick
+from gpuscout.advise.memory import Transformer, fit, transformer_bytes
+from gpuscout.advise.recommend import PRESETS, Request, advise
+
+__all__ = [
+    "PRESETS",
+    "QUESTIONS",
+    "Request",
+    "Transformer",
+    "advise",
+    "fit",
+    "quick",
+    "transformer_bytes",
+]

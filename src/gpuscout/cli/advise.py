@@ -1,0 +1,231 @@
+"""``gpuscout advise`` (quick checklist or full recommendation) and ``gpuscout memory``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Any
+
+from gpuscout.cli.parser import positive_float, positive_int
+from gpuscout.cli.specs import add_catalog_arg
+from gpuscout.errors import UserError
+from gpuscout.names import PRECISIONS
+
+
+def _duration(text: str) -> float:
+    """'48h', '2d', '90m' or a number of hours -> hours."""
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([hdm]?)\s*", text.lower())
+    if m is None:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a duration like 48h, 2d or 90m")
+    value = float(m.group(1)) * {"": 1, "h": 1, "d": 24, "m": 1 / 60}[m.group(2)]
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"the deadline must be positive, got '{text}'")
+    return value
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "advise", help="which GPU: the articles' checklist, or a full recommendation"
+    )
+    p.add_argument("--quick", action="store_true", help="the articles' four-question checklist")
+    p.add_argument("--answers", help="yes/no x4 in order, e.g. yes,no,yes,no (else asked)")
+    p.add_argument("--workload", help="a built-in workload for the full recommendation")
+    p.add_argument("--epochs", type=positive_float)
+    p.add_argument("--samples", type=positive_float)
+    p.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
+    p.add_argument("-b", "--batch-size", type=positive_int)
+    p.add_argument("--deadline", type=_duration, help="e.g. 48h, 2d")
+    p.add_argument("--budget", type=float, metavar="USD")
+    p.add_argument("--require", default="", help="features, e.g. ecc,nvlink,mig")
+    p.add_argument("--owned", action="store_true", help="also consider buying the GPUs")
+    p.add_argument("--no-cloud", action="store_true", help="owned hardware only")
+    p.add_argument("--provider", default="", help="only these cloud providers, e.g. aws,lambda")
+    p.add_argument("--objective", choices=("cheapest", "fastest", "balanced"))
+    p.add_argument("--preset", choices=("individual", "sme", "large-model", "production"))
+    p.add_argument("--counts", default="1,2,4,8", help="GPU counts to consider")
+    p.add_argument("--top", type=positive_int, default=5, help="how many to rank")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    add_catalog_arg(p)
+    p.set_defaults(handler=run_advise)
+
+    m = sub.add_parser("memory", help="does training fit in GPU memory (Keras workload or LLM)")
+    m.add_argument("--gpu", action="append", default=[], help="GPUs to check (default: all)")
+    m.add_argument("--workload", help="a built-in workload (memory from the compiled step)")
+    m.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
+    m.add_argument("-b", "--batch-size", type=positive_int)
+    m.add_argument("--params", type=positive_float, help="LLM parameters, e.g. 7e9")
+    m.add_argument("--layers", type=positive_int)
+    m.add_argument("--hidden", type=positive_int)
+    m.add_argument("--heads", type=positive_int)
+    m.add_argument("--seq-len", type=positive_int, default=2048)
+    m.add_argument("--micro-batch", type=positive_int, default=1)
+    m.add_argument("--mode", choices=("full", "lora", "qlora"), default="full")
+    m.add_argument("--lora-rank", type=positive_int, default=16)
+    m.add_argument("--checkpointing", action="store_true", help="activation checkpointing")
+    m.add_argument("--json", action="store_true", help="print JSON")
+    add_catalog_arg(m)
+    m.set_defaults(handler=run_memory)
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    if args.quick:
+        return _quick(args)
+    if not args.workload:
+        raise UserError(
+            "say what to advise on: --quick for the checklist, or --workload W --epochs E.",
+            "e.g. gpuscout advise --workload resnet50 --epochs 90 --deadline 48h --budget 2000.",
+        )
+    return _full(args)
+
+
+def _quick(args: argparse.Namespace) -> int:
+    from gpuscout.advise import QUESTIONS, quick
+    from gpuscout.advise.checklist import parse_answers
+
+    if args.answers:
+        answers = parse_answers(args.answers)
+    elif sys.stdin.isatty():
+        answers = [input(f"{q} [y/n] ").strip().lower().startswith("y") for q in QUESTIONS]
+    else:
+        raise UserError("no answers given and no terminal to ask on.", "pass --answers y,n,y,n.")
+    result = quick(answers)
+    if args.json:
+        json.dump(result.to_json_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    for question, yes in zip(QUESTIONS, answers, strict=True):
+        print(f"  {'yes' if yes else 'no ':3s}  {question}")
+    print(f"{result.yes_count} x yes -> {result.recommendation}   (rule: {result.rule})")
+    print("what the rule does not ask:")
+    for line in result.missed:
+        print(f"  - {line}")
+    return 0
+
+
+def _full(args: argparse.Namespace) -> int:
+    from gpuscout.advise import PRESETS, Request, advise
+    from gpuscout.catalog import load_catalog
+    from gpuscout.cli.cost import _assumptions
+    from gpuscout.measure.workloads import get_workload
+    from gpuscout.predict.calibrate import fit, published_points
+    from gpuscout.predict.profile import get_profile
+
+    catalog = load_catalog(args.catalog)
+    workload = get_workload(args.workload)
+    if (args.epochs is None) == (args.samples is None):
+        raise UserError("the job needs --epochs or --samples (one of them).", None)
+    preset = PRESETS.get(args.preset or "", {})
+    require = {f for f in args.require.split(",") if f} | set(preset.get("require", set()))
+    from gpuscout.catalog import FEATURES
+
+    for feature in require:
+        if feature not in FEATURES:
+            raise UserError(f"unknown feature '{feature}'.", f"use: {', '.join(FEATURES)}.")
+    providers = frozenset(p for p in args.provider.lower().split(",") if p) or None
+    known = {p.provider for p in catalog.prices}
+    for p in providers or ():
+        if p not in known:
+            raise UserError(f"unknown provider '{p}'.", f"use: {', '.join(sorted(known))}.")
+    try:
+        counts = tuple(int(c) for c in args.counts.split(","))
+    except ValueError:
+        raise UserError(f"--counts '{args.counts}' is not a list of numbers.", None) from None
+    if any(c < 1 for c in counts):
+        raise UserError("GPU counts must be >= 1.", "e.g. --counts 1,2,4,8.")
+    batch = args.batch_size or workload.default_batch_gpu
+    profile = get_profile(workload.name, workload.resolve({}), batch, args.precision)
+    samples = args.samples or args.epochs * workload.epoch_samples
+    request = Request(
+        profile=profile,
+        samples=samples,
+        unit=workload.epoch_unit,
+        deadline_hours=args.deadline,
+        budget_usd=args.budget,
+        require=frozenset(require),
+        owned=args.owned or bool(preset.get("owned")),
+        cloud=not args.no_cloud,
+        providers=providers,
+        counts=counts,
+        objective=args.objective or preset.get("objective", "balanced"),
+    )
+    cost_args = argparse.Namespace(
+        **{k: None for k in ("power_utilization", "usd_per_kwh", "amortize_years",
+           "owned_utilization", "checkpoint_hours", "restart_minutes", "failures_consumer",
+           "failures_datacenter", "delay_usd_per_day")}, no_failures=False
+    )  # fmt: skip
+    result = advise(request, catalog, fit(published_points(catalog)), _assumptions(cost_args))
+    result.ranked = result.ranked[: args.top]
+    if args.preset:
+        result.assumptions.insert(0, f"preset '{args.preset}': {preset}")
+    if args.json:
+        json.dump(result.to_json_dict(), sys.stdout, indent=2, default=sorted)
+        sys.stdout.write("\n")
+        return 0
+    from gpuscout.report.advise_table import print_advice
+    from gpuscout.report.console import stdout_console
+
+    print_advice(result, stdout_console())
+    return 0
+
+
+def run_memory(args: argparse.Namespace) -> int:
+    from gpuscout.advise import Transformer, fit, transformer_bytes
+    from gpuscout.catalog import load_catalog
+
+    catalog = load_catalog(args.catalog)
+    gpus = [catalog.resolve(g).gpu for g in args.gpu] or list(catalog.gpus.values())
+    if args.workload:
+        from gpuscout.measure.workloads import get_workload
+        from gpuscout.predict.profile import get_profile
+
+        w = get_workload(args.workload)
+        profile = get_profile(w.name, w.resolve({}), args.batch_size or w.default_batch_gpu,
+                              args.precision)  # fmt: skip
+        breakdown = {
+            "weights": float(profile.param_bytes),
+            "gradients": float(profile.param_bytes),
+            "optimizer state": float(profile.optimizer_state_bytes),
+            "activations": profile.saved_activation_bytes,
+        }
+        what = f"{w.name}, batch {profile.batch}, {profile.precision} (from the compiled step)"
+    else:
+        missing = [n for n in ("params", "layers", "hidden", "heads") if not getattr(args, n)]
+        if missing:
+            raise UserError(
+                f"an LLM needs --{', --'.join(missing)} (or give --workload).",
+                "e.g. --params 7e9 --layers 32 --hidden 4096 --heads 32.",
+            )
+        model = Transformer(
+            args.params, args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch,
+            args.mode, args.lora_rank, args.checkpointing,
+        )  # fmt: skip
+        breakdown = transformer_bytes(model)
+        what = (
+            f"{args.params / 1e9:g}B-parameter transformer, {args.mode}, sequence "
+            f"{args.seq_len}, micro-batch {args.micro_batch}"
+            + (", activation checkpointing" if args.checkpointing else "")
+        )
+    results = [(g, fit(breakdown, g.memory_gb)) for g in gpus]
+    if args.json:
+        out = {
+            "model": what,
+            "breakdown_gb": {k: round(v / 1e9, 3) for k, v in breakdown.items()},
+            "gpus": [
+                {"gpu": g.id, "memory_gb": g.memory_gb, "verdict": r.verdict,
+                 "gpus_needed": r.gpus_needed, "notes": r.notes}
+                for g, r in results
+            ],
+        }  # fmt: skip
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    total = sum(breakdown.values()) / 1e9
+    print(f"{what}: {total:,.1f} GB")
+    for key, value in breakdown.items():
+        print(f"  {key:40s} {value / 1e9:10,.2f} GB")
+    for g, r in results:
+        note = f"  ({'; '.join(r.notes)})" if r.notes else ""
+        print(f"  {g.id:16s} {g.memory_gb:5g} GB  {r.verdict}{note}")
+    return 0

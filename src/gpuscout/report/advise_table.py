@@ -1,0 +1,33 @@
+"""The full recommendation in the terminal: ranked options with reasons, then the front."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from gpuscout.advise.recommend import Advice
+
+
+def print_advice(advice: Advice, console: Console) -> None:
+    table = Table(title="gpuscout advise · ranked", title_justify="left")
+    for name in ("#", "option", "time", "total", "why"):
+        table.add_column(name, justify="right" if name in ("#", "time", "total") else "left")
+    for i, c in enumerate(advice.ranked, 1):
+        table.add_row(
+            str(i),
+            f"{c.count} x {c.gpu} ({c.provider})" + (" *" if c.pareto else ""),
+            f"{c.hours:,.1f} h",
+            f"${c.total_usd:,.0f}",
+            "; ".join(c.reasons),
+        )
+    console.print(table)
+    front = ", ".join(
+        f"{c.count}x{c.gpu}@{c.provider} {c.hours:,.1f} h ${c.total_usd:,.0f}"
+        for c in advice.pareto
+    )
+    console.print(f"* Pareto front (time vs cost): {front}", highlight=False)
+    if advice.rejected:
+        why = "; ".join(f"{n} {reason}" for reason, n in advice.rejected.items())
+        console.print(f"left out: {why}", highlight=False)
+    for line in advice.assumptions:
+        console.print(f"assumption: {line}", highlight=False)

@@ -1,0 +1,106 @@
+"""The checklist on all 16 answers, memory-fit cases, the Pareto front, and the recommender."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from gpuscout.advise import Request, Transformer, advise, fit, quick, transformer_bytes
+from gpuscout.advise.checklist import parse_answers
+from gpuscout.advise.pareto import front
+from gpuscout.catalog import load_catalog
+from gpuscout.errors import UserError
+from gpuscout.predict.calibrate import fit as fit_efficiencies
+from gpuscout.predict.calibrate import published_points
+from gpuscout.predict.profile import cached
+from gpuscout.price import Assumptions
+
+
+@pytest.mark.parametrize("answers", list(itertools.product([False, True], repeat=4)))
+def test_checklist_all_16_combinations(answers: tuple[bool, ...]) -> None:
+    result = quick(list(answers))
+    assert result.yes_count == sum(answers)
+    expected = "A100/H100 (data-center class)" if sum(answers) >= 3 else "RTX 4090"
+    assert result.recommendation == expected
+    assert any("memory fit" in m for m in result.missed)
+
+
+def test_answers_parse() -> None:
+    assert parse_answers("yes,n,TRUE,0") == [True, False, True, False]
+    with pytest.raises(UserError, match="needs 4 answers"):
+        parse_answers("yes,no")
+    with pytest.raises(UserError, match="'maybe'"):
+        parse_answers("yes,no,maybe,no")
+
+
+def test_lora_7b_fits_a_24gb_card_at_small_batch() -> None:
+    model = Transformer(7e9, 32, 4096, 32, seq_len=512, batch=1, mode="lora")
+    parts = transformer_bytes(model)
+    assert parts["frozen weights (16-bit)"] == 14e9
+    result = fit(parts, 24)
+    assert result.verdict == "fits" and result.need_gb < 24 * 0.9
+
+
+def test_qlora_needs_a_quarter_of_the_weight_memory() -> None:
+    lora = transformer_bytes(Transformer(7e9, 32, 4096, 32, 512, 1, "lora"))
+    qlora = transformer_bytes(Transformer(7e9, 32, 4096, 32, 512, 1, "qlora"))
+    assert qlora["frozen weights (4-bit)"] == pytest.approx(
+        lora["frozen weights (16-bit)"] / 4 * 1.06
+    )
+
+
+def test_full_training_of_10b_does_not_fit_one_80gb_gpu() -> None:
+    model = Transformer(10e9, 40, 5120, 40, seq_len=2048, batch=1, checkpointing=True)
+    parts = transformer_bytes(model)
+    assert sum(v for k, v in parts.items() if k != "activations") == 16 * 10e9  # 16 B/param
+    result = fit(parts, 80)
+    assert result.verdict != "fits"
+    assert result.verdict.startswith("fits on") and result.gpus_needed == 4  # 160 GB / 4 + act.
+    assert fit(parts, 80, shardable=False).verdict == "does not fit"
+
+
+def test_pareto_front_on_constructed_points() -> None:
+    rng = random.Random(7)
+    points = [(rng.uniform(1, 100), rng.uniform(1, 100)) for _ in range(200)]
+    best = front(points, lambda p: p[0], lambda p: p[1])
+    for p in points:  # nothing dominated is on it, nothing undominated is missing
+        dominated = any(q[0] <= p[0] and q[1] <= p[1] and q != p for q in points)
+        assert (p in best) != dominated
+    assert best == sorted(best)
+
+
+@pytest.fixture(scope="module")
+def request_args():  # type: ignore[no-untyped-def]
+    profile = cached("resnet50", {}, 256, "mixed_float16")
+    assert profile is not None
+    cat = load_catalog()
+    return profile, cat, fit_efficiencies(published_points(cat))
+
+
+def test_recommendation_respects_constraints(request_args) -> None:  # type: ignore[no-untyped-def]
+    profile, cat, calibration = request_args
+    samples = 90 * 1_281_167
+    req = Request(profile, samples, "images", deadline_hours=48, budget_usd=2000,
+                  require=frozenset({"ecc"}), objective="cheapest")  # fmt: skip
+    result = advise(req, cat, calibration, Assumptions())
+    assert result.ranked and result.pareto
+    costs = [c.total_usd for c in result.ranked]
+    assert costs == sorted(costs)
+    for c in result.ranked:
+        assert c.hours <= 48 and c.total_usd <= 2000 and cat.gpus[c.gpu].ecc
+        assert any("deadline" in r for r in c.reasons)
+    assert result.rejected.get("lacks ecc", 0) >= 4  # the GeForce cards
+    fastest = advise(Request(profile, samples, "images", objective="fastest"), cat, calibration,
+                     Assumptions())  # fmt: skip
+    assert fastest.ranked[0].hours == min(c.hours for c in fastest.ranked)
+
+
+def test_impossible_constraints_say_why(request_args) -> None:  # type: ignore[no-untyped-def]
+    profile, cat, calibration = request_args
+    req = Request(profile, 90 * 1_281_167, "images", deadline_hours=0.01)
+    with pytest.raises(UserError, match="misses the deadline"):
+        advise(req, cat, calibration, Assumptions())
+    with pytest.raises(UserError, match="budget must be positive"):
+        advise(Request(profile, 1e6, "images", budget_usd=0), cat, calibration, Assumptions())

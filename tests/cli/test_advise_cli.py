@@ -1,0 +1,66 @@
+"""``gpuscout advise`` and ``gpuscout memory`` from the command line, TensorFlow blocked."""
+
+from __future__ import annotations
+
+from tests.conftest import run_cli
+
+
+def test_quick_answers_like_the_articles_and_adds_what_it_missed() -> None:
+    r = run_cli("advise", "--quick", "--answers", "yes,yes,yes,no", "--json", block_tf=True)
+    assert r.code == 0, r.err
+    out = r.json()
+    assert out["yes_count"] == 3 and out["recommendation"].startswith("A100/H100")
+    r = run_cli("advise", "--quick", "--answers", "no,yes,no,no", block_tf=True)
+    assert "-> RTX 4090" in r.out and "what the rule does not ask" in r.out and "memory" in r.out
+
+
+def test_full_recommendation() -> None:
+    r = run_cli(
+        "advise", "--workload", "resnet50", "--epochs", "90", "--deadline", "48h",
+        "--budget", "2000", "--json", block_tf=True,
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    out = r.json()
+    assert len(out["ranked"]) == 5 and out["pareto"]
+    assert all(c["hours"] <= 48 and c["total_usd"] <= 2000 for c in out["ranked"])
+    assert all(c["reasons"] for c in out["ranked"])
+    r = run_cli("advise", "--workload", "resnet50", "--epochs", "90", "--preset", "large-model",
+                "--json", block_tf=True)  # fmt: skip
+    assert r.code == 0, r.err
+    assert {c["gpu"] for c in r.json()["ranked"]} <= {
+        "a100-40gb-sxm", "a100-80gb-sxm", "h100-sxm", "h200", "b200", "a100-40gb-pcie",
+        "a100-80gb-pcie", "h100-pcie", "v100-sxm2-16gb", "v100-sxm2-32gb",
+    }  # fmt: skip
+
+
+def test_memory_cases() -> None:
+    r = run_cli(
+        "memory", "--params", "7e9", "--layers", "32", "--hidden", "4096", "--heads", "32",
+        "--seq-len", "512", "--mode", "lora", "--gpu", "4090", "--json", block_tf=True,
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    assert r.json()["gpus"][0]["verdict"] == "fits"
+    r = run_cli(
+        "memory", "--params", "13e9", "--layers", "40", "--hidden", "5120", "--heads", "40",
+        "--gpu", "h100", "--checkpointing", "--json", block_tf=True,
+    )  # fmt: skip
+    assert r.json()["gpus"][0]["verdict"] != "fits"
+    r = run_cli("memory", "--workload", "resnet50", "--gpu", "t4", block_tf=True)
+    assert r.code == 0 and "from the compiled step" in r.out
+
+
+def test_bad_input() -> None:
+    cases = [
+        (("advise",), "say what to advise on"),
+        (("advise", "--quick", "--answers", "yes"), "needs 4 answers"),
+        (("advise", "--quick"), "no answers given"),
+        (("advise", "--workload", "resnet50", "--epochs", "1", "--budget", "0"), "budget"),
+        (("advise", "--workload", "resnet50", "--epochs", "1", "--provider", "ibm"), "'ibm'"),
+        (("advise", "--workload", "resnet50", "--epochs", "1", "--deadline", "soon"), "duration"),
+        (("memory", "--params", "7e9"), "needs --layers"),
+    ]
+    for args, message in cases:
+        r = run_cli(*args, block_tf=True)
+        assert r.code == 2, (args, r.err)
+        assert message in r.err, (args, r.err)
+        assert len(r.err.strip().splitlines()) == 1, r.err
