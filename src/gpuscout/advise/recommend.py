@@ -105,7 +105,6 @@ def _prices(catalog: Catalog, gpu: Gpu, req: Request) -> list[tuple[str, float |
 def advise(req: Request, catalog: Catalog, calibration: Fit, assumptions: Assumptions) -> Advice:
     """Ranked, explained options for the job in ``req``."""
     _check(req)
-    reference = next(iter(catalog.gpus.values()))
     need_gb = memory_needed(req.profile) / 1e9
     rejected: Counter[str] = Counter()
     feasible: list[Candidate] = []
@@ -114,8 +113,8 @@ def advise(req: Request, catalog: Catalog, calibration: Fit, assumptions: Assump
         if missing:
             rejected[f"lacks {', '.join(missing)}"] += 1
             continue
-        rows, _ = predict(
-            req.profile, [gpu], list(req.counts), catalog, reference, 1, calibration=calibration
+        rows, _ = predict(  # the GPU is its own reference: relative speed is not used here
+            req.profile, [gpu], list(req.counts), catalog, gpu, 1, calibration=calibration
         )
         one = rows[0].samples_per_second
         if not rows[0].fits_memory:

@@ -106,11 +106,11 @@ def _quick(args: argparse.Namespace) -> int:
 
 def _full(args: argparse.Namespace) -> int:
     from gpuscout.advise import PRESETS, Request, advise
-    from gpuscout.catalog import load_catalog
-    from gpuscout.cli.cost import _assumptions
+    from gpuscout.catalog import FEATURES, load_catalog
     from gpuscout.measure.workloads import get_workload
     from gpuscout.predict.calibrate import fit, published_points
     from gpuscout.predict.profile import get_profile
+    from gpuscout.price import Assumptions
 
     catalog = load_catalog(args.catalog)
     workload = get_workload(args.workload)
@@ -118,8 +118,6 @@ def _full(args: argparse.Namespace) -> int:
         raise UserError("the job needs --epochs or --samples (one of them).", None)
     preset = PRESETS.get(args.preset or "", {})
     require = {f for f in args.require.split(",") if f} | set(preset.get("require", set()))
-    from gpuscout.catalog import FEATURES
-
     for feature in require:
         if feature not in FEATURES:
             raise UserError(f"unknown feature '{feature}'.", f"use: {', '.join(FEATURES)}.")
@@ -150,12 +148,7 @@ def _full(args: argparse.Namespace) -> int:
         counts=counts,
         objective=args.objective or preset.get("objective", "balanced"),
     )
-    cost_args = argparse.Namespace(
-        **{k: None for k in ("power_utilization", "usd_per_kwh", "amortize_years",
-           "owned_utilization", "checkpoint_hours", "restart_minutes", "failures_consumer",
-           "failures_datacenter", "delay_usd_per_day")}, no_failures=False
-    )  # fmt: skip
-    result = advise(request, catalog, fit(published_points(catalog)), _assumptions(cost_args))
+    result = advise(request, catalog, fit(published_points(catalog)), Assumptions())
     result.ranked = result.ranked[: args.top]
     if args.preset:
         result.assumptions.insert(0, f"preset '{args.preset}': {preset}")
