@@ -69,3 +69,14 @@ def run_cli(*args: str, block_tf: bool = False, timeout: float = 300) -> CliResu
         env=env,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def assert_user_errors(cases: list[tuple[tuple[str, ...], str]]) -> None:
+    """Each command fails as bad input should: exit 2, one line naming the problem, no
+    traceback; TensorFlow blocked, since rejecting input must not need it."""
+    for args, message in cases:
+        r = run_cli(*args, block_tf=True)
+        assert r.code == 2, (args, r.err)
+        assert message in r.err, (args, r.err)
+        assert len(r.err.strip().splitlines()) == 1, r.err
+        assert "Traceback" not in r.err

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import run_cli
+from tests.conftest import assert_user_errors, run_cli
 
 
 def test_quick_answers_like_the_articles_and_adds_what_it_missed() -> None:
@@ -59,8 +59,4 @@ def test_bad_input() -> None:
         (("advise", "--workload", "resnet50", "--epochs", "1", "--deadline", "soon"), "duration"),
         (("memory", "--params", "7e9"), "needs --layers"),
     ]
-    for args, message in cases:
-        r = run_cli(*args, block_tf=True)
-        assert r.code == 2, (args, r.err)
-        assert message in r.err, (args, r.err)
-        assert len(r.err.strip().splitlines()) == 1, r.err
+    assert_user_errors(cases)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import assert_user_errors, run_cli
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "article_claims.csv"
 
@@ -83,12 +83,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
         (("audit", "--gpu", "t4", "--spec", "fp32"), "is not FIELD=VALUE"),
         (("audit", "--gpu", "t4", "--epoch-seconds", "-3"), "must be positive"),
     ]
-    for args, message in cases:
-        r = run_cli(*args, block_tf=True)
-        assert r.code == 2, (args, r.err)
-        assert message in r.err, (args, r.err)
-        assert len(r.err.strip().splitlines()) == 1, r.err
-        assert "Traceback" not in r.err
+    assert_user_errors(cases)
 
 
 def test_specs_csv_is_a_catalog_to_edit(tmp_path: Path) -> None:

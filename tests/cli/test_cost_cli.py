@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import run_cli
+from tests.conftest import assert_user_errors, run_cli
 
 
 def test_the_articles_cost_table_with_consistent_arithmetic() -> None:
@@ -42,8 +42,4 @@ def test_bad_input() -> None:
         (("cost", "--gpu-hours", "10", "--scaling", "4=1.5", "--option", "4090x4"), "(0, 1]"),
         (("cost", "--workload", "resnet50"), "--epochs or --samples"),
     ]
-    for args, message in cases:
-        r = run_cli(*args, block_tf=True)
-        assert r.code == 2, (args, r.err)
-        assert message in r.err, (args, r.err)
-        assert len(r.err.strip().splitlines()) == 1, r.err
+    assert_user_errors(cases)

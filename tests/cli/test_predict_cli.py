@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import assert_user_errors, run_cli
 
 ARTICLES = ("--workload", "resnet50", "--precision", "mixed_float16")
 GPUS = ("--gpus", "3090,4090,a100-40gb,a100-80gb,h100-sxm", "--count", "1,4,8")
@@ -54,11 +54,7 @@ def test_bad_input_is_one_line_exit_2() -> None:
         ),
         (("predict", "--workload", "resnet50", "--from-run", "99"), "no run with id 99"),
     ]
-    for args, message in cases:
-        r = run_cli(*args, block_tf=True)
-        assert r.code == 2, (args, r.err)
-        assert message in r.err, (args, r.err)
-        assert len(r.err.strip().splitlines()) == 1, r.err
+    assert_user_errors(cases)
 
 
 def test_your_own_model_then_again_without_tensorflow() -> None:

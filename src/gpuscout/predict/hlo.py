@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 CLASSES = ("matmul", "elementwise", "reduction")
@@ -302,11 +301,3 @@ def _live(instrs: list[_Instr]) -> list[_Instr]:
         live.add(name)
         todo.extend(_REF.findall(_operands(by_name[name].rest)))
     return [i for i in instrs if i.name in live]
-
-
-def summary(cost: StepCost) -> dict[str, float]:
-    out: dict[str, float] = defaultdict(float)
-    for cls in CLASSES:
-        out["flops"] += cost.flops[cls]
-        out["bytes"] += cost.bytes[cls]
-    return dict(out)

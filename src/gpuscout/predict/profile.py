@@ -42,17 +42,6 @@ class Profile(BaseModel):
     def key(self) -> str:
         return profile_key(self.workload, self.dims, self.batch, self.precision)
 
-    def per_sample(self) -> Profile:
-        """The same profile for one sample (weights-related sizes do not scale)."""
-        return self.model_copy(
-            update={
-                "batch": 1,
-                "flops": {k: v / self.batch for k, v in self.flops.items()},
-                "bytes": {k: v / self.batch for k, v in self.bytes.items()},
-                "saved_activation_bytes": self.saved_activation_bytes / self.batch,
-            }
-        )
-
     def gradient_bytes(self) -> int:
         """Bytes all-reduced per step: one gradient per parameter, in the variables' dtype."""
         return self.param_bytes
