@@ -41,6 +41,17 @@ def test_non_measuring_modules_import_without_tensorflow() -> None:
         "gpuscout.advise",
         "gpuscout.cli.advise",
         "gpuscout.cli.cost",
+        "gpuscout.diagnosis",
+        "gpuscout.measure.monitor",
+        "gpuscout.measure.nvml",
+        "gpuscout.measure.diagnose",
+        "gpuscout.measure.doctor",
+        "gpuscout.measure.soak",
+        "gpuscout.measure.batch_search",
+        "gpuscout.report.doctor_view",
+        "gpuscout.report.soak_view",
+        "gpuscout.cli.doctor",
+        "gpuscout.cli.soak",
     ]
     code = (
         BLOCK_TF

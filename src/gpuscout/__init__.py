@@ -12,12 +12,16 @@ from gpuscout.lazy import lazy_getattr
 _EXPORTS = {
     "SCHEMA_VERSION": "gpuscout.records",
     "BenchConfig": "gpuscout.records",
+    "DoctorConfig": "gpuscout.diagnosis",
     "GpuscoutError": "gpuscout.errors",
     "RunResult": "gpuscout.records",
+    "SoakConfig": "gpuscout.diagnosis",
     "Store": "gpuscout.store",
     "UserError": "gpuscout.errors",
     "bench": "gpuscout.measure.benchmark",
+    "diagnose": "gpuscout.measure.doctor",
     "load_catalog": "gpuscout.catalog",
+    "soak": "gpuscout.measure.soak",
 }
 
 __all__ = sorted(_EXPORTS)

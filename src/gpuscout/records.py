@@ -62,6 +62,47 @@ class Warmup(_Record):
     method: str
 
 
+class GpuSummary(_Record):
+    """One GPU over a run's measured window, as NVML saw it. None: not reported by the GPU."""
+
+    index: int
+    name: str
+    utilization_mean: float | None = None  # fraction of time a kernel was running
+    utilization_max: float | None = None
+    memory_used_max_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    sm_clock_mean_mhz: float | None = None
+    sm_clock_min_mhz: float | None = None
+    sm_clock_max_mhz: float | None = None  # the device's maximum, not the run's
+    power_mean_w: float | None = None
+    power_max_w: float | None = None
+    power_limit_w: float | None = None
+    temperature_max_c: float | None = None
+    clock_events: list[str] = Field(default_factory=list)  # reasons seen, idle excluded
+    ecc_uncorrected: int | None = None  # new errors during the window
+    ecc_corrected: int | None = None
+    pcie_replays: int | None = None
+    energy_j: float | None = None
+    xid_errors: list[int] = Field(default_factory=list)
+
+
+class MonitorSummary(_Record):
+    """What the device monitor saw over a run (its measured window, when there is one)."""
+
+    window: str  # which part of the run the figures cover
+    interval_s: float
+    samples: int
+    seconds: float
+    cpu_utilization_mean: float | None = None  # all cores, fraction
+    cpu_busiest_core_mean: float | None = None  # the busiest core at each sample, fraction
+    process_cpu_cores_mean: float | None = None  # cores' worth of CPU the process used
+    process_rss_max_bytes: int | None = None
+    cpu_frequency_mean_mhz: float | None = None
+    cpu_cores: int | None = None
+    gpus: list[GpuSummary] = Field(default_factory=list)
+    notices: list[str] = Field(default_factory=list)
+
+
 class RunResult(_Record):
     """One benchmark run, successful or not. The JSON contract of ``bench --json``."""
 
@@ -102,6 +143,9 @@ class RunResult(_Record):
     assumptions: list[str] = Field(default_factory=list)
     config: BenchConfig
     env: dict[str, Any] = Field(default_factory=dict)
+    monitor: MonitorSummary | None = None
+    # The monitor's samples (columns, "t" in seconds). Stored beside the result, not in its JSON.
+    monitor_timeline: dict[str, list[float | None]] = Field(default_factory=dict, exclude=True)
     # Every step's time (warm-up first), seconds. Stored beside the result, not in its JSON.
     step_times_s: list[float] = Field(default_factory=list, exclude=True)
 

@@ -136,3 +136,28 @@ def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
         rows = store.list()
     assert len(rows) == 120
     assert sorted(r.id for r in rows) == list(range(1, 121))
+
+
+def test_a_v1_database_is_migrated_to_v2_without_losing_runs(tmp_path: Path) -> None:
+    from sqlalchemy import create_engine
+
+    path = tmp_path / "old.sqlite"
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:  # a database as gpuscout with schema v1 left it
+        schema._v1(conn)
+        conn.execute(schema.meta.insert().values(key="schema_version", value="1"))
+        conn.exec_driver_sql(
+            "INSERT INTO runs (created_at, status, workload, device, precision, xla, loop, "
+            "batch_size, samples_per_second, stop_reason, result_json, step_times_json) VALUES "
+            f"('2026-01-01', 'ok', 'mlp', 'CPU:0', 'fp32', 0, 'custom', 32, 1000.0, 'budget', "
+            f"'{_result().model_copy(update={'id': 1}).model_dump_json()}', '[0.5, 0.01]')"
+        )
+    engine.dispose()
+    with Store(path) as store:
+        old = store.get(1)
+        assert old.workload == "mlp" and old.monitor_timeline == {}
+        timeline = {"t": [0.1, 0.2], "cpu": [0.5, None]}
+        new = store.save(_result().model_copy(update={"monitor_timeline": timeline}))
+        assert store.get(new.id or 0).monitor_timeline == timeline
+    con = sqlite3.connect(path)
+    assert con.execute("select value from gpuscout_meta").fetchone() == ("2",)

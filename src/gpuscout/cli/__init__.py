@@ -15,8 +15,10 @@ from gpuscout.cli import audit as audit_cmd
 from gpuscout.cli import bench as bench_cmd
 from gpuscout.cli import calibrate as calibrate_cmd
 from gpuscout.cli import cost as cost_cmd
+from gpuscout.cli import doctor as doctor_cmd
 from gpuscout.cli import predict as predict_cmd
 from gpuscout.cli import runs as runs_cmd
+from gpuscout.cli import soak as soak_cmd
 from gpuscout.cli import specs as specs_cmd
 from gpuscout.cli.parser import OneLineParser
 from gpuscout.errors import GpuscoutError, UserError
@@ -31,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     bench_cmd.register(sub)
     runs_cmd.register(sub)
+    doctor_cmd.register(sub)
+    soak_cmd.register(sub)
     specs_cmd.register(sub)
     audit_cmd.register(sub)
     predict_cmd.register(sub)

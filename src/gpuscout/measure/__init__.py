@@ -13,7 +13,9 @@ _EXPORTS = {
     "WORKLOADS": "gpuscout.measure.workloads",
     "Workload": "gpuscout.measure.workloads",
     "bench": "gpuscout.measure.benchmark",
+    "diagnose": "gpuscout.measure.doctor",
     "get_workload": "gpuscout.measure.workloads",
+    "soak": "gpuscout.measure.soak",
 }
 
 __all__ = sorted(_EXPORTS)

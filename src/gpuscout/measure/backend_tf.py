@@ -42,7 +42,14 @@ def _prepare_builtin(
     else:
         x = rng.random(shape, dtype=np.float32)
     y = rng.integers(0, dims["classes"], size=(batch, *workload.label_shape)).astype("int32")
-    prep.dataset = _synthetic_dataset(tf, x, y)
+    if workload.has_pipeline:  # its own (slow) input pipeline is the point of the workload
+        from gpuscout.measure import tf_data
+
+        pipe = tf_data.builtin(tf, workload, dims, batch, tf_data.Knobs(), config.seed)
+        prep.dataset = pipe.dataset
+        prep.assumptions += pipe.notes
+    else:
+        prep.dataset = _synthetic_dataset(tf, x, y)
     flops = workload.training_flops_per_sample(dims)
     if flops is not None:
         prep.flops_per_step = flops * batch
@@ -53,10 +60,11 @@ def _prepare_builtin(
     prep.workload_hash = environment.hash_parts(
         workload.name, repr(sorted(dims.items())), inspect.getsource(builder)
     )
-    prep.assumptions.append(
-        "synthetic data: one random batch made once and repeated through tf.data with "
-        "prefetch(AUTOTUNE), so the device is measured, not an input pipeline"
-    )
+    if not workload.has_pipeline:
+        prep.assumptions.append(
+            "synthetic data: one random batch made once and repeated through tf.data with "
+            "prefetch(AUTOTUNE), so the device is measured, not an input pipeline"
+        )
 
 
 def _prepare_user(
@@ -134,26 +142,8 @@ def _measure(
     warnings: list[str] = []
     if note := tf_runtime.precision_warning(device, config.precision):
         warnings.append(note)
-    keras.mixed_precision.set_global_policy(
-        "float32" if config.precision == "fp32" else config.precision
-    )
-    prep = Prepared()
-    if config.batch_size:
-        batch = config.batch_size
-    else:
-        batch = _default_batch(workload, device)
-        prep.assumptions.append(
-            f"batch size {batch}: gpuscout's default on a {device.kind} "
-            "(the articles use 256 on a GPU); set it with --batch-size"
-        )
-    prep.batch_size = batch
     on_phase("building the model")
-    with tf.device(device.tf_name):
-        if model_spec is not None:
-            _prepare_user(tf, model_spec, config, batch, prep)
-        else:
-            assert workload is not None
-            _prepare_builtin(tf, workload, config, batch, prep)
+    prep = prepare(tf, config, workload, model_spec, device)
     if prep.flops_method:
         prep.assumptions.append(
             f"FLOPs per step: training = 3 x forward (2 per multiply-add); {prep.flops_method}"
@@ -161,6 +151,8 @@ def _measure(
     on_phase("finding the device's peak FLOP/s")
     peak = tf_runtime.device_peak_flops(tf, device, config.precision)
     prep.assumptions.append(f"peak for MFU: {peak[1]}")
+    if device.kind == "GPU":
+        prep.assumptions.append(tf_runtime.MEMORY_GROWTH_NOTE)
     if tf_runtime.tf32_in_effect(tf, device):
         prep.assumptions.append("TF32 is on for fp32 matmuls/convs (TensorFlow's default)")
     prep.assumptions.append(
@@ -211,6 +203,39 @@ def _measure(
         env,
         name,
     )
+
+
+def prepare(
+    tf: Any,
+    config: BenchConfig,
+    workload: Workload | None,
+    model_spec: ModelSpec | None,
+    device: tf_runtime.Device,
+) -> Prepared:
+    """The model, its data and what was assumed, built on ``device`` under the precision's
+    global Keras policy (set here; the caller restores it)."""
+    import keras
+
+    keras.mixed_precision.set_global_policy(
+        "float32" if config.precision == "fp32" else config.precision
+    )
+    prep = Prepared()
+    if config.batch_size:
+        batch = config.batch_size
+    else:
+        batch = _default_batch(workload, device)
+        prep.assumptions.append(
+            f"batch size {batch}: gpuscout's default on a {device.kind} "
+            "(the articles use 256 on a GPU); set it with --batch-size"
+        )
+    prep.batch_size = batch
+    with tf.device(device.tf_name):
+        if model_spec is not None:
+            _prepare_user(tf, model_spec, config, batch, prep)
+        else:
+            assert workload is not None
+            _prepare_builtin(tf, workload, config, batch, prep)
+    return prep
 
 
 def _default_batch(workload: Workload | None, device: tf_runtime.Device) -> int:

@@ -36,9 +36,27 @@ def bench(
     config: BenchConfig,
     on_progress: Callable[[Progress], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    monitor: bool = True,
 ) -> RunResult:
-    """Measure the training speed described by ``config`` on a local device."""
+    """Measure the training speed described by ``config`` on a local device.
+
+    ``monitor``: sample the devices in a background thread of this process (the child-process
+    runner turns it off and monitors from the parent instead).
+    """
     workload, model_spec = check(config)
+    from gpuscout.measure.monitor import attach, start_monitor
+
+    watcher = start_monitor(None, config.device) if monitor else None
+    return attach(_bench(config, workload, model_spec, on_progress, on_phase), watcher)
+
+
+def _bench(
+    config: BenchConfig,
+    workload: Workload | None,
+    model_spec: ModelSpec | None,
+    on_progress: Callable[[Progress], None] | None,
+    on_phase: Callable[[str], None] | None,
+) -> RunResult:
     from gpuscout.measure import backend_tf
 
     try:
@@ -50,7 +68,7 @@ def bench(
             config, "error", "interrupted (Ctrl-C or a termination signal) before the end"
         )
     except Exception as exc:  # any failure inside a measurement is stored, not lost
-        if _is_oom(exc):
+        if is_oom(exc):
             batch = config.batch_size
             hint = f" Try --batch-size {max(1, batch // 2)}." if batch and batch > 1 else ""
             return failed(config, "oom", f"out of memory: {_first_line(exc)}.{hint}")
@@ -75,7 +93,7 @@ def failed(config: BenchConfig, status: str, message: str) -> RunResult:
     )
 
 
-def _is_oom(exc: BaseException) -> bool:
+def is_oom(exc: BaseException) -> bool:
     name = type(exc).__name__
     text = str(exc)
     return (

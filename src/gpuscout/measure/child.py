@@ -1,8 +1,9 @@
 """The measuring child process: ``python -m gpuscout.measure.child FD``.
 
-Reads a :class:`~gpuscout.records.BenchConfig` as JSON on stdin, measures in this process, and
+Reads ``{"job": ..., "payload": ...}`` as JSON on stdin, runs the job in this process, and
 writes JSON lines to file descriptor FD: ``{"phase": ...}``, ``{"progress": ...}``, then one of
-``{"result": ...}`` or ``{"user_error": ..., "fix": ...}``. Its stdout is the parent's stderr,
+``{"result": ...}`` (bench), ``{"report": ...}`` (doctor, soak) or
+``{"user_error": ..., "fix": ...}``. Its stdout is the parent's stderr,
 so anything the user's model prints cannot corrupt the parent's ``--json`` output.
 """
 
@@ -11,7 +12,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import sys
+import traceback
+from collections.abc import Callable
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
@@ -21,6 +25,9 @@ from gpuscout.records import BenchConfig
 
 
 def main(argv: list[str]) -> int:
+    # The parent forwards Ctrl-C as SIGINT on purpose: take it even where this process was
+    # started with SIGINT ignored (a background job of a non-interactive shell).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     channel = os.fdopen(int(argv[0]), "w", buffering=1)
 
     def emit(message: dict[str, Any]) -> None:
@@ -33,17 +40,50 @@ def main(argv: list[str]) -> int:
     def on_phase(text: str) -> None:
         emit({"phase": text})
 
-    config = BenchConfig.model_validate_json(sys.stdin.read())
+    request = json.loads(sys.stdin.read())
+    job, payload = request["job"], request["payload"]
     try:
-        result = bench(config, on_progress=on_progress, on_phase=on_phase)
+        if job == "bench":
+            config = BenchConfig.model_validate(payload)
+            result = bench(config, on_progress=on_progress, on_phase=on_phase, monitor=False)
+            emit({"result": result.to_json_dict(), "step_times_s": result.step_times_s})
+        else:
+            emit({"report": JOBS[job](payload, emit)})
     except UserError as exc:
         emit({"user_error": exc.problem, "fix": exc.fix})
         return 2
     except GpuscoutError as exc:
         emit({"error": str(exc)})
         return 1
-    emit({"result": result.to_json_dict(), "step_times_s": result.step_times_s})
+    except Exception as exc:  # a bug or a device failure: the parent says what, not only "died"
+        traceback.print_exc()
+        emit({"error": f"{type(exc).__name__}: {exc}"})
+        return 1
     return 0
+
+
+def _doctor(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    from gpuscout.measure.tf_runtime import import_tensorflow
+
+    import_tensorflow()  # first, so that its start-up chatter is hidden
+    from gpuscout.measure.doctor import diagnose_here
+
+    return diagnose_here(payload, emit)
+
+
+def _soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    from gpuscout.measure.tf_runtime import import_tensorflow
+
+    import_tensorflow()  # first, so that its start-up chatter is hidden
+    from gpuscout.measure.tf_soak import run_soak
+
+    return run_soak(payload, emit)
+
+
+JOBS: dict[str, Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]] = {
+    "doctor": _doctor,
+    "soak": _soak,
+}
 
 
 if __name__ == "__main__":

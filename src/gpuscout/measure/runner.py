@@ -14,16 +14,107 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
 from gpuscout.measure.benchmark import check, failed
+from gpuscout.measure.monitor import Monitor, attach, start_monitor
 from gpuscout.measure.protocol import Progress, StopRule
-from gpuscout.records import BenchConfig, RunResult
+from gpuscout.records import BenchConfig, MonitorSummary, RunResult
 
 # No word from the child for this long means it hung: a first XLA compile can take minutes,
 # a wedged device or driver never answers.
 STALL_S = 900.0
+INTERRUPT_GRACE_S = 30.0  # how long an interrupted child gets to report what it measured
+
+
+@dataclass
+class ChildRun:
+    """What a measuring child left: its last message, how it ended, what the monitor saw."""
+
+    final: dict[str, Any]
+    failure: str | None  # why no final message came (hung, killed, interrupted), else None
+    interrupted: bool
+    monitor: Monitor | None
+    windows: dict[str, MonitorSummary] = field(default_factory=dict)  # by label
+
+
+def run_child(
+    job: str,
+    payload: dict[str, Any],
+    device: str | None,
+    on_message: Callable[[dict[str, Any]], None],
+    stall_s: float = STALL_S,
+    window_phase: str = "measuring",
+) -> ChildRun:
+    """Run ``job`` in ``python -m gpuscout.measure.child``, monitored from this process.
+
+    Ctrl-C (or a signal the caller turns into KeyboardInterrupt) is passed on to the child as
+    SIGINT, and its answer is still read: a job that stops cleanly reports what it measured.
+    The child runs in its own session, so a terminal's Ctrl-C reaches it once, from here.
+    """
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuscout.measure.child", str(write_fd)],
+        stdin=subprocess.PIPE,
+        stdout=sys.stderr.fileno(),
+        pass_fds=(write_fd,),
+        text=True,
+        start_new_session=True,
+    )
+    os.close(write_fd)
+    monitor = start_monitor(proc.pid, device)
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps({"job": job, "payload": payload}))
+    proc.stdin.close()
+    messages = _messages(read_fd, stall_s)
+    final: dict[str, Any] = {}
+    windows: dict[str, MonitorSummary] = {}
+    interrupted = False
+    failure: str | None = None
+    while True:
+        try:
+            for message in messages:
+                if message.get("phase") == window_phase and monitor is not None:
+                    monitor.begin_window("the training steps (warm-up included)")
+                if "window" in message:  # the child marks a stretch to summarise
+                    if monitor is not None and message["window"] == "start":
+                        monitor.begin_window(message["label"])
+                    elif monitor is not None:
+                        windows[message["label"]] = monitor.summary()
+                elif "phase" in message or "progress" in message:
+                    on_message(message)
+                else:
+                    final = message
+            break
+        except _Stalled:
+            failure = (
+                f"the measurement hung: no progress for {stall_s:g} s (a wedged device or "
+                "driver, or a step slower than that); the measuring process was killed"
+            )
+            proc.kill()
+            break
+        except KeyboardInterrupt:
+            if interrupted:  # a second Ctrl-C: stop waiting for the child
+                proc.kill()
+                break
+            interrupted = True
+            proc.send_signal(signal.SIGINT)
+            messages = _messages(read_fd, INTERRUPT_GRACE_S)
+    os.close(read_fd)
+    try:
+        code = proc.wait(timeout=INTERRUPT_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = proc.wait()
+    if not final and failure is None:
+        failure = (
+            "interrupted (Ctrl-C or a termination signal) before the end"
+            if interrupted
+            else _death(code)
+        )
+    return ChildRun(final, failure, interrupted, monitor, windows)
 
 
 def run_isolated(
@@ -32,61 +123,35 @@ def run_isolated(
     on_phase: Callable[[str], None] | None = None,
     stall_s: float = STALL_S,
 ) -> RunResult:
-    """Like :func:`gpuscout.measure.bench`, but in a child process.
+    """Like :func:`gpuscout.measure.bench`, but in a child process, with the device monitor.
 
     A child that says nothing for ``stall_s`` seconds is killed and the run stored as hung.
     """
     check(config)  # bad input fails here, before a child (and TensorFlow) starts
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpuscout.measure.child", str(write_fd)],
-        stdin=subprocess.PIPE,
-        stdout=sys.stderr.fileno(),
-        pass_fds=(write_fd,),
-        text=True,
-    )
-    os.close(write_fd)
-    assert proc.stdin is not None
-    proc.stdin.write(config.model_dump_json())
-    proc.stdin.close()
-    final: dict[str, Any] = {}
-    try:
-        for message in _messages(read_fd, stall_s):
-            if "progress" in message and on_progress:
-                p = message["progress"]
-                on_progress(Progress(**{**p, "rule": StopRule(**p["rule"])}))
-            elif "phase" in message and on_phase:
-                on_phase(message["phase"])
-            else:
-                final = message
-        code = proc.wait()
-    except _Stalled:
-        proc.kill()
-        proc.wait()
-        return failed(
-            config,
-            "error",
-            f"the measurement hung: no progress for {stall_s:g} s (a wedged device or driver, "
-            "or a step slower than that); the measuring process was killed",
-        )
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        return failed(
-            config, "error", "interrupted (Ctrl-C or a termination signal) before the end"
-        )
+
+    def relay(message: dict[str, Any]) -> None:
+        if "progress" in message and on_progress:
+            p = message["progress"]
+            on_progress(Progress(**{**p, "rule": StopRule(**p["rule"])}))
+        elif "phase" in message and on_phase:
+            on_phase(message["phase"])
+
+    run = run_child("bench", config.model_dump(mode="json"), config.device, relay, stall_s)
+    final = run.final
     if "result" in final:
         result = RunResult.model_validate(final["result"])
-        return result.model_copy(update={"step_times_s": final["step_times_s"]})
-    if "user_error" in final:
+        result = result.model_copy(update={"step_times_s": final["step_times_s"]})
+    elif "user_error" in final:
+        if run.monitor:
+            run.monitor.stop()
         raise UserError(final["user_error"], final.get("fix"))
-    if "error" in final:
+    elif "error" in final:
+        if run.monitor:
+            run.monitor.stop()
         raise GpuscoutError(final["error"])
-    return failed(config, "error", _death(code))
+    else:
+        result = failed(config, "error", run.failure or "no result")
+    return attach(result, run.monitor)
 
 
 class _Stalled(Exception):
@@ -94,22 +159,22 @@ class _Stalled(Exception):
 
 
 def _messages(fd: int, stall_s: float) -> Iterator[dict[str, Any]]:
-    """JSON lines from the child until it closes the pipe; _Stalled after stall_s of silence."""
+    """JSON lines from the child until it closes the pipe; _Stalled after stall_s of silence.
+
+    The caller owns ``fd``: after a Ctrl-C it reads on with a new reader.
+    """
     buffer = b""
-    try:
-        while True:
-            ready, _, _ = select.select([fd], [], [], stall_s)
-            if not ready:
-                raise _Stalled
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                yield json.loads(line)
-    finally:
-        os.close(fd)
+    while True:
+        ready, _, _ = select.select([fd], [], [], stall_s)
+        if not ready:
+            raise _Stalled
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            yield json.loads(line)
 
 
 def _death(code: int) -> str:

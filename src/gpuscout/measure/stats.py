@@ -137,6 +137,25 @@ def drift_aware_median_ci(x: ArrayLike) -> tuple[float, float]:
     return min(lo, med - (med_b - lo_b)), max(hi, med + (hi_b - med_b))
 
 
+def mean_ci(x: ArrayLike, blocks: int = 10) -> tuple[float, float]:
+    """The mean's 95% interval from the means of ``blocks`` consecutive blocks (Student t).
+
+    For throughput over whole epochs, where an input pipeline makes step times bursty (a
+    shuffle buffer refilling, a cache filling) and the median would hide the bursts. Blocks of
+    consecutive steps keep the interval honest when neighbouring steps are correlated.
+    NaN bounds for fewer than 2 blocks of 2 steps.
+    """
+    a = _as_array(x)
+    k = min(blocks, len(a) // 2)
+    if k < 2:
+        return float("nan"), float("nan")
+    size = len(a) // k
+    means = a[: size * k].reshape(k, size).mean(axis=1)
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, k - 1) * means.std(ddof=1) / np.sqrt(k))
+    mean = float(a.mean())
+    return mean - half, mean + half
+
+
 @dataclass(frozen=True)
 class StepSummary:
     """What a set of measured (post-warm-up) step times says, in seconds."""

@@ -119,4 +119,5 @@ BUILDERS: dict[str, Callable[[Dims], Built]] = {
     "cnn-small": build_cnn_small,
     "resnet50": build_resnet50,
     "bert-base": build_bert,
+    "input-bound-demo": build_mlp,
 }

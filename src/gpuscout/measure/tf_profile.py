@@ -92,3 +92,29 @@ def _trace(tf: Any, build: Callable[[], tuple[Any, Any, Any]], precision: str) -
         )
     finally:
         keras.mixed_precision.set_global_policy(previous)
+
+
+def live_step_hlo(model: Any, batch: int, precision: str) -> StepIR:
+    """HLO of one training step of a model already built in this process (``ScoutCallback``).
+
+    Traces a clone with a fresh optimizer of the same configuration, so the user's weights and
+    optimizer state are not touched. Subclassed models cannot be cloned: ValueError.
+    """
+    tf = tf_runtime.import_tensorflow()
+    import keras
+
+    from gpuscout.measure import tf_user
+    from gpuscout.measure.tf_models import Built
+
+    built, _ = tf_user.prepare_user_model(model)
+    loss, optimizer = built.loss, built.optimizer
+
+    def build() -> tuple[Any, Any, Any]:
+        clone = keras.models.clone_model(model)
+        fresh = type(optimizer).from_config(optimizer.get_config())
+        inputs, labels, _ = tf_user.synthetic_user_batch(
+            clone, loss, batch, np.random.default_rng(0)
+        )
+        return Built(clone, loss, fresh), inputs[0] if len(inputs) == 1 else tuple(inputs), labels
+
+    return _trace(tf, build, precision)

@@ -35,7 +35,27 @@ def import_tensorflow() -> ModuleType:
             "TensorFlow is not installed; measuring needs it. To fix: pip install "
             "'gpuscout[cpu]' (no NVIDIA GPU) or 'gpuscout[cuda]' (NVIDIA GPU)."
         ) from exc
+    enable_memory_growth(tf)
     return tf  # type: ignore[no-any-return]
+
+
+MEMORY_GROWTH_NOTE = (
+    "GPU memory growth on (tf.config.experimental.set_memory_growth, as the articles "
+    "recommend): TensorFlow takes GPU memory as it needs it instead of nearly all of it at "
+    "start, so the memory figures are what the run used"
+)
+
+
+def enable_memory_growth(tf: Any) -> bool:
+    """Turn on memory growth for every GPU; False if TensorFlow already set the GPUs up (in a
+    user's program that used them first), where it can no longer be changed."""
+    done = True
+    for gpu in tf.config.list_physical_devices("GPU"):
+        try:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except (RuntimeError, ValueError):
+            done = False
+    return done
 
 
 @contextlib.contextmanager

@@ -38,8 +38,8 @@ def _load_module(spec: FunctionSpec, flag: str) -> ModuleType:
     return module
 
 
-def call_function(spec: FunctionSpec, flag: str) -> Any:
-    """Import the file and call its function with no arguments."""
+def call_function(spec: FunctionSpec, flag: str, **kwargs: Any) -> Any:
+    """Import the file and call its function (with ``kwargs``: the ones it accepts)."""
     module = _load_module(spec, flag)
     fn = getattr(module, spec.function, None)
     if not callable(fn):
@@ -49,7 +49,16 @@ def call_function(spec: FunctionSpec, flag: str) -> Any:
             f" (it has: {', '.join(names) or 'none'}).",
             "name a function that exists.",
         )
-    return fn()
+    accepted = inspect.signature(fn).parameters
+    return fn(**{k: v for k, v in kwargs.items() if k in accepted})
+
+
+def accepted_keywords(spec: FunctionSpec, flag: str, names: tuple[str, ...]) -> set[str]:
+    """Which of ``names`` the user's function takes as parameters."""
+    fn = getattr(_load_module(spec, flag), spec.function, None)
+    if not callable(fn):
+        return set()
+    return set(names) & set(inspect.signature(fn).parameters)
 
 
 def load_model(spec: ModelSpec) -> Any:

@@ -41,6 +41,8 @@ class Workload:
     flops_per_sample: Callable[[Dims], float] | None = None
     flops_note: str = ""
     settable: tuple[str, ...] = field(default=())
+    # A real input pipeline of its own (tf_data.PIPELINES), used instead of synthetic data.
+    has_pipeline: bool = False
 
     def resolve(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Defaults with ``overrides`` applied; unknown or non-positive values are user errors."""
@@ -200,6 +202,24 @@ WORKLOADS: dict[str, Workload] = {
             flops_per_sample=_bert_flops,
             flops_note="analytic: 6 x non-embedding parameters per token plus attention",
             settable=("seq_len",),
+        ),
+        Workload(
+            name="input-bound-demo",
+            description="The seed MLP fed by a deliberately slow input pipeline: each sample "
+            "goes through Python-side preprocessing (tf.numpy_function) one at a time, "
+            "unbatched, unparallelised, uncached and not prefetched; for gpuscout doctor.",
+            epoch_samples=2048,
+            epoch_unit="samples",
+            default_batch_gpu=256,
+            default_batch_cpu=128,
+            dims={"inputs": 780, "hidden": 128, "classes": 10, "samples": 2048, "work": 8},
+            tiny={"samples": 512, "work": 4},
+            input_shape=lambda d: (d["inputs"],),
+            input_dtype="float32",
+            label_shape=(),
+            flops_per_sample=_mlp_flops,
+            flops_note="analytic, exact for the dense layers",
+            has_pipeline=True,
         ),
     )
 }

@@ -108,10 +108,10 @@ def compute(workload: str, dims: Mapping[str, int], batch: int, precision: str) 
     resolved = get_workload(workload).resolve(dims)
     ir = step_hlo(workload, resolved, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
-    return _from_ir(workload, resolved, batch, precision, ir, cost)
+    return profile_from_ir(workload, resolved, batch, precision, ir, cost)
 
 
-def _from_ir(
+def profile_from_ir(
     workload: str, dims: dict[str, int], batch: int, precision: str, ir: Any, cost: Any
 ) -> Profile:
     return Profile(
@@ -151,7 +151,7 @@ def get_user_profile(model_spec: str, batch: int, precision: str) -> Profile:
 
         ir = user_step_hlo(model_spec, batch, precision)
         cost = step_cost(ir.hlo, forward_scope=ir.model_name)
-        found = _from_ir(name, {}, batch, precision, ir, cost)
+        found = profile_from_ir(name, {}, batch, precision, ir, cost)
         store(found)
     return found
 

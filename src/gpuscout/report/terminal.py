@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuscout.records import RunResult
+from gpuscout.report.monitor_rows import monitor_rows
 from gpuscout.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds
 
 if TYPE_CHECKING:  # the store pulls in SQLAlchemy: import it only for type checking
@@ -77,6 +78,9 @@ def result_table(result: RunResult) -> Table:
         f" · Python {env.get('python')}",
     )
     table.add_row("device", f"{env.get('device_name')} ({env.get('cpu_cores')} CPU cores)")
+    if result.monitor is not None:
+        for label, text in monitor_rows(result.monitor):
+            table.add_row(label, text)
     return table
 
 
@@ -88,6 +92,8 @@ def print_result(result: RunResult, console: Console) -> None:
     console.print(result_table(result))
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
+    for notice in result.monitor.notices if result.monitor else []:
+        console.print(f"note: {notice}")
     if result.assumptions:
         console.print("[bold]assumptions[/bold]")
         for note in result.assumptions:

@@ -126,6 +126,7 @@ class Store:
                     stop_reason=result.stop_reason,
                     result_json="{}",
                     step_times_json=json.dumps(result.step_times_s),
+                    monitor_json=json.dumps(result.monitor_timeline),
                 )
             ).inserted_primary_key
             assert inserted is not None
@@ -139,7 +140,8 @@ class Store:
         return saved
 
     def list(self, limit: int | None = None) -> list[RunRow]:
-        cols = [c for c in schema.runs.c if c.name not in ("result_json", "step_times_json")]
+        raw = ("result_json", "step_times_json", "monitor_json")
+        cols = [c for c in schema.runs.c if c.name not in raw]
         query = select(*cols).order_by(schema.runs.c.id.desc())
         if limit:
             query = query.limit(limit)
@@ -147,12 +149,16 @@ class Store:
             return [RunRow(**row._mapping) for row in conn.execute(query)]
 
     def get(self, run_id: int) -> RunResult:
-        query = select(schema.runs.c.result_json, schema.runs.c.step_times_json).where(
-            schema.runs.c.id == run_id
-        )
+        r = schema.runs.c
+        query = select(r.result_json, r.step_times_json, r.monitor_json).where(r.id == run_id)
         with self.engine.connect() as conn:
             row = conn.execute(query).first()
         if row is None:
             raise UserError(f"no run with id {run_id} in '{self.path}'.", "see gpuscout runs list.")
         result = RunResult.model_validate(json.loads(row.result_json))
-        return result.model_copy(update={"step_times_s": json.loads(row.step_times_json)})
+        return result.model_copy(
+            update={
+                "step_times_s": json.loads(row.step_times_json),
+                "monitor_timeline": json.loads(row.monitor_json or "{}"),
+            }
+        )

@@ -4,7 +4,7 @@ The schema version lives in the database (``gpuscout_meta``). Opening a database
 migrations it lacks, in order, inside one transaction, so a failure leaves it as it was. A
 database written by a newer gpuscout is refused rather than guessed at.
 Each run keeps its full result as JSON (the contract ``bench --json`` prints) beside the
-columns that lists and filters need, and its raw step times.
+columns that lists and filters need, its raw step times and (v2) the monitor's timeline.
 """
 
 from __future__ import annotations
@@ -33,31 +33,45 @@ meta = Table(
     Column("value", Text, nullable=False),
 )
 
+
+def _v1_run_columns() -> list[Column[object]]:
+    """The runs table's columns as schema v1 created them (later versions add to them)."""
+    return [
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("created_at", String(40), nullable=False),
+        Column("status", String(16), nullable=False),
+        Column("workload", Text, nullable=False),
+        Column("device", String(64), nullable=False),
+        Column("precision", String(32), nullable=False),
+        Column("xla", Boolean, nullable=False),
+        Column("loop", String(16), nullable=False),
+        Column("batch_size", Integer, nullable=False),
+        Column("samples_per_second", Float, nullable=True),
+        Column("stop_reason", String(32), nullable=True),
+        Column("result_json", Text, nullable=False),
+        Column("step_times_json", Text, nullable=False),
+    ]
+
+
 runs = Table(
     "runs",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("created_at", String(40), nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("workload", Text, nullable=False),
-    Column("device", String(64), nullable=False),
-    Column("precision", String(32), nullable=False),
-    Column("xla", Boolean, nullable=False),
-    Column("loop", String(16), nullable=False),
-    Column("batch_size", Integer, nullable=False),
-    Column("samples_per_second", Float, nullable=True),
-    Column("stop_reason", String(32), nullable=True),
-    Column("result_json", Text, nullable=False),
-    Column("step_times_json", Text, nullable=False),
+    *_v1_run_columns(),
+    Column("monitor_json", Text, nullable=True),  # v2: the device monitor's timeline
 )
 
 
 def _v1(conn: Connection) -> None:
-    metadata.create_all(conn, tables=[meta, runs])
+    meta.create(conn)
+    Table("runs", MetaData(), *_v1_run_columns()).create(conn)
+
+
+def _v2(conn: Connection) -> None:
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN monitor_json TEXT")
 
 
 # (version, migration) in order; a migration takes the database from version-1 to version.
-MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = ((1, _v1),)
+MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = ((1, _v1), (2, _v2))
 LATEST = MIGRATIONS[-1][0]
 
 

@@ -1,0 +1,103 @@
+"""``gpuscout doctor``: input-bound or device-bound, and each fix's measured speedup."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import nullcontext
+from typing import Any
+
+from gpuscout.cli.parser import positive_float, positive_int
+from gpuscout.names import PRECISIONS
+
+
+def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
+    """What to run and how, shared by doctor and soak."""
+    what = p.add_argument_group("what to run")
+    what.add_argument("--workload", "-w", default="mlp", help="a built-in workload (default mlp)")
+    what.add_argument(
+        "--model", help="your model: FILE.py:FUNCTION (returns a keras.Model) or FILE.keras"
+    )
+    if data:
+        what.add_argument(
+            "--data",
+            help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset; it may take "
+            "keyword arguments prefetch, parallel, cache to apply those fixes itself",
+        )
+    what.add_argument("--seq-len", type=positive_int, help="sequence length (bert-base)")
+    how = p.add_argument_group("how")
+    how.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    how.add_argument("--xla", action=argparse.BooleanOptionalAction, default=False)
+    how.add_argument("--batch-size", "-b", type=positive_int, help="default: per workload")
+    how.add_argument("--device", help="CPU:0, GPU:1, ... (default: first GPU, else CPU:0)")
+    how.add_argument("--seed", type=int, default=0)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="is training input-bound or device-bound, and what does each fix gain (measured)",
+        description="Time the data pipeline alone, the step alone and the two together; then "
+        "try each fix (prefetch, parallel map, cache, mixed precision, XLA, tf.function, the "
+        "largest batch that fits), measure it, and rank them with the code to apply each.",
+    )
+    add_target_options(p)
+    m = p.add_argument_group("measuring")
+    m.add_argument(
+        "--seconds",
+        type=positive_float,
+        default=8.0,
+        help="time per measurement (default 8; about 12 measurements in all)",
+    )
+    m.add_argument("--steps", type=positive_int, help="steps per measurement instead of --seconds")
+    m.add_argument(
+        "--max-batch", type=positive_int, help="largest batch to try (default 8x the batch)"
+    )
+    m.add_argument("--skip", default="", help="fixes not to try, comma-separated")
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpuscout.diagnosis import DoctorConfig
+    from gpuscout.measure.doctor import diagnose
+    from gpuscout.report.console import stdout_console
+    from gpuscout.report.doctor_view import print_doctor
+
+    config = DoctorConfig(
+        workload=args.workload,
+        model=args.model,
+        data=args.data,
+        precision=args.precision,
+        xla=args.xla,
+        batch_size=args.batch_size,
+        device=args.device,
+        seconds=args.seconds,
+        steps=args.steps,
+        max_batch=args.max_batch,
+        dims={"seq_len": args.seq_len} if args.seq_len else {},
+        seed=args.seed,
+        skip=[s.strip() for s in args.skip.split(",") if s.strip()],
+    )
+    err = Console(stderr=True)
+    live = err.is_terminal and not args.quiet and not args.json
+    with err.status("doctor: starting", spinner="dots") if live else nullcontext() as status:
+
+        def show(text: str) -> None:
+            if status is not None:
+                status.update(f"doctor: {text}")
+
+        report = diagnose(config, on_phase=show)
+    if args.json:
+        data = report.model_dump(mode="json")
+        data = {"verdict": report.verdict, **data}
+        json.dump(data, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_doctor(report, stdout_console())
+    return 0

@@ -1,0 +1,96 @@
+"""``gpuscout soak``: train for N minutes and say whether the run stayed fast and correct."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from contextlib import nullcontext
+from typing import Any
+
+from gpuscout.cli.doctor import add_target_options
+from gpuscout.cli.parser import positive_float
+
+EXIT = {"pass": 0, "fail": 1, "incomplete": 3}
+
+
+def _fraction(text: str) -> float:
+    value = positive_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction below 1 (0.10 = 10%), got {text}")
+    return value
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "soak",
+        help="long-run stability: throughput drift, throttling, ECC/XID, NaN loss, OOM",
+        description="Train a workload for --minutes and end with pass or fail and the "
+        "evidence. Ctrl-C stops early and keeps what was measured (verdict: incomplete). "
+        "Exit code: 0 pass, 1 fail, 3 incomplete.",
+    )
+    add_target_options(p, data=False)
+    p.add_argument("--minutes", type=positive_float, default=10.0, help="how long (default 10)")
+    p.add_argument(
+        "--max-drift",
+        type=_fraction,
+        default=0.10,
+        help="fail if the last window is this much slower than the first (default 0.10)",
+    )
+    p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    p.set_defaults(handler=run)
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpuscout.diagnosis import SoakConfig
+    from gpuscout.measure.soak import soak
+    from gpuscout.report.console import stdout_console
+    from gpuscout.report.soak_view import print_soak, progress_text
+    from gpuscout.store import Store
+
+    config = SoakConfig(
+        workload=args.workload,
+        model=args.model,
+        precision=args.precision,
+        xla=args.xla,
+        batch_size=args.batch_size,
+        device=args.device,
+        minutes=args.minutes,
+        max_drift=args.max_drift,
+        dims={"seq_len": args.seq_len} if args.seq_len else {},
+        seed=args.seed,
+    )
+    store = Store(args.db)  # a bad --db fails before an hour of soaking, not after
+    # Ctrl-C, a closed terminal or a kill end the soak early and keep what was measured; SIGINT
+    # is taken even where this process was started with it ignored (a background job).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+    err = Console(stderr=True)
+    live = err.is_terminal and not args.quiet and not args.json
+    with err.status("soak: starting", spinner="dots") if live else nullcontext() as status:
+
+        def show(message: dict[str, Any]) -> None:
+            if status is not None:
+                status.update(progress_text(message))
+            elif "phase" in message and not args.quiet:  # stderr: never mixes with --json
+                print(f"soak: {message['phase']}", file=sys.stderr, flush=True)
+
+        report, result = soak(config, on_progress=show)
+    result = store.save(result)
+    store.close()
+    if args.json:
+        json.dump({"run_id": result.id, **report.model_dump(mode="json")}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_soak(report, result.id, stdout_console())
+    return EXIT[report.verdict]

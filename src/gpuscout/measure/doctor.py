@@ -1,0 +1,352 @@
+"""``doctor``: where a training loop's time goes, and what each fix is measured to gain.
+
+:func:`diagnose` is the public entry. It checks the request without TensorFlow, then runs
+:func:`diagnose_here` in a measuring child (so an out-of-memory crash during the batch search
+cannot take the command down) while the parent's device monitor watches; the monitor's
+windows give the device-busy fraction of the training loop and the CPU's busiest core while
+only the data pipeline ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from gpuscout.diagnosis import DoctorConfig, DoctorReport, Fix, Timing
+from gpuscout.errors import GpuscoutError, UserError, did_you_mean
+from gpuscout.measure.benchmark import is_oom
+from gpuscout.measure.diagnose import analyse, helped, measured_fix, rank, skipped
+from gpuscout.measure.runner import STALL_S, run_child
+from gpuscout.measure.user_spec import parse_function_spec, parse_model_spec
+from gpuscout.measure.workloads import get_workload
+
+FIXES = ("prefetch", "parallel map", "cache", "mixed precision", "XLA", "tf.function", "batch size")
+CODE = {
+    "prefetch": "dataset = dataset.prefetch(tf.data.AUTOTUNE)  # the pipeline's last step",
+    "parallel map": "dataset = dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE, "
+    "deterministic=False)",
+    "cache": "dataset = dataset.cache()  # after deterministic preprocessing, before shuffle "
+    "and random augmentation",
+    "mixed_float16": 'keras.mixed_precision.set_global_policy("mixed_float16")  # before '
+    'building the model; output layer dtype="float32"; model.compile adds loss scaling',
+    "mixed_bfloat16": 'keras.mixed_precision.set_global_policy("mixed_bfloat16")  # before '
+    'building the model; output layer dtype="float32"; no loss scaling needed',
+    "XLA": "model.compile(..., jit_compile=True)  # or @tf.function(jit_compile=True) on your "
+    "train step",
+    "tf.function": "@tf.function  # model.fit does this for you\ndef train_step(x, y): ...",
+}
+WINDOW_LABELS = {"data": "the data pipeline alone", "together": "the baseline training loop"}
+
+
+def check(config: DoctorConfig) -> None:
+    """Everything checkable without TensorFlow; UserError if bad."""
+    if config.model:
+        parse_model_spec(config.model)
+    else:
+        get_workload(config.workload).resolve(config.dims)
+    if config.data:
+        if not config.model:
+            raise UserError("--data needs --model.", "pass --model FILE.py:FUNCTION with it.")
+        parse_function_spec(config.data, "--data")
+    for name in config.skip:
+        if name not in FIXES:
+            raise UserError(
+                f"--skip '{name}' is not a fix doctor tries.{did_you_mean(name, FIXES)}",
+                f"use one of: {', '.join(FIXES)}.",
+            )
+
+
+def diagnose(
+    config: DoctorConfig,
+    on_phase: Callable[[str], None] | None = None,
+    stall_s: float = STALL_S,
+) -> DoctorReport:
+    """Run the diagnosis in a monitored child process and return its report."""
+    check(config)
+
+    def relay(message: dict[str, Any]) -> None:
+        if "phase" in message and on_phase:
+            on_phase(message["phase"])
+
+    run = run_child("doctor", config.model_dump(mode="json"), config.device, relay, stall_s)
+    if run.monitor is not None:
+        run.monitor.stop()
+    final = run.final
+    if "user_error" in final:
+        raise UserError(final["user_error"], final.get("fix"))
+    if "error" in final or "report" not in final:
+        raise GpuscoutError(f"doctor could not finish: {final.get('error') or run.failure}")
+    report = DoctorReport.model_validate(final["report"])
+    if run.monitor is None:
+        return report
+    together = run.windows.get(WINDOW_LABELS["together"])
+    data = run.windows.get(WINDOW_LABELS["data"])
+    gpu_busy = together.gpus[0].utilization_mean if together and together.gpus else None
+    analysis = report.analysis.model_copy(
+        update={
+            "device_busy_fraction": gpu_busy,
+            "busiest_core_data": data.cpu_busiest_core_mean if data else None,
+        }
+    )
+    return report.model_copy(update={"analysis": analysis, "monitor": run.monitor.summary()})
+
+
+def diagnose_here(
+    payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """The child's side: measure everything and return the report as JSON."""
+    from gpuscout.measure import tf_runtime
+
+    config = DoctorConfig.model_validate(payload)
+    tf = tf_runtime.import_tensorflow()
+    import keras
+
+    previous = keras.mixed_precision.global_policy()
+    try:
+        return _diagnose(tf, config, emit).model_dump(mode="json")
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+def _diagnose(
+    tf: Any, config: DoctorConfig, emit: Callable[[dict[str, Any]], None]
+) -> DoctorReport:
+    from gpuscout.measure import tf_data
+    from gpuscout.measure.batch_search import largest_fitting
+    from gpuscout.measure.tf_doctor import Target, Trial
+
+    def phase(text: str) -> None:
+        emit({"phase": text})
+
+    target = Target(tf, config)
+    base = Trial(tf_data.Knobs(), config.precision, config.xla, target.batch)
+    phase("timing the data pipeline alone")
+    emit({"window": "start", "label": WINDOW_LABELS["data"]})
+    data = target.data_alone(base)
+    emit({"window": "end", "label": WINDOW_LABELS["data"]})
+    base = replace(base, batch=target.batch)
+    phase("timing the step alone, on data already on the device")
+    step = target.step_alone(base)
+    phase("timing the baseline training loop")
+    emit({"window": "start", "label": WINDOW_LABELS["together"]})
+    baseline = target.loop("baseline", base)
+    emit({"window": "end", "label": WINDOW_LABELS["together"]})
+    analysis = analyse(data, step, baseline)
+    fixes: list[Fix] = []
+    tried: dict[str, Trial] = {}
+
+    def attempt(
+        name: str, trial: Trial, code: str, note: str = "", in_baseline: bool = False
+    ) -> None:
+        phase(f"trying: {name}")
+        try:
+            timed: Timing = target.loop(name, trial)
+        except Exception as exc:
+            why = "out of memory" if is_oom(exc) else f"{type(exc).__name__}"
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            fixes.append(
+                Fix(name=name, speedup=None, status="failed", code=code, note=f"{why}: {first}")
+            )
+            return
+        fixes.append(measured_fix(name, baseline, timed, code, note, in_baseline))
+        tried[name] = trial
+
+    wanted = [f for f in FIXES if f not in config.skip]
+    pipe_notes = target.pipeline_notes
+    if "prefetch" in wanted:
+        attempt("prefetch", replace(base, knobs=tf_data.Knobs(prefetch=True)), CODE["prefetch"])
+    if "parallel map" in wanted:
+        if target.has_map:
+            attempt(
+                "parallel map",
+                replace(base, knobs=tf_data.Knobs(parallel=True)),
+                CODE["parallel map"],
+            )
+        else:
+            fixes.append(
+                skipped(
+                    "parallel map",
+                    CODE["parallel map"],
+                    "the pipeline has no per-sample map to parallelise",
+                )
+            )
+    gil = (
+        "did not help: if the map calls Python (tf.numpy_function, tf.py_function), parallel "
+        "calls queue on Python's GIL; express the preprocessing in TensorFlow ops instead"
+    )
+    fixes[:] = [
+        f.model_copy(update={"note": gil})
+        if f.name == "parallel map" and f.speedup is not None and f.speedup < 1.05
+        else f
+        for f in fixes
+    ]
+    if "cache" in wanted:
+        if target.finite:
+            attempt(
+                "cache",
+                replace(base, knobs=tf_data.Knobs(cache=True)),
+                CODE["cache"],
+                "measured after the first epoch filled the cache; valid only if preprocessing is "
+                "deterministic and the data fits in memory",
+            )
+        else:
+            fixes.append(
+                skipped("cache", CODE["cache"], "the dataset is infinite: nothing to cache")
+            )
+    if "mixed precision" in wanted:
+        for policy, why_not in _precisions(target, config.precision):
+            if why_not:
+                fixes.append(skipped(f"mixed precision ({policy})", CODE.get(policy, ""), why_not))
+            else:
+                attempt(
+                    f"mixed precision ({policy})",
+                    replace(base, precision=policy),
+                    CODE[policy],
+                    "changes the numerics: check that accuracy holds",
+                )
+    if "XLA" in wanted:
+        if config.xla:
+            fixes.append(skipped("XLA", CODE["XLA"], "the baseline already compiles with XLA"))
+        else:
+            attempt("XLA", replace(base, xla=True), CODE["XLA"])
+    if "tf.function" in wanted:
+        attempt(
+            "tf.function",
+            replace(base, graph=False),
+            CODE["tf.function"],
+            "gpuscout's baseline already runs the step as a tf.function (as model.fit does): "
+            "this is what a loop that runs eagerly gains",
+            in_baseline=True,
+        )
+    largest: int | None = None
+    search: list[tuple[int, bool]] = []
+    if "batch size" in wanted:
+        phase("searching for the largest batch that fits")
+        limit = config.max_batch or 8 * base.batch
+        if target.max_batch:
+            limit = min(limit, target.max_batch)
+        largest, search = largest_fitting(
+            lambda b: target.fits(replace(base, batch=b)), base.batch, limit
+        )
+        bound = f"searched up to {limit}; change with --max-batch"
+        if largest and largest > base.batch:
+            attempt(
+                f"batch size {largest}",
+                replace(base, batch=largest),
+                f"dataset = dataset.batch({largest})  # the largest that fits ({bound}); scale the "
+                "learning rate with it and re-check accuracy",
+                "a larger batch changes the optimisation: scale the learning rate (linear rule "
+                "with warm-up) and check accuracy",
+            )
+        else:
+            fixes.append(skipped("batch size", "", f"no larger batch fits ({bound})"))
+    ranked = rank(fixes)
+    combined = _combine(target, base, baseline, ranked, tried, phase)
+    return DoctorReport(
+        workload=target.name,
+        device=target.device.name,
+        device_name=target.device.description,
+        batch_size=base.batch,
+        baseline=baseline,
+        analysis=analysis,
+        fixes=ranked,
+        combined=combined,
+        largest_batch=largest,
+        batch_search=search,
+        assumptions=[*target.notes, *pipe_notes, *_method_notes(config, base)],
+    )
+
+
+def _precisions(target: Any, baseline: str) -> list[tuple[str, str | None]]:
+    """(policy, why it is not tried) for the mixed precisions this device could use."""
+    from gpuscout.measure.environment import cpu_has_native_bf16
+
+    if baseline != "fp32":
+        return [(baseline, "the baseline already uses it")]
+    if target.device.kind == "CPU":
+        if cpu_has_native_bf16():
+            return [("mixed_bfloat16", None)]
+        return [
+            (
+                "mixed_bfloat16",
+                "this CPU has no bfloat16 arithmetic (AVX512-BF16 or AMX): "
+                "it would be emulated, in_baseline than fp32",
+            )
+        ]
+    cc = target.device.compute_capability or (0, 0)
+    if cc < (7, 0):
+        return [("mixed_float16", f"compute capability {cc} has no tensor cores")]
+    out: list[tuple[str, str | None]] = [("mixed_float16", None)]
+    out.append(
+        ("mixed_bfloat16", None if cc >= (8, 0) else "bfloat16 needs compute capability 8.0+")
+    )
+    return out
+
+
+def _combine(
+    target: Any,
+    base: Any,
+    baseline: Timing,
+    ranked: list[Fix],
+    tried: dict[str, Any],
+    phase: Callable[[str], None],
+) -> Fix | None:
+    """The fixes that helped (except tf.function, already on), applied together and measured."""
+    from gpuscout.measure import tf_data
+
+    good = [f for f in ranked if helped(f) and f.name in tried and not f.in_baseline]
+    if len(good) < 2:
+        return None
+    precisions = [f for f in good if f.name.startswith("mixed precision")]
+    knobs = tf_data.Knobs(
+        prefetch=any(f.name == "prefetch" for f in good),
+        parallel=any(f.name == "parallel map" for f in good),
+        cache=any(f.name == "cache" for f in good),
+    )
+    batches = [tried[f.name].batch for f in good if f.name.startswith("batch size")]
+    trial = replace(
+        base,
+        knobs=knobs,
+        precision=tried[precisions[0].name].precision if precisions else base.precision,
+        xla=base.xla or any(f.name == "XLA" for f in good),
+        batch=batches[0] if batches else base.batch,
+    )
+    # Two mixed precisions cannot be combined: the better one (ranked first) is kept.
+    names = [
+        f.name
+        for f in good
+        if not (f.name.startswith("mixed precision") and precisions and f is not precisions[0])
+    ]
+    name = " + ".join(names)
+    phase(f"trying together: {name}")
+    try:
+        timed = target.loop(name, trial)
+    except Exception as exc:
+        return Fix(
+            name=name,
+            speedup=None,
+            status="failed",
+            code="",
+            note=str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__,
+        )
+    code = "\n".join(f.code for f in good if f.name in names)
+    return measured_fix(name, baseline, timed, code, "the fixes that helped, applied together")
+
+
+def _method_notes(config: DoctorConfig, base: Any) -> list[str]:
+    per = (
+        f"{config.steps} steps after 2 warm-up steps"
+        if config.steps
+        else f"warm-up detected and dropped, then {config.seconds:g} s measured (--seconds)"
+    )
+    return [
+        f"each measurement: {per}; the mean time per step is compared (input pipelines make "
+        "steps bursty, and a run pays the total)",
+        f"baseline: {base.precision}, XLA {'on' if base.xla else 'off'}, step as a tf.function, "
+        f"batch {base.batch}, the pipeline as given (no prefetch, parallel map or cache added)",
+        "speedup = the baseline's time per sample / the fix's, each alone on the baseline; its "
+        "range comes from the two means' 95% intervals (from blocks of consecutive steps)",
+        "input wait = 1 - (step on device-resident data) / (step in the training loop); "
+        ">= 20% highly input-bound, >= 5% moderately",
+    ]

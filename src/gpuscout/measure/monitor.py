@@ -1,0 +1,341 @@
+"""The device monitor: samples GPUs (NVML) and the CPU (psutil) in the background.
+
+It runs beside a measurement, in the process that *starts* the measuring child when there is
+one, so that sampling never competes with the training step for the child's interpreter.
+Memory stays bounded however long it runs: summary figures are running aggregates, and the
+timeline keeps at most ``max_samples`` points, thinning itself 2:1 when full, so a 12-hour soak
+keeps an evenly spaced picture of the whole run instead of only its last minutes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psutil
+
+from gpuscout.measure.nvml import THROTTLING, Nvml, clock_event_names, open_nvml
+from gpuscout.records import GpuSummary, MonitorSummary, RunResult
+
+DEFAULT_HZ = 10.0
+MAX_SAMPLES = 2400
+CLOCK_DROP = 0.85  # an SM clock under 85% of the window's mean is a clock drop
+
+
+class _Agg:
+    """Count, sum, min, max, first and last of one metric."""
+
+    __slots__ = ("first", "hi", "last", "lo", "n", "total")
+
+    def __init__(self) -> None:
+        self.n, self.total = 0, 0.0
+        self.lo, self.hi = float("inf"), float("-inf")
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def add(self, value: float | None) -> None:
+        if value is None:
+            return
+        self.n += 1
+        self.total += value
+        self.lo, self.hi = min(self.lo, value), max(self.hi, value)
+        if self.first is None:
+            self.first = value
+        self.last = value
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.n if self.n else None
+
+    @property
+    def min(self) -> float | None:
+        return self.lo if self.n else None
+
+    @property
+    def max(self) -> float | None:
+        return self.hi if self.n else None
+
+    @property
+    def delta(self) -> float | None:
+        return self.last - self.first if self.first is not None and self.last is not None else None
+
+
+class Monitor:
+    """Samples at ``hz`` in a thread between :meth:`start` and :meth:`stop`.
+
+    ``pid``: the process whose memory and CPU use are reported (default: this one).
+    ``gpus``: NVML indices to watch (default: all). ``nvml_lib``: a pynvml-like module (tests).
+    """
+
+    def __init__(
+        self,
+        pid: int | None = None,
+        hz: float = DEFAULT_HZ,
+        gpus: Sequence[int] | None = None,
+        nvml_lib: Any = None,
+        max_samples: int = MAX_SAMPLES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.interval = 1.0 / hz
+        self.max_samples = max_samples
+        self.clock = clock
+        self.notices: list[str] = []
+        self.nvml: Nvml | None
+        self.nvml, notice = open_nvml(nvml_lib)
+        if notice:
+            self.notices.append(notice)
+        all_gpus = range(len(self.nvml.handles)) if self.nvml else range(0)
+        self.gpus = [i for i in all_gpus if gpus is None or i in gpus]
+        # Kept after NVML is closed, for the summary.
+        self._names = self.nvml.names if self.nvml else []
+        self._max_clock = self.nvml.max_sm_clock_mhz if self.nvml else []
+        self._power_limit = self.nvml.power_limit_w if self.nvml else []
+        self.process = psutil.Process(pid)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start = clock()
+        self._stride, self._count = 1, 0
+        self.timeline: dict[str, list[float | None]] = defaultdict(list)
+        self.marks: list[tuple[float, str]] = []
+        self._window = "whole run"
+        self._window_start = self._start
+        self._aggs: dict[str, _Agg] = defaultdict(_Agg)
+        self._events: dict[int, set[str]] = defaultdict(set)
+        self._xids: dict[int, list[int]] = defaultdict(list)
+        self._samples = 0
+        psutil.cpu_percent(percpu=True)  # prime: the first call has no interval to measure
+        self._process_cpu(0.0)
+
+    def _process_cpu(self, default: float | None) -> float | None:
+        try:
+            return float(self.process.cpu_percent()) / 100.0
+        except psutil.Error:
+            return default
+
+    def start(self) -> Monitor:
+        self._thread = threading.Thread(target=self._run, name="gpuscout-monitor", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def stop(self) -> None:
+        """Stop sampling (idempotent) and release NVML."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self.nvml is not None:
+            self.sample()  # a last reading, so counters' deltas cover the very end
+            self.nvml.close()
+            self.nvml = None
+
+    def __enter__(self) -> Monitor:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def begin_window(self, label: str) -> None:
+        """Summaries from now on cover only what follows (e.g. the measured steps)."""
+        with self._lock:
+            now = self.clock() - self._start
+            self.marks.append((now, label))
+            self._window, self._window_start = label, self.clock()
+            self._aggs, self._events = defaultdict(_Agg), defaultdict(set)
+            self._xids = defaultdict(list)
+            self._samples = 0
+
+    def sample(self) -> None:
+        """Take one reading of everything (called by the thread; public for tests)."""
+        row: dict[str, float | None] = {}
+        cores = psutil.cpu_percent(percpu=True)
+        if cores:
+            row["cpu"] = sum(cores) / len(cores) / 100.0
+            row["cpu_busiest"] = max(cores) / 100.0
+        row["process_cpu"] = self._process_cpu(None)
+        try:
+            row["rss"] = float(self.process.memory_info().rss)
+        except psutil.Error:
+            row["rss"] = None
+        freq = psutil.cpu_freq()
+        row["cpu_mhz"] = float(freq.current) if freq and freq.current else None
+        readings = {i: self.nvml.read(i) for i in self.gpus} if self.nvml else {}
+        xids = self.nvml.xid_errors() if self.nvml else []
+        with self._lock:
+            self._samples += 1
+            for i, r in readings.items():
+                for name in (
+                    "utilization",
+                    "memory_used_bytes",
+                    "memory_total_bytes",
+                    "sm_clock_mhz",
+                    "power_w",
+                    "temperature_c",
+                    "ecc_uncorrected",
+                    "ecc_corrected",
+                    "pcie_replays",
+                    "energy_j",
+                ):
+                    row[f"gpu{i}.{name}"] = getattr(r, name)
+                if r.clock_event_bits:
+                    self._events[i].update(clock_event_names(r.clock_event_bits))
+            for index, xid in xids:
+                self._xids[index].append(xid)
+            for key, value in row.items():
+                self._aggs[key].add(value)
+            self._keep(row)
+
+    def _keep(self, row: dict[str, float | None]) -> None:
+        self._count += 1
+        if (self._count - 1) % self._stride:
+            return
+        self.timeline["t"].append(round(self.clock() - self._start, 3))
+        for key in ("cpu", "cpu_busiest", "process_cpu", "rss", *self._gpu_columns(row)):
+            self.timeline[key].append(row.get(key))
+        if len(self.timeline["t"]) >= self.max_samples:  # thin 2:1, sample half as often
+            for key in self.timeline:
+                self.timeline[key] = self.timeline[key][::2]
+            self._stride *= 2
+
+    @staticmethod
+    def _gpu_columns(row: dict[str, float | None]) -> list[str]:
+        wanted = (".utilization", ".memory_used_bytes", ".sm_clock_mhz", ".power_w")
+        return [k for k in row if k.startswith("gpu") and k.endswith(wanted)]
+
+    def summary(self) -> MonitorSummary:
+        with self._lock:
+            a = self._aggs
+            gpus = [self._gpu_summary(i) for i in self.gpus]
+            rss = a["rss"].max
+            return MonitorSummary(
+                window=self._window,
+                interval_s=self.interval,
+                samples=self._samples,
+                seconds=self.clock() - self._window_start,
+                cpu_utilization_mean=a["cpu"].mean,
+                cpu_busiest_core_mean=a["cpu_busiest"].mean,
+                process_cpu_cores_mean=a["process_cpu"].mean,
+                process_rss_max_bytes=int(rss) if rss is not None else None,
+                cpu_frequency_mean_mhz=a["cpu_mhz"].mean,
+                cpu_cores=psutil.cpu_count(),
+                gpus=gpus,
+                notices=list(self.notices),
+            )
+
+    def _gpu_summary(self, i: int) -> GpuSummary:
+        a = {k.split(".", 1)[1]: v for k, v in self._aggs.items() if k.startswith(f"gpu{i}.")}
+        empty = _Agg()
+
+        def get(name: str) -> _Agg:
+            return a.get(name, empty)
+
+        def whole(value: float | None) -> int | None:
+            return int(value) if value is not None else None
+
+        return GpuSummary(
+            index=i,
+            name=self._names[i] if i < len(self._names) else f"GPU {i}",
+            utilization_mean=get("utilization").mean,
+            utilization_max=get("utilization").max,
+            memory_used_max_bytes=whole(get("memory_used_bytes").max),
+            memory_total_bytes=whole(get("memory_total_bytes").max),
+            sm_clock_mean_mhz=get("sm_clock_mhz").mean,
+            sm_clock_min_mhz=get("sm_clock_mhz").min,
+            sm_clock_max_mhz=self._max_clock[i] if i < len(self._max_clock) else None,
+            power_mean_w=get("power_w").mean,
+            power_max_w=get("power_w").max,
+            power_limit_w=self._power_limit[i] if i < len(self._power_limit) else None,
+            temperature_max_c=get("temperature_c").max,
+            clock_events=sorted(self._events.get(i, set()) - {"idle"}),
+            ecc_uncorrected=whole(get("ecc_uncorrected").delta),
+            ecc_corrected=whole(get("ecc_corrected").delta),
+            pcie_replays=whole(get("pcie_replays").delta),
+            energy_j=get("energy_j").delta,
+            xid_errors=list(self._xids.get(i, [])),
+        )
+
+    def timeline_columns(self) -> dict[str, list[float | None]]:
+        with self._lock:
+            return {k: list(v) for k, v in self.timeline.items()}
+
+
+def monitor_warnings(summary: MonitorSummary) -> list[str]:
+    """Warnings, each with what to do, for what the monitor saw during a run."""
+    out: list[str] = []
+    for g in summary.gpus:
+        throttled = [e for e in g.clock_events if e in THROTTLING]
+        if throttled:
+            out.append(
+                f"GPU {g.index} throttled during the run ({', '.join(throttled)}): the figure is "
+                "below what this GPU does when cool and within power; check cooling, airflow "
+                "and the power limit (nvidia-smi -q -d PERFORMANCE)."
+            )
+        mean, low = g.sm_clock_mean_mhz, g.sm_clock_min_mhz
+        if mean and low is not None and low < CLOCK_DROP * mean:
+            out.append(
+                f"GPU {g.index}'s SM clock dropped to {low:.0f} MHz (mean {mean:.0f} MHz) during "
+                "the run: clocks were not steady, so neither is the figure."
+            )
+        if g.ecc_uncorrected:
+            out.append(
+                f"GPU {g.index} reported {g.ecc_uncorrected} uncorrected ECC memory error(s) "
+                "during the run: results may be wrong; have the GPU checked (nvidia-smi -q -d ECC)."
+            )
+        if g.pcie_replays:
+            out.append(
+                f"GPU {g.index} replayed {g.pcie_replays} PCIe transfers during the run: a "
+                "marginal link or riser slows host-device copies; reseat the card."
+            )
+        if g.xid_errors:
+            out.append(
+                f"GPU {g.index} raised XID error(s) {sorted(set(g.xid_errors))}: the driver saw a "
+                "fault; see NVIDIA's XID catalog and dmesg."
+            )
+    return out
+
+
+def nvml_indices(device: str | None) -> list[int] | None:
+    """The NVML index of the GPU a run uses ("GPU:1" -> [1]); None (watch all) for a CPU run
+    or an index TensorFlow numbers differently from NVML (CUDA_VISIBLE_DEVICES by UUID)."""
+    if device is not None and not device.upper().startswith("GPU:"):
+        return None
+    tf_index = int(device.split(":")[1]) if device else 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if not visible:
+        return [tf_index]
+    order = [v.strip() for v in visible.split(",")]
+    if tf_index < len(order) and order[tf_index].isdigit():
+        return [int(order[tf_index])]
+    return None
+
+
+def start_monitor(pid: int | None, device: str | None, hz: float = DEFAULT_HZ) -> Monitor | None:
+    """A started monitor for a run, or None if even the CPU cannot be watched (the run goes
+    on: monitoring must never cost a measurement)."""
+    try:
+        return Monitor(pid=pid, hz=hz, gpus=nvml_indices(device)).start()
+    except psutil.Error:
+        return None
+
+
+def attach(result: RunResult, monitor: Monitor | None) -> RunResult:
+    """``result`` with the monitor's summary, timeline and warnings (stops the monitor)."""
+    if monitor is None:
+        return result
+    monitor.stop()
+    summary = monitor.summary()
+    return result.model_copy(
+        update={
+            "monitor": summary,
+            "monitor_timeline": monitor.timeline_columns(),
+            "warnings": [*result.warnings, *monitor_warnings(summary)],
+        }
+    )

@@ -1,0 +1,180 @@
+"""NVIDIA GPUs as NVML reports them: one reading per device per sample.
+
+A thin layer over ``pynvml`` (the nvidia-ml-py package) that turns its calls into plain
+numbers in SI-ish units (bytes, MHz, W, °C, J) and never raises for a query a GPU does not
+support: a GeForce card has no ECC counters, an old driver no energy counter, and that must not
+stop the monitor. The module object is injected, so the tests drive this layer with a recorded
+fake (there is no GPU on the test machines).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Clock-event ("throttle") reasons: NVML's bit values (nvml.h, nvmlClocksEventReason*).
+CLOCK_EVENT_BITS: dict[int, str] = {
+    0x1: "idle",
+    0x2: "application clocks setting",
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x10: "sync boost",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
+    0x100: "display clock setting",
+}
+# The reasons that mean the GPU ran slower than it could have for the work given.
+THROTTLING = frozenset(
+    {
+        "software power cap",
+        "hardware slowdown",
+        "software thermal slowdown",
+        "hardware thermal slowdown",
+        "hardware power brake",
+    }
+)
+
+_SM_CLOCK = 1  # NVML_CLOCK_SM
+_GPU_TEMPERATURE = 0  # NVML_TEMPERATURE_GPU
+_UNCORRECTED, _CORRECTED, _VOLATILE = 1, 0, 0  # NVML_MEMORY_ERROR_TYPE_*, NVML_VOLATILE_ECC
+_XID_EVENT = 8  # nvmlEventTypeXidCriticalError
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """One device at one instant; None where the device or driver does not report it."""
+
+    utilization: float | None  # fraction of the sample period a kernel was running
+    memory_used_bytes: int | None
+    memory_total_bytes: int | None
+    sm_clock_mhz: float | None
+    power_w: float | None
+    temperature_c: float | None
+    clock_event_bits: int | None
+    ecc_uncorrected: int | None  # volatile count since the driver loaded
+    ecc_corrected: int | None
+    pcie_replays: int | None
+    energy_j: float | None  # since the driver loaded
+
+
+def clock_event_names(bits: int) -> list[str]:
+    return [name for bit, name in CLOCK_EVENT_BITS.items() if bits & bit]
+
+
+class Nvml:
+    """The GPUs NVML sees. Use :func:`open_nvml`; call :meth:`close` when done."""
+
+    def __init__(self, lib: Any) -> None:
+        self.lib = lib
+        lib.nvmlInit()
+        count = int(lib.nvmlDeviceGetCount())
+        self.handles = [lib.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        self.names = [_text(lib.nvmlDeviceGetName(h)) for h in self.handles]
+        self.max_sm_clock_mhz = [
+            self._query(lambda h: float(lib.nvmlDeviceGetMaxClockInfo(h, _SM_CLOCK)), h)
+            for h in self.handles
+        ]
+        self.power_limit_w = [
+            self._query(lambda h: lib.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0, h)
+            for h in self.handles
+        ]
+        self._events: Any = None
+
+    def _query(self, fn: Any, handle: Any) -> Any:
+        try:
+            return fn(handle)
+        except self.lib.NVMLError:
+            return None  # not supported on this device or driver
+
+    def read(self, index: int) -> GpuReading:
+        lib, h, q = self.lib, self.handles[index], self._query
+        util = q(lib.nvmlDeviceGetUtilizationRates, h)
+        mem = q(lib.nvmlDeviceGetMemoryInfo, h)
+        # Renamed in driver 535 ("throttle" became "event"); older pynvml has the old name.
+        events = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        events = events or lib.nvmlDeviceGetCurrentClocksThrottleReasons
+        power = q(lib.nvmlDeviceGetPowerUsage, h)
+        energy = q(lib.nvmlDeviceGetTotalEnergyConsumption, h)
+        return GpuReading(
+            utilization=util.gpu / 100.0 if util is not None else None,
+            memory_used_bytes=int(mem.used) if mem is not None else None,
+            memory_total_bytes=int(mem.total) if mem is not None else None,
+            sm_clock_mhz=_float(q(lambda h: lib.nvmlDeviceGetClockInfo(h, _SM_CLOCK), h)),
+            power_w=power / 1000.0 if power is not None else None,  # NVML reports mW
+            temperature_c=_float(q(lambda h: lib.nvmlDeviceGetTemperature(h, _GPU_TEMPERATURE), h)),
+            clock_event_bits=_int(q(events, h)),
+            ecc_uncorrected=_int(
+                q(lambda h: lib.nvmlDeviceGetTotalEccErrors(h, _UNCORRECTED, _VOLATILE), h)
+            ),
+            ecc_corrected=_int(
+                q(lambda h: lib.nvmlDeviceGetTotalEccErrors(h, _CORRECTED, _VOLATILE), h)
+            ),
+            pcie_replays=_int(q(lib.nvmlDeviceGetPcieReplayCounter, h)),
+            energy_j=energy / 1000.0 if energy is not None else None,  # NVML reports mJ
+        )
+
+    def xid_errors(self) -> list[tuple[int, int]]:
+        """Critical XID events since the last call, as (device index, XID); [] if unreadable.
+
+        Registering for events needs a driver that allows it (not all containers do).
+        """
+        lib = self.lib
+        if self._events is None:
+            try:
+                self._events = lib.nvmlEventSetCreate()
+                for h in self.handles:
+                    lib.nvmlDeviceRegisterEvents(h, _XID_EVENT, self._events)
+            except lib.NVMLError:
+                self._events = False  # not readable here: stop asking
+        if self._events is False:
+            return []
+        found: list[tuple[int, int]] = []
+        try:
+            while True:
+                event = lib.nvmlEventSetWait_v2(self._events, 0)
+                index = self.handles.index(event.device) if event.device in self.handles else -1
+                found.append((index, int(event.eventData)))
+        except lib.NVMLError:  # a timeout: no more events waiting
+            return found
+
+    def close(self) -> None:
+        try:
+            if self._events:
+                self.lib.nvmlEventSetFree(self._events)
+            self.lib.nvmlShutdown()
+        except self.lib.NVMLError:
+            pass
+
+
+def open_nvml(lib: Any = None) -> tuple[Nvml | None, str | None]:
+    """NVML and no notice, or None and the one-line notice saying why GPUs go unmonitored."""
+    if lib is None:
+        try:
+            import pynvml
+        except ImportError:
+            return (
+                None,
+                "GPU not monitored: nvidia-ml-py is not installed (pip install nvidia-ml-py)",
+            )
+        lib = pynvml
+    try:
+        nvml = Nvml(lib)
+    except lib.NVMLError as exc:
+        return None, f"GPU not monitored: NVML is unavailable here ({exc})"
+    if not nvml.handles:
+        nvml.close()
+        return None, "GPU not monitored: NVML sees no GPU"
+    return nvml, None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if value is not None else None

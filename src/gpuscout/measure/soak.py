@@ -1,0 +1,260 @@
+"""``soak``: does training stay fast and correct for a long run? Pass, fail, and the evidence.
+
+:func:`soak` is the public entry: it runs the loop (``tf_soak``) in a measuring child while the
+parent's monitor watches the devices, then :func:`judge` weighs what both saw. The verdict
+fails on what ruins a long run: a NaN/Inf loss, an out-of-memory or other crash, uncorrected
+ECC or XID errors, or throughput that sank by more than ``max_drift`` between the first and
+the last window. Throttling is evidence, not by itself a failure: it fails the run only
+through the throughput it costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from gpuscout.diagnosis import SoakConfig, SoakReport, Timing
+from gpuscout.measure.benchmark import check
+from gpuscout.measure.monitor import monitor_warnings
+from gpuscout.measure.runner import STALL_S, run_child
+from gpuscout.measure.stats import mean_ci, summarize
+from gpuscout.records import BenchConfig, Interval, MonitorSummary, RunResult, StepTimes
+from gpuscout.units import fmt_rate, fmt_seconds
+
+NOISE_Z = 3.0  # a drift must exceed this many noise sigmas to fail the soak
+
+
+def soak(
+    config: SoakConfig,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    stall_s: float = STALL_S,
+) -> tuple[SoakReport, RunResult]:
+    """Soak-test ``config``; the report and the run to store (also when interrupted)."""
+    check(_bench_config(config))
+
+    def relay(message: dict[str, Any]) -> None:
+        if on_progress:
+            on_progress(message)
+
+    run = run_child(
+        "soak", config.model_dump(mode="json"), config.device, relay, stall_s, "soaking"
+    )
+    if run.monitor is not None:
+        run.monitor.stop()
+    monitor = run.monitor.summary() if run.monitor else None
+    final = run.final
+    if "user_error" in final:
+        from gpuscout.errors import UserError
+
+        raise UserError(final["user_error"], final.get("fix"))
+    raw = final.get("report") or {
+        "workload": config.model or config.workload,
+        "device": config.device or "default",
+        "device_name": "",
+        "batch_size": config.batch_size or 0,
+        "seconds": 0.0,
+        "steps": 0,
+        "error": final.get("error") or run.failure,
+        "interrupted": run.interrupted,
+    }
+    report = judge(raw, config, monitor)
+    result = _as_run(
+        report, raw, config, monitor, run.monitor.timeline_columns() if run.monitor else {}
+    )
+    return report, result
+
+
+def _bench_config(config: SoakConfig) -> BenchConfig:
+    return BenchConfig(
+        workload=config.workload,
+        model=config.model,
+        precision=config.precision,
+        xla=config.xla,
+        batch_size=config.batch_size,
+        device=config.device,
+        dims=config.dims,
+        seed=config.seed,
+    )
+
+
+def _window(label: str, times: list[float], batch: int) -> Timing | None:
+    if len(times) < 2:
+        return None
+    s = summarize(times)
+    low, high = mean_ci(times)
+    known = low == low and high == high
+    return Timing(
+        label=label,
+        mean_s=s.mean,
+        ci_low_s=low if known else None,
+        ci_high_s=high if known else None,
+        median_s=s.median,
+        steps=s.n,
+        batch_size=batch,
+        samples_per_second=batch / s.mean,
+    )
+
+
+def window_noise(blocks: list[list[float]], window_s: float) -> float | None:
+    """How much throughput moves between neighbouring window-long stretches by itself.
+
+    The run's 1-second blocks are grouped into window-long chunks; the robust spread (MAD) of
+    successive chunks' relative differences, / sqrt(2), is the noise of one chunk's throughput.
+    Differences, not the spread itself, so a steady drift barely counts as noise and one sudden
+    drop not at all. None with fewer than 4 chunks.
+    """
+    chunks: list[tuple[int, float]] = []
+    start, steps, busy = None, 0, 0.0
+    for end, n, seconds in blocks:
+        start = end if start is None else start
+        steps, busy = steps + int(n), busy + float(seconds)
+        if end - start >= window_s * 0.999:
+            chunks.append((steps, busy))
+            start, steps, busy = None, 0, 0.0
+    rates = np.array([n / b for n, b in chunks if b > 0])
+    if len(rates) < 4:
+        return None
+    d = np.diff(rates) / rates.mean()
+    return float(1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2))
+
+
+def judge(raw: dict[str, Any], config: SoakConfig, monitor: MonitorSummary | None) -> SoakReport:
+    """The verdict, its reasons and every check's evidence, from the loop and the monitor."""
+    batch = int(raw.get("batch_size") or 0)
+    first = _window("first window", raw.get("first_times", []), batch)
+    last = _window("last window", raw.get("last_times", []), batch)
+    reasons: list[str] = []
+    evidence: list[str] = []
+    steps, seconds = int(raw.get("steps", 0)), float(raw.get("seconds", 0.0))
+    planned = 60.0 * config.minutes
+    evidence.append(f"ran {fmt_seconds(seconds)} of {fmt_seconds(planned)}: {steps:,} steps")
+    if raw.get("error"):
+        reasons.append(f"the run failed: {raw['error']}")
+    bad = int(raw.get("bad_losses", 0))
+    if bad:
+        reasons.append(f"the loss became NaN/Inf at step {raw.get('first_bad_step')}")
+    elif steps:
+        evidence.append(f"loss finite at every one of {steps:,} steps")
+    drift = None
+    if first and last:
+        drift = first.mean_s / last.mean_s - 1.0  # > 0: faster at the end
+        noise = window_noise(raw.get("blocks", []), float(raw.get("window_seconds", 0.0)))
+        noise_text = f"; window-to-window noise +-{noise:.1%}" if noise is not None else ""
+        evidence.append(
+            f"throughput: first window {fmt_rate(first.samples_per_second)}/s, last window "
+            f"{fmt_rate(last.samples_per_second)}/s ({drift:+.1%}{noise_text}; fails below "
+            f"{-config.max_drift:.0%} when beyond 3x the noise)"
+        )
+        if drift < -config.max_drift and (noise is None or -drift > NOISE_Z * noise):
+            reasons.append(
+                f"throughput sank {-drift:.1%} from the first window to the last (limit "
+                f"{config.max_drift:.0%}): throttling, memory fragmentation or a leak"
+            )
+        elif drift < -config.max_drift:
+            evidence.append(
+                f"warning: the {-drift:.1%} drop is within this machine's own noise "
+                f"(3 x {noise:.1%}), so it is not called a failure: soak longer, or on a "
+                "machine nothing else runs on, for a firm answer"
+            )
+    else:
+        evidence.append("throughput drift: not measured (too short for a first and a last window)")
+    if monitor is not None:
+        for g in monitor.gpus:
+            if g.ecc_uncorrected:
+                reasons.append(f"GPU {g.index}: {g.ecc_uncorrected} uncorrected ECC error(s)")
+            if g.xid_errors:
+                reasons.append(f"GPU {g.index}: XID error(s) {sorted(set(g.xid_errors))}")
+            evidence.append(
+                f"GPU {g.index}: max {g.temperature_max_c or 0:.0f} °C, SM clock min "
+                f"{g.sm_clock_min_mhz or 0:.0f} / mean {g.sm_clock_mean_mhz or 0:.0f} MHz, clock "
+                f"events: {', '.join(g.clock_events) or 'none'}, ECC uncorrected "
+                f"{g.ecc_uncorrected if g.ecc_uncorrected is not None else 'not readable'}, "
+                f"XID {'none' if not g.xid_errors else g.xid_errors}"
+            )
+        evidence += [f"warning: {w}" for w in monitor_warnings(monitor)]
+        evidence += [f"{n} (throttling, ECC and XID not checked)" for n in monitor.notices]
+    interrupted = bool(raw.get("interrupted"))
+    verdict: Literal["pass", "fail", "incomplete"]
+    if reasons:
+        verdict = "fail"
+    elif interrupted or first is None or last is None:
+        verdict = "incomplete"
+        reasons.append(
+            "interrupted before the end" if interrupted else "too short to compare windows"
+        )
+    else:
+        verdict = "pass"
+    return SoakReport(
+        workload=str(raw.get("workload", config.workload)),
+        device=str(raw.get("device", "")),
+        device_name=str(raw.get("device_name", "")),
+        batch_size=batch,
+        verdict=verdict,
+        reasons=reasons,
+        evidence=evidence,
+        seconds=seconds,
+        steps=steps,
+        first_window=first,
+        last_window=last,
+        drift=drift,
+        bad_losses=bad,
+        first_bad_step=raw.get("first_bad_step"),
+        error=raw.get("error"),
+        interrupted=interrupted,
+        monitor=monitor,
+    )
+
+
+def _as_run(
+    report: SoakReport,
+    raw: dict[str, Any],
+    config: SoakConfig,
+    monitor: MonitorSummary | None,
+    timeline: dict[str, list[float | None]],
+) -> RunResult:
+    """The soak as a stored run: its steady-state speed, with the soak report beside it."""
+    kept = [*raw.get("first_times", []), *raw.get("last_times", [])]
+    base: dict[str, Any] = {
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "status": "ok"
+        if kept and not report.error
+        else ("oom" if "memory" in (report.error or "") else "error"),
+        "message": "; ".join(report.reasons) or None,
+        "workload": report.workload,
+        "device": report.device or "default",
+        "precision": config.precision,
+        "xla": config.xla,
+        "loop": "custom",
+        "batch_size": report.batch_size,
+        "stop_reason": f"soak: {report.verdict}",
+        "measured_steps": len(kept),
+        "warnings": [
+            e.removeprefix("warning: ") for e in report.evidence if e.startswith("warning: ")
+        ],
+        "assumptions": [
+            *raw.get("assumptions", []),
+            "soak: step times kept for the first and last windows only; every loss checked",
+        ],
+        "config": _bench_config(config),
+        "monitor": monitor,
+        "soak": report.model_dump(mode="json"),
+    }
+    if kept and report.batch_size:
+        s = summarize(kept)
+        b = report.batch_size
+        base |= {
+            "samples_per_second": Interval(
+                median=b / s.median, ci_low=b / s.ci_high, ci_high=b / s.ci_low
+            ),
+            "mean_samples_per_second": b / s.mean,
+            "step_time_s": StepTimes(median=s.median, p5=s.p5, p95=s.p95, mean=s.mean),
+            "cv": s.cv,
+            "outliers": s.outliers,
+        }
+    result = RunResult.model_validate(base)
+    return result.model_copy(
+        update={"step_times_s": [*raw.get("warmup_times", []), *kept], "monitor_timeline": timeline}
+    )

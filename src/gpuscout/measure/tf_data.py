@@ -1,0 +1,168 @@
+"""Real input pipelines, each buildable with or without the fixes ``doctor`` tries.
+
+Three kinds: the built-in workloads' generated data held in memory (as the articles' MNIST
+example feeds ``model.fit``), the deliberately slow ``input-bound-demo`` pipeline, and the
+user's ``--data`` function. A fix goes where it belongs in the pipeline when gpuscout builds it
+(``cache`` after the deterministic preprocessing, before shuffling). A user's function that
+takes the keyword arguments ``prefetch``, ``parallel`` or ``cache`` gets them and applies them
+itself; for the others gpuscout applies them from outside and says how.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpuscout.measure.workloads import Dims, Workload
+
+KNOBS = ("prefetch", "parallel", "cache")
+IN_MEMORY_BYTES = 256 * 2**20  # generated data kept in memory for a built-in workload
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The pipeline fixes: prefetch the next batches, map in parallel, cache the result."""
+
+    prefetch: bool = False
+    parallel: bool = False
+    cache: bool = False
+
+
+@dataclass
+class Pipeline:
+    dataset: Any
+    batch_size: int
+    notes: list[str]
+    has_map: bool  # a per-element map that parallel calls could speed up
+    finite: bool
+    steps_per_epoch: int | None = None
+
+
+def _arrays(workload: Workload, dims: Dims, n: int, seed: int) -> tuple[Any, Any]:
+    rng = np.random.default_rng(seed)
+    shape = (n, *workload.input_shape(dims))
+    if workload.input_dtype.startswith("int"):
+        x = rng.integers(0, dims["vocab"], size=shape).astype(workload.input_dtype)
+    else:
+        x = rng.random(shape, dtype=np.float32)
+    y = rng.integers(0, dims["classes"], size=(n, *workload.label_shape)).astype("int32")
+    return x, y
+
+
+def builtin(
+    tf: Any, workload: Workload, dims: Dims, batch: int, knobs: Knobs, seed: int
+) -> Pipeline:
+    """The pipeline of a built-in workload: its own, or generated arrays held in memory."""
+    if workload.has_pipeline:
+        return _slow_demo(tf, workload, dims, batch, knobs, seed)
+    per_sample = int(np.prod(workload.input_shape(dims))) * 4
+    n = max(batch, min(workload.epoch_samples, IN_MEMORY_BYTES // per_sample) // batch * batch)
+    x, y = _arrays(workload, dims, n, seed)
+    return _in_memory(tf, x, y, batch, knobs, seed)
+
+
+def generated(tf: Any, built: Any, batch: int, knobs: Knobs, seed: int) -> Pipeline:
+    """For a user's model without ``--data``: random samples shaped like its inputs."""
+    from gpuscout.measure.tf_user import synthetic_user_batch
+
+    rng = np.random.default_rng(seed)
+    x, y, notes = synthetic_user_batch(built.model, built.loss, 16 * batch, rng)
+    pipe = _in_memory(tf, x[0] if len(x) == 1 else x, y, batch, knobs, seed)
+    pipe.notes += notes
+    return pipe
+
+
+def _in_memory(tf: Any, x: Any, y: Any, batch: int, knobs: Knobs, seed: int) -> Pipeline:
+    n = len(y)
+    ds = tf.data.Dataset.from_tensor_slices((x, y))
+    if knobs.cache:
+        ds = ds.cache()
+    ds = ds.shuffle(min(n, 10_000), seed=seed).batch(batch, drop_remainder=True).repeat()
+    if knobs.prefetch:
+        ds = ds.prefetch(tf.data.AUTOTUNE)
+    note = (
+        f"data: {n:,} generated samples held in memory, shuffled and batched with tf.data "
+        "(from_tensor_slices), as model.fit feeds NumPy arrays"
+    )
+    return Pipeline(ds, batch, [note], has_map=False, finite=True, steps_per_epoch=n // batch)
+
+
+def _slow_demo(
+    tf: Any, workload: Workload, dims: Dims, batch: int, knobs: Knobs, seed: int
+) -> Pipeline:
+    """Per-sample Python preprocessing, as decoding and augmenting records in Python is."""
+    n, inputs, work = dims["samples"], dims["inputs"], dims["work"]
+    x, y = _arrays(workload, dims, n, seed)
+
+    def preprocess(sample: np.ndarray) -> np.ndarray:  # runs in Python, one sample at a time
+        out = sample
+        for _ in range(work):
+            out = np.sort(np.tanh(out * 1.5 + 0.1)).astype(np.float32)
+        return np.asarray((out - out.mean()) / (out.std() + 1e-6), dtype=np.float32)
+
+    def mapped(sample: Any, label: Any) -> tuple[Any, Any]:
+        out = tf.numpy_function(preprocess, [sample], tf.float32, stateful=False)
+        return tf.ensure_shape(out, [inputs]), label
+
+    ds = tf.data.Dataset.from_tensor_slices((x, y))
+    if not knobs.cache:  # shuffle the raw samples, cheap, so preprocessing runs at a steady rate
+        ds = ds.shuffle(n, seed=seed)
+    if knobs.parallel:
+        ds = ds.map(mapped, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+    else:
+        ds = ds.map(mapped)
+    if knobs.cache:  # cache the preprocessed samples, then shuffle them anew each epoch
+        ds = ds.cache().shuffle(n, seed=seed)
+    ds = ds.batch(batch, drop_remainder=True).repeat()
+    if knobs.prefetch:
+        ds = ds.prefetch(tf.data.AUTOTUNE)
+    note = (
+        f"data: the input-bound demo, {n:,} samples each preprocessed in Python "
+        f"(tf.numpy_function: {work} rounds of tanh + sort + normalise) on every epoch"
+    )
+    return Pipeline(ds, batch, [note], has_map=True, finite=True, steps_per_epoch=n // batch)
+
+
+def user(tf: Any, data_spec: str, knobs: Knobs, batch: int | None) -> Pipeline:
+    """The user's ``--data`` function's dataset with ``knobs`` applied, and its batch size."""
+    from gpuscout.measure import tf_user
+    from gpuscout.measure.user_spec import parse_function_spec
+
+    spec = parse_function_spec(data_spec, "--data")
+    takes = tf_user.accepted_keywords(spec, "--data", KNOBS)
+    ds = tf_user.call_function(spec, "--data", **{k: getattr(knobs, k) for k in KNOBS})
+    if not isinstance(ds, tf.data.Dataset):
+        from gpuscout.errors import UserError
+
+        raise UserError(
+            f"--data '{data_spec}' returned {type(ds).__name__}, not a tf.data.Dataset.",
+            "return a batched tf.data.Dataset of (inputs, labels).",
+        )
+    notes = [
+        f"data from {data_spec}" + (f", which applies {sorted(takes)} itself" if takes else "")
+    ]
+    if batch is not None:
+        ds = ds.unbatch().batch(batch, drop_remainder=True)
+    cardinality = int(ds.cardinality())
+    finite = cardinality != int(tf.data.INFINITE_CARDINALITY)
+    epoch = cardinality if cardinality > 0 else None
+    if knobs.cache and "cache" not in takes and finite:
+        ds = ds.cache()
+        notes.append("cache applied by gpuscout to your finished dataset (after all its steps)")
+    if knobs.parallel and "parallel" not in takes:
+        options = tf.data.Options()
+        options.experimental_optimization.map_parallelization = True
+        options.deterministic = False
+        ds = ds.with_options(options)
+        notes.append(
+            "parallel map applied by gpuscout as tf.data's map_parallelization rewrite "
+            "(it parallelises only stateless map functions)"
+        )
+    ds = ds.repeat() if finite else ds
+    if knobs.prefetch and "prefetch" not in takes:
+        ds = ds.prefetch(tf.data.AUTOTUNE)
+    first = next(iter(ds))[0]
+    first = first[0] if isinstance(first, tuple | list) else first
+    return Pipeline(ds, int(first.shape[0]), notes, True, finite, epoch)

@@ -1,0 +1,104 @@
+"""``gpuscout doctor`` and ``gpuscout soak`` end to end, as a user runs them (real TensorFlow)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+from rich.console import Console
+
+from gpuscout.diagnosis import DoctorReport
+from gpuscout.report.doctor_view import print_doctor
+from tests.conftest import assert_user_errors, run_cli
+
+
+def test_doctor_calls_the_demo_input_bound_and_measures_each_fix() -> None:
+    r = run_cli("doctor", "--workload", "input-bound-demo", "--steps", "6", "--json", timeout=600)
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["verdict"].startswith("input-bound")
+    fixes = data["fixes"]
+    assert {"name", "speedup", "code"} <= set(fixes[0])
+    by_name = {f["name"]: f for f in fixes}
+    # The demo's slow step is its Python preprocessing on every epoch: caching it is the fix.
+    assert by_name["cache"]["speedup"] > 1.5
+    measured = [f for f in fixes if f["speedup"] is not None]
+    to_apply = [f["speedup"] for f in measured if not f["in_baseline"]]
+    assert to_apply == sorted(to_apply, reverse=True)  # ranked by measured speedup
+    base = data["baseline"]["samples_per_second"]
+    for f in measured:  # each speedup is the ratio of two measured rates, nothing assumed
+        ratio = f["samples_per_second"] / base
+        expected = 1 / ratio if f["in_baseline"] else ratio
+        assert abs(f["speedup"] - expected) < 1e-9 * expected, f
+        assert f["code"]
+    assert any(f["name"].startswith("mixed precision") for f in fixes)
+    assert data["batch_search"] and data["largest_batch"] >= data["batch_size"]
+    # The same report in the terminal: the verdict word, the ranking and the code.
+    out = io.StringIO()
+    report = DoctorReport.model_validate({k: v for k, v in data.items() if k != "verdict"})
+    print_doctor(report, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "input-bound" in text and "fixes, ranked by measured speedup" in text
+    assert "dataset = dataset.cache()" in text
+
+
+def test_doctor_and_soak_reject_bad_input_in_one_line() -> None:
+    assert_user_errors(
+        [
+            (("doctor", "--workload", "input-bound-dem"), "Did you mean 'input-bound-demo'"),
+            (("doctor", "--skip", "prefetsh"), "--skip 'prefetsh' is not a fix"),
+            (("doctor", "--max-batch", "0"), "--max-batch"),
+            (("doctor", "--data", "x.py:f"), "--data needs --model"),
+            (("soak", "--minutes", "0"), "--minutes"),
+            (("soak", "--max-drift", "1.5"), "must be a fraction below 1"),
+            (("soak", "--workload", "nope"), "unknown workload 'nope'"),
+        ]
+    )
+
+
+def test_soak_ends_with_a_verdict_and_stores_the_run() -> None:
+    r = run_cli("soak", "--minutes", "0.25", "--workload", "mlp", "--json", timeout=300)
+    data = r.json()
+    assert data["verdict"] in ("pass", "fail")
+    assert r.code == {"pass": 0, "fail": 1}[data["verdict"]]
+    assert data["first_window"] and data["last_window"] and data["steps"] > 10
+    assert any(e.startswith("throughput: first window") for e in data["evidence"])
+    assert any("GPU not monitored" in e for e in data["evidence"])  # no NVML here, said so
+    shown = run_cli("runs", "show", str(data["run_id"]), "--json").json()
+    assert shown["stop_reason"] == f"soak: {data['verdict']}"
+    assert shown["soak"]["verdict"] == data["verdict"] and shown["monitor"]["samples"] > 0
+
+
+def test_soak_stops_cleanly_on_ctrl_c_and_keeps_what_was_measured() -> None:
+    code = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "soak", "--minutes", "10", "-w", "mlp", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
+    assert proc.stderr is not None
+    seen, deadline = "", time.monotonic() + 120
+    while "soak: soaking" not in seen and time.monotonic() < deadline:  # phases go to stderr
+        ready, _, _ = select.select([proc.stderr], [], [], 1.0)
+        if ready:
+            seen += os.read(proc.stderr.fileno(), 1 << 16).decode(errors="replace")
+    assert "soak: soaking" in seen, seen
+    time.sleep(3)  # let it train a little
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    data = json.loads(out)
+    assert proc.returncode == 3
+    assert data["verdict"] == "incomplete" and data["interrupted"] is True
+    assert data["steps"] > 0 and data["seconds"] < 600
+    shown = run_cli("runs", "show", str(data["run_id"]), "--json").json()
+    assert shown["soak"]["interrupted"] is True
+    left = subprocess.run(["pgrep", "-f", "gpuscout.measure.child"], capture_output=True, text=True)
+    assert left.stdout.strip() == ""

@@ -1,0 +1,165 @@
+"""The doctor's and soak's arithmetic on planted timings: verdicts, speedups, ranking, search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuscout.diagnosis import Fix, SoakConfig, Timing, verdict_for
+from gpuscout.measure.batch_search import largest_fitting
+from gpuscout.measure.diagnose import analyse, helped, measured_fix, rank
+from gpuscout.measure.soak import judge, window_noise
+from gpuscout.measure.stats import mean_ci
+from gpuscout.records import GpuSummary, MonitorSummary
+
+
+def _t(label: str, mean_s: float, batch: int = 100, half: float = 0.01) -> Timing:
+    return Timing(
+        label=label,
+        mean_s=mean_s,
+        ci_low_s=mean_s * (1 - half),
+        ci_high_s=mean_s * (1 + half),
+        median_s=mean_s,
+        steps=50,
+        batch_size=batch,
+        samples_per_second=batch / mean_s,
+    )
+
+
+@pytest.mark.parametrize(
+    ("step", "together", "verdict"),
+    [
+        (0.010, 0.100, "input-bound (highly)"),  # 90% waiting
+        (0.010, 0.0125, "input-bound (highly)"),  # 20% exactly
+        (0.010, 0.0110, "input-bound (moderately)"),  # 9%
+        (0.010, 0.0104, "device-bound"),  # 4%
+        (0.010, 0.0099, "device-bound"),  # noise under the bare step: no negative wait
+    ],
+)
+def test_the_verdict_follows_the_wait_fraction(step: float, together: float, verdict: str) -> None:
+    a = analyse(_t("data", 0.09), _t("step", step), _t("loop", together))
+    assert a.verdict == verdict
+    assert 0.0 <= a.input_wait_fraction < 1.0
+
+
+def test_the_explanation_says_whether_prefetch_alone_can_help() -> None:
+    slow_data = analyse(_t("data", 0.09), _t("step", 0.01), _t("loop", 0.10))
+    assert "the pipeline itself must get faster" in slow_data.explanation
+    not_overlapped = analyse(_t("data", 0.008), _t("step", 0.01), _t("loop", 0.018))
+    assert "prefetch lets the next batch" in not_overlapped.explanation
+
+
+def test_a_speedup_is_the_ratio_of_the_measured_times_per_sample() -> None:
+    base = _t("baseline", 0.100, batch=100)  # 1 ms per sample
+    bigger = _t("batch 400", 0.200, batch=400)  # 0.5 ms per sample
+    fix = measured_fix("batch size 400", base, bigger, "code")
+    assert fix.speedup == pytest.approx(2.0)
+    assert fix.speedup_low is not None and fix.speedup_high is not None
+    assert fix.speedup_low < 2.0 < fix.speedup_high
+    assert fix.samples_per_second == pytest.approx(2000.0)
+    eager = measured_fix("tf.function", base, _t("eager", 0.300), "code", in_baseline=True)
+    assert eager.speedup == pytest.approx(3.0) and eager.in_baseline
+
+
+def test_ranking_puts_fixes_to_apply_first_then_the_baselines_then_skipped() -> None:
+    def f(name: str, speedup: float | None, in_baseline: bool = False) -> Fix:
+        status = "measured" if speedup is not None else "skipped"
+        return Fix(name=name, speedup=speedup, status=status, code="", in_baseline=in_baseline)
+
+    ranked = rank([f("a", 1.1), f("skip", None), f("tf.function", 5.0, True), f("b", 3.0)])
+    assert [x.name for x in ranked] == ["b", "a", "tf.function", "skip"]
+    assert helped(f("b", 3.0)) and not helped(f("a", 1.01))
+    assert not helped(Fix(name="x", speedup=1.5, speedup_low=0.9, code=""))
+
+
+def test_batch_search_finds_the_limit_within_tolerance_and_never_passes_the_bound() -> None:
+    calls: list[int] = []
+
+    def fits(b: int) -> bool:
+        calls.append(b)
+        return b <= 700
+
+    best, tried = largest_fitting(fits, start=64, limit=4096)
+    assert best is not None and 700 * 7 / 8 <= best <= 700
+    assert all(b <= 4096 for b in calls) and len(calls) <= 12
+    assert [b for b, ok in tried] == calls
+    capped, tried = largest_fitting(lambda b: True, start=64, limit=300)
+    assert capped == 300 and [b for b, _ in tried] == [128, 256, 300]
+    nothing, tried = largest_fitting(lambda b: False, start=64, limit=512)
+    assert nothing == 64 and tried and not any(ok for _, ok in tried)
+
+
+def test_mean_interval_covers_the_mean_and_widens_with_noise() -> None:
+    rng = np.random.default_rng(1)
+    quiet = 0.01 + rng.normal(0, 0.0001, 400)
+    noisy = 0.01 + rng.normal(0, 0.002, 400)
+    ql, qh = mean_ci(quiet)
+    nl, nh = mean_ci(noisy)
+    assert ql < quiet.mean() < qh and nl < noisy.mean() < nh
+    assert (nh - nl) > 5 * (qh - ql)
+    assert all(np.isnan(mean_ci([0.1, 0.1, 0.1])))
+
+
+def _raw(first: list[float], last: list[float], **extra: object) -> dict[str, object]:
+    blocks = [[i + 1.0, 100, 0.1 * (1 + 0.01 * (i % 2))] for i in range(60)]
+    return {
+        "workload": "mlp",
+        "device": "CPU:0",
+        "device_name": "cpu",
+        "batch_size": 10,
+        "seconds": 60.0,
+        "steps": 6000,
+        "window_seconds": 6.0,
+        "first_times": first,
+        "last_times": last,
+        "blocks": blocks,
+        **extra,
+    }
+
+
+STEADY = [0.001] * 500
+
+
+def test_a_steady_finite_run_passes_with_its_evidence() -> None:
+    r = judge(_raw(STEADY, STEADY), SoakConfig(minutes=1), None)
+    assert r.verdict == "pass" and r.reasons == []
+    assert any("loss finite at every one of 6,000 steps" in e for e in r.evidence)
+    assert r.drift == pytest.approx(0.0)
+
+
+def test_nan_loss_oom_and_a_real_slowdown_each_fail_the_soak() -> None:
+    cfg = SoakConfig(minutes=1)
+    nan = judge(_raw(STEADY, STEADY, bad_losses=1, first_bad_step=4711), cfg, None)
+    assert nan.verdict == "fail" and "NaN/Inf at step 4711" in nan.reasons[0]
+    oom = judge(_raw(STEADY, [], error="out of memory: OOM when allocating"), cfg, None)
+    assert oom.verdict == "fail" and "out of memory" in oom.reasons[0]
+    slow = judge(_raw(STEADY, [0.0015] * 500), cfg, None)  # 33% slower, noise ~1%
+    assert slow.verdict == "fail" and "sank 33.3%" in slow.reasons[0]
+
+
+def test_a_drop_within_the_machines_own_noise_is_not_called_a_failure() -> None:
+    raw = _raw(STEADY, [0.0013] * 500)
+    raw["blocks"] = [[i + 1.0, 100, 0.1 * (1.4 if (i // 6) % 2 else 1.0)] for i in range(60)]
+    noise = window_noise(raw["blocks"], 6.0)  # type: ignore[arg-type]
+    assert noise is not None and noise > 0.1
+    r = judge(raw, SoakConfig(minutes=1), None)
+    assert r.verdict == "pass"
+    assert any("within this machine's own noise" in e for e in r.evidence)
+
+
+def test_interrupted_is_incomplete_and_device_errors_fail() -> None:
+    cfg = SoakConfig(minutes=10)
+    stopped = judge(_raw(STEADY, [], interrupted=True), cfg, None)
+    assert stopped.verdict == "incomplete" and stopped.interrupted
+    gpu = GpuSummary(index=0, name="H100", ecc_uncorrected=2, xid_errors=[79])
+    monitor = MonitorSummary(window="w", interval_s=0.1, samples=10, seconds=1.0, gpus=[gpu])
+    broken = judge(_raw(STEADY, STEADY), cfg, monitor)
+    assert broken.verdict == "fail"
+    assert any("uncorrected ECC" in r for r in broken.reasons)
+    assert any("XID" in r for r in broken.reasons)
+
+
+def test_verdict_thresholds_are_the_issues() -> None:
+    assert verdict_for(0.2) == "input-bound (highly)"
+    assert verdict_for(0.05) == "input-bound (moderately)"
+    assert verdict_for(0.0499) == "device-bound"
