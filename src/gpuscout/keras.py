@@ -6,26 +6,24 @@
 It times every batch (end to end, as your loop pays for it: input included), drops the warm-up
 it detects, samples the device monitor, stores the run in gpuscout's results database, and at
 the end prints the throughput with its 95% interval and, from gpuscout's predictor, the
-expected speed on other GPUs. Like ``cli``, this module composes the stages (measure, store,
-predict); it imports Keras, which the program using it has imported anyway.
+expected speed on other GPUs. The measuring half (a Keras callback) is
+``measure.fit_callback.FitTimer``; this module composes it with the store and the predictor,
+as ``cli`` does for the commands.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import keras
-
-from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
+from gpuscout.measure.fit_callback import FitTimer
+from gpuscout.records import RunResult
 
 DEFAULT_GPUS = ("rtx-4090", "a100-80gb-sxm", "h100-sxm")
 
 
-class ScoutCallback(keras.callbacks.Callback):  # type: ignore[misc]
+class ScoutCallback(FitTimer):
     """Measure, store and project a ``model.fit`` run.
 
     ``batch_size``: samples per batch (Keras does not tell callbacks); without it throughput
@@ -43,113 +41,25 @@ class ScoutCallback(keras.callbacks.Callback):  # type: ignore[misc]
         monitor_hz: float = 10.0,
         print_fn: Callable[[str], None] = print,
     ) -> None:
-        super().__init__()
-        if batch_size is not None and batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        self.batch_size = batch_size
+        super().__init__(batch_size, monitor_hz)
         self.db, self.keep = db, store
         self.predict_on = tuple(predict_on)
-        self.monitor_hz = monitor_hz
         self.print_fn = print_fn
-        self.times: list[float] = []
-        self.result: RunResult | None = None
         self.predictions: list[Any] = []
-        self._last = 0.0
-        self._monitor: Any = None
 
-    def on_train_begin(self, logs: Any = None) -> None:
-        from gpuscout.measure.monitor import start_monitor
-
-        self.times, self._last = [], 0.0
-        self._monitor = start_monitor(None, None, self.monitor_hz)
-
-    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-        if not self.times and not self._last:
-            self._last = time.perf_counter()
-
-    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-        if logs and "loss" in logs:
-            float(logs["loss"])  # the loss is on the host: the step has finished
-        now = time.perf_counter()
-        self.times.append(now - self._last)
-        self._last = now
-
-    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-        self._last = (
-            time.perf_counter()
-        )  # between epochs (validation, other callbacks) is not a step
-
-    def on_train_end(self, logs: Any = None) -> None:
+    def finish(self, result: RunResult) -> None:
         from gpuscout.errors import GpuscoutError
-        from gpuscout.measure.monitor import attach
 
-        self.result = attach(self._compose(), self._monitor)
         problem = None
-        if self.keep and self.result.status == "ok":
+        if self.keep and result.status == "ok":
             from gpuscout.store import Store
 
             try:
                 with Store(self.db) as store:
-                    self.result = store.save(self.result)
+                    self.result = store.save(result)
             except GpuscoutError as exc:  # the user's training has finished: never fail it now
                 problem = f"gpuscout: the run was not stored: {exc}"
         self.print_fn(self.summary() + (f"\n{problem}" if problem else ""))
-
-    def _compose(self) -> RunResult:
-        from gpuscout.measure.environment import base_environment
-        from gpuscout.measure.stats import detect_warmup, summarize
-
-        precision = keras.mixed_precision.global_policy().name
-        precision = "fp32" if precision == "float32" else precision
-        device = _device()
-        common: dict[str, Any] = {
-            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "workload": f"fit:{self.model.name}",
-            "device": device[0],
-            "precision": precision,
-            "xla": bool(getattr(self.model, "jit_compile", False)),
-            "loop": "fit",
-            "batch_size": self.batch_size or 0,
-            "config": BenchConfig(workload="mlp", loop="fit", batch_size=self.batch_size),
-            "env": {**base_environment(), "device_name": device[1], "keras": keras.__version__},
-            "step_times_s": self.times,
-        }
-        if len(self.times) < 3:
-            return RunResult(
-                status="error",
-                message=f"only {len(self.times)} training steps: too few to measure",
-                **common,
-            )
-        warmup = detect_warmup(self.times)
-        method = "detected"
-        if warmup is None:
-            warmup, method = max(1, len(self.times) // 10), "not found: first 10% dropped"
-        s = summarize(self.times[warmup:])
-        b = self.batch_size or 1
-        known = s.ci_low == s.ci_low
-        return RunResult(
-            status="ok",
-            samples_per_second=Interval(
-                median=b / s.median,
-                ci_low=b / s.ci_high if known else None,
-                ci_high=b / s.ci_low if known else None,
-            ),
-            mean_samples_per_second=b / s.mean,
-            step_time_s=StepTimes(median=s.median, p5=s.p5, p95=s.p95, mean=s.mean),
-            cv=s.cv,
-            outliers=s.outliers,
-            warmup=Warmup(steps=warmup, seconds=sum(self.times[:warmup]), method=method),
-            measured_steps=s.n,
-            stop_reason="fit ended",
-            assumptions=[
-                "timed by ScoutCallback inside model.fit: each batch from the end of the last "
-                "one, so input and callbacks are included, as the run pays for them",
-                "the unit is steps/s: pass ScoutCallback(batch_size=...) for samples/s"
-                if not self.batch_size
-                else f"batch size {self.batch_size}, as given to ScoutCallback",
-            ],
-            **common,
-        )
 
     def summary(self) -> str:
         """The lines printed at the end of training."""
@@ -178,7 +88,10 @@ class ScoutCallback(keras.callbacks.Callback):  # type: ignore[misc]
         if not self.predict_on or not self.batch_size:
             return []
         try:
-            rows, notes = _predict(self.model, self.batch_size, self.predict_on)
+            assert self.result is not None
+            rows, notes = _predict(
+                self.model, self.batch_size, self.result.precision, self.predict_on
+            )
         except Exception as exc:  # the prediction is a bonus: never fail the user's training
             return [f"gpuscout: no prediction for this model ({type(exc).__name__}: {exc})"]
         self.predictions = rows
@@ -195,30 +108,15 @@ class ScoutCallback(keras.callbacks.Callback):  # type: ignore[misc]
         return out + [f"  assumption: {n}" for n in notes[:3]]
 
 
-def _device() -> tuple[str, str]:
-    import tensorflow as tf
-
-    gpus = tf.config.list_logical_devices("GPU")
-    if gpus:
-        name = gpus[0].name.split("device:")[-1]
-        details = tf.config.experimental.get_device_details(
-            tf.config.list_physical_devices("GPU")[0]
-        )
-        return name, str(details.get("device_name", "GPU"))
-    from gpuscout.measure.environment import cpu_model
-
-    return "CPU:0", cpu_model()
-
-
-def _predict(model: Any, batch: int, gpu_ids: Sequence[str]) -> tuple[list[Any], list[str]]:
+def _predict(
+    model: Any, batch: int, precision: str, gpu_ids: Sequence[str]
+) -> tuple[list[Any], list[str]]:
     from gpuscout.catalog import load_catalog
     from gpuscout.measure.tf_profile import live_step_hlo
     from gpuscout.predict import predict
     from gpuscout.predict.hlo import step_cost
     from gpuscout.predict.profile import profile_from_ir
 
-    policy = keras.mixed_precision.global_policy().name
-    precision = "fp32" if policy == "float32" else policy
     ir = live_step_hlo(model, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
     profile = profile_from_ir(f"fit:{model.name}", {}, batch, precision, ir, cost)

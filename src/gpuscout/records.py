@@ -95,6 +95,7 @@ class MonitorSummary(_Record):
     seconds: float
     cpu_utilization_mean: float | None = None  # all cores, fraction
     cpu_busiest_core_mean: float | None = None  # the busiest core at each sample, fraction
+    cpu_per_core_mean: list[float] = Field(default_factory=list)  # each core, fraction
     process_cpu_cores_mean: float | None = None  # cores' worth of CPU the process used
     process_rss_max_bytes: int | None = None
     cpu_frequency_mean_mhz: float | None = None

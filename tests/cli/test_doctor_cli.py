@@ -73,6 +73,8 @@ def test_soak_ends_with_a_verdict_and_stores_the_run() -> None:
     shown = run_cli("runs", "show", str(data["run_id"]), "--json").json()
     assert shown["stop_reason"] == f"soak: {data['verdict']}"
     assert shown["soak"]["verdict"] == data["verdict"] and shown["monitor"]["samples"] > 0
+    table = run_cli("runs", "show", str(data["run_id"]))
+    assert table.code == 0 and "CPU (monitor)" in table.out, table.err
 
 
 def test_soak_stops_cleanly_on_ctrl_c_and_keeps_what_was_measured() -> None:
@@ -102,3 +104,33 @@ def test_soak_stops_cleanly_on_ctrl_c_and_keeps_what_was_measured() -> None:
     assert shown["soak"]["interrupted"] is True
     left = subprocess.run(["pgrep", "-f", "gpuscout.measure.child"], capture_output=True, text=True)
     assert left.stdout.strip() == ""
+
+
+def test_doctor_on_your_model_passes_the_fixes_to_a_data_function_that_takes_them() -> None:
+    models = "tests/data/user_models.py"
+    r = run_cli(
+        "doctor",
+        "--model",
+        f"{models}:uncompiled_classifier",
+        "--data",
+        f"{models}:dataset_with_knobs",
+        "--steps",
+        "4",
+        "--skip",
+        "XLA,tf.function,mixed precision",
+        "--json",
+        timeout=600,
+    )
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["batch_size"] == 16  # read from the data
+    assert any(
+        "which applies ['cache', 'parallel', 'prefetch'] itself" in a for a in data["assumptions"]
+    )
+    names = {f["name"]: f for f in data["fixes"]}
+    assert {"prefetch", "parallel map", "cache"} <= set(names)
+    assert all(names[n]["speedup"] is not None for n in ("prefetch", "parallel map", "cache"))
+    # 64 samples: a batch of 128 has no data to fill it, so the search stops below it.
+    assert (128, False) in [tuple(t) for t in data["batch_search"]]
+    assert data["largest_batch"] == 64
+    assert not any(f["name"] in ("XLA", "tf.function") for f in data["fixes"])

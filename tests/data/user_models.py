@@ -26,6 +26,18 @@ def dataset():
     return tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
 
 
+def dataset_with_knobs(prefetch=False, parallel=False, cache=False):
+    """A pipeline that applies gpuscout doctor's fixes itself, where they belong."""
+    x = tf.random.uniform((64, 20), seed=1)
+    y = tf.random.uniform((64,), maxval=5, dtype=tf.int32, seed=2)
+    ds = tf.data.Dataset.from_tensor_slices((x, y))
+    ds = ds.map(lambda a, b: (tf.math.tanh(a), b), num_parallel_calls=4 if parallel else None)
+    if cache:
+        ds = ds.cache()
+    ds = ds.batch(16)
+    return ds.prefetch(2) if prefetch else ds
+
+
 def runs_out_of_memory():
     # What TensorFlow raises when an allocation fails on a device; a CPU rarely gets there,
     # so the model function raises the real exception type itself.

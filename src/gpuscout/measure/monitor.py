@@ -160,6 +160,8 @@ class Monitor:
         if cores:
             row["cpu"] = sum(cores) / len(cores) / 100.0
             row["cpu_busiest"] = max(cores) / 100.0
+            for i, pct in enumerate(cores):
+                row[f"core{i}"] = pct / 100.0
         row["process_cpu"] = self._process_cpu(None)
         try:
             row["rss"] = float(self.process.memory_info().rss)
@@ -222,6 +224,11 @@ class Monitor:
                 seconds=self.clock() - self._window_start,
                 cpu_utilization_mean=a["cpu"].mean,
                 cpu_busiest_core_mean=a["cpu_busiest"].mean,
+                cpu_per_core_mean=[
+                    a[f"core{i}"].mean or 0.0
+                    for i in range(psutil.cpu_count() or 0)
+                    if f"core{i}" in a
+                ],
                 process_cpu_cores_mean=a["process_cpu"].mean,
                 process_rss_max_bytes=int(rss) if rss is not None else None,
                 cpu_frequency_mean_mhz=a["cpu_mhz"].mean,

@@ -21,7 +21,14 @@ from gpuscout.measure.benchmark import check
 from gpuscout.measure.monitor import monitor_warnings
 from gpuscout.measure.runner import STALL_S, run_child
 from gpuscout.measure.stats import mean_ci, summarize
-from gpuscout.records import BenchConfig, Interval, MonitorSummary, RunResult, StepTimes
+from gpuscout.records import (
+    BenchConfig,
+    Interval,
+    MonitorSummary,
+    RunResult,
+    StepTimes,
+    Warmup,
+)
 from gpuscout.units import fmt_rate, fmt_seconds
 
 NOISE_Z = 3.0  # a drift must exceed this many noise sigmas to fail the soak
@@ -245,7 +252,9 @@ def _as_run(
     if kept and report.batch_size:
         s = summarize(kept)
         b = report.batch_size
+        warm = raw.get("warmup_times", [])
         base |= {
+            "warmup": Warmup(steps=len(warm), seconds=float(sum(warm)), method="detected"),
             "samples_per_second": Interval(
                 median=b / s.median, ci_low=b / s.ci_high, ci_high=b / s.ci_low
             ),

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuscout.diagnosis import DoctorReport, Fix, Timing
+from gpuscout.measure.diagnose import helped
 from gpuscout.units import fmt_rate, fmt_seconds
 
 
@@ -75,7 +76,8 @@ def print_doctor(report: DoctorReport, console: Console) -> None:
     console.print("[bold]code for each fix[/bold]")
     for fix in report.fixes:
         if fix.code and fix.status == "measured":
-            console.print(f"  [bold]{fix.name}[/bold] ({_speedup(fix)})")
+            verdict = "" if helped(fix) else " - no gain measured here"
+            console.print(f"  [bold]{fix.name}[/bold] ({_speedup(fix)}){verdict}")
             for line in fix.code.splitlines():
                 console.print(f"    {line}", markup=False, highlight=False)
     if report.batch_search:

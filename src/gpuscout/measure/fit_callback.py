@@ -1,0 +1,138 @@
+"""Timing the user's own ``model.fit`` from inside it: the measuring half of ScoutCallback.
+
+A Keras callback (so it imports Keras, and lives in ``measure/``); what to do with the run
+(store it, predict other GPUs, print) is left to :meth:`FitTimer.finish`, which
+``gpuscout.keras.ScoutCallback`` implements.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import keras
+
+from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
+
+
+class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
+    """Times every batch of a ``model.fit`` and composes the run; :meth:`finish` gets it.
+
+    Each batch is timed from the end of the last one (input and callbacks included, as the
+    run pays for them); warm-up is detected and dropped as in ``bench``; the device monitor
+    samples from a background thread. ``batch_size``: samples per batch (Keras does not tell
+    callbacks); without it the unit is steps/s.
+    """
+
+    def __init__(self, batch_size: int | None = None, monitor_hz: float = 10.0) -> None:
+        super().__init__()
+        if batch_size is not None and batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.batch_size = batch_size
+        self.monitor_hz = monitor_hz
+        self.times: list[float] = []
+        self.result: RunResult | None = None
+        self._last = 0.0
+        self._monitor: Any = None
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        from gpuscout.measure.monitor import start_monitor
+
+        self.times, self._last = [], 0.0
+        self._monitor = start_monitor(None, None, self.monitor_hz)
+
+    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+        if not self.times and not self._last:
+            self._last = time.perf_counter()
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        if logs and "loss" in logs:
+            float(logs["loss"])  # the loss is on the host: the step has finished
+        now = time.perf_counter()
+        self.times.append(now - self._last)
+        self._last = now
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        # Time between epochs (validation, other callbacks' epoch work) is not a step.
+        self._last = time.perf_counter()
+
+    def on_train_end(self, logs: Any = None) -> None:
+        from gpuscout.measure.monitor import attach
+
+        self.result = attach(self._compose(), self._monitor)
+        self.finish(self.result)
+
+    def finish(self, result: RunResult) -> None:
+        """Called with the run when training ends (a subclass stores or prints it)."""
+
+    def _compose(self) -> RunResult:
+        from gpuscout.measure.environment import base_environment
+        from gpuscout.measure.stats import detect_warmup, summarize
+
+        precision = keras.mixed_precision.global_policy().name
+        precision = "fp32" if precision == "float32" else precision
+        device = fit_device()
+        common: dict[str, Any] = {
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "workload": f"fit:{self.model.name}",
+            "device": device[0],
+            "precision": precision,
+            "xla": bool(getattr(self.model, "jit_compile", False)),
+            "loop": "fit",
+            "batch_size": self.batch_size or 0,
+            "config": BenchConfig(workload="mlp", loop="fit", batch_size=self.batch_size),
+            "env": {**base_environment(), "device_name": device[1], "keras": keras.__version__},
+            "step_times_s": self.times,
+        }
+        if len(self.times) < 3:
+            return RunResult(
+                status="error",
+                message=f"only {len(self.times)} training steps: too few to measure",
+                **common,
+            )
+        warmup = detect_warmup(self.times)
+        method = "detected"
+        if warmup is None:
+            warmup, method = max(1, len(self.times) // 10), "not found: first 10% dropped"
+        s = summarize(self.times[warmup:])
+        b = self.batch_size or 1
+        known = s.ci_low == s.ci_low
+        return RunResult(
+            status="ok",
+            samples_per_second=Interval(
+                median=b / s.median,
+                ci_low=b / s.ci_high if known else None,
+                ci_high=b / s.ci_low if known else None,
+            ),
+            mean_samples_per_second=b / s.mean,
+            step_time_s=StepTimes(median=s.median, p5=s.p5, p95=s.p95, mean=s.mean),
+            cv=s.cv,
+            outliers=s.outliers,
+            warmup=Warmup(steps=warmup, seconds=sum(self.times[:warmup]), method=method),
+            measured_steps=s.n,
+            stop_reason="fit ended",
+            assumptions=[
+                "timed by ScoutCallback inside model.fit: each batch from the end of the last "
+                "one, so input and callbacks are included, as the run pays for them",
+                "the unit is steps/s: pass ScoutCallback(batch_size=...) for samples/s"
+                if not self.batch_size
+                else f"batch size {self.batch_size}, as given to ScoutCallback",
+            ],
+            **common,
+        )
+
+
+def fit_device() -> tuple[str, str]:
+    import tensorflow as tf
+
+    gpus = tf.config.list_logical_devices("GPU")
+    if gpus:
+        name = gpus[0].name.split("device:")[-1]
+        details = tf.config.experimental.get_device_details(
+            tf.config.list_physical_devices("GPU")[0]
+        )
+        return name, str(details.get("device_name", "GPU"))
+    from gpuscout.measure.environment import cpu_model
+
+    return "CPU:0", cpu_model()
