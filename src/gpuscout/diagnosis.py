@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuscout.names import Precision
-from gpuscout.records import MonitorSummary
+from gpuscout.records import BenchConfig, MonitorSummary
 
 Verdict = Literal["input-bound (highly)", "input-bound (moderately)", "device-bound"]
 HIGHLY_INPUT_BOUND = 0.20  # of the step time spent waiting for input
@@ -123,6 +123,19 @@ class SoakConfig(_Record):
     max_drift: float = Field(default=0.10, gt=0, lt=1)
     dims: dict[str, int] = Field(default_factory=dict)
     seed: int = 0
+
+    def bench_config(self) -> BenchConfig:
+        """The same model, data and settings as a benchmark's (to build and to store it)."""
+        return BenchConfig(
+            workload=self.workload,
+            model=self.model,
+            precision=self.precision,
+            xla=self.xla,
+            batch_size=self.batch_size,
+            device=self.device,
+            dims=self.dims,
+            seed=self.seed,
+        )
 
 
 class SoakReport(_Record):

@@ -109,6 +109,12 @@ def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def stop_on_signals() -> None:
+    """A closed terminal or a `kill` ends a measurement like Ctrl-C does: stored, not lost."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -120,9 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     store = Store(args.db)  # open (and migrate) before measuring: a bad --db fails fast
-    # A closed terminal or a `kill` ends the run like Ctrl-C does: stored, not lost.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+    stop_on_signals()
     err = Console(stderr=True)
     live = err.is_terminal and not args.quiet and not args.json
     with BenchProgress(err, enabled=live) as progress:

@@ -34,6 +34,20 @@ def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
     how.add_argument("--seed", type=int, default=0)
 
 
+def target_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The fields of a DoctorConfig or SoakConfig that :func:`add_target_options` declared."""
+    return {
+        "workload": args.workload,
+        "model": args.model,
+        "precision": args.precision,
+        "xla": args.xla,
+        "batch_size": args.batch_size,
+        "device": args.device,
+        "dims": {"seq_len": args.seq_len} if args.seq_len else {},
+        "seed": args.seed,
+    }
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "doctor",
@@ -70,18 +84,11 @@ def run(args: argparse.Namespace) -> int:
     from gpuscout.report.doctor_view import print_doctor
 
     config = DoctorConfig(
-        workload=args.workload,
-        model=args.model,
+        **target_fields(args),
         data=args.data,
-        precision=args.precision,
-        xla=args.xla,
-        batch_size=args.batch_size,
-        device=args.device,
         seconds=args.seconds,
         steps=args.steps,
         max_batch=args.max_batch,
-        dims={"seq_len": args.seq_len} if args.seq_len else {},
-        seed=args.seed,
         skip=[s.strip() for s in args.skip.split(",") if s.strip()],
     )
     err = Console(stderr=True)

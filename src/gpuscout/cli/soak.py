@@ -9,7 +9,8 @@ import sys
 from contextlib import nullcontext
 from typing import Any
 
-from gpuscout.cli.doctor import add_target_options
+from gpuscout.cli.bench import stop_on_signals
+from gpuscout.cli.doctor import add_target_options, target_fields
 from gpuscout.cli.parser import positive_float
 
 EXIT = {"pass": 0, "fail": 1, "incomplete": 3}
@@ -44,10 +45,6 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -57,24 +54,12 @@ def run(args: argparse.Namespace) -> int:
     from gpuscout.report.soak_view import print_soak, progress_text
     from gpuscout.store import Store
 
-    config = SoakConfig(
-        workload=args.workload,
-        model=args.model,
-        precision=args.precision,
-        xla=args.xla,
-        batch_size=args.batch_size,
-        device=args.device,
-        minutes=args.minutes,
-        max_drift=args.max_drift,
-        dims={"seq_len": args.seq_len} if args.seq_len else {},
-        seed=args.seed,
-    )
+    config = SoakConfig(**target_fields(args), minutes=args.minutes, max_drift=args.max_drift)
     store = Store(args.db)  # a bad --db fails before an hour of soaking, not after
     # Ctrl-C, a closed terminal or a kill end the soak early and keep what was measured; SIGINT
     # is taken even where this process was started with it ignored (a background job).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+    stop_on_signals()
     err = Console(stderr=True)
     live = err.is_terminal and not args.quiet and not args.json
     with err.status("soak: starting", spinner="dots") if live else nullcontext() as status:

@@ -11,13 +11,18 @@ from collections.abc import Sequence
 
 from gpuscout.diagnosis import Fix, PipelineAnalysis, Timing, verdict_for
 from gpuscout.measure.protocol import Outcome
-from gpuscout.measure.stats import mean_ci
+from gpuscout.measure.stats import mean_ci, summarize
 from gpuscout.units import fmt_seconds
 
 
 def timing(label: str, outcome: Outcome, batch: int) -> Timing:
-    s = outcome.summary
-    low, high = mean_ci(outcome.measured_times)
+    return timing_of(label, outcome.measured_times, batch)
+
+
+def timing_of(label: str, times: Sequence[float], batch: int) -> Timing:
+    """Mean time per step with its interval (None when too few steps), median and rate."""
+    s = summarize(times)
+    low, high = mean_ci(times)
     known = math.isfinite(low) and math.isfinite(high) and low > 0  # else too few steps
     return Timing(
         label=label,

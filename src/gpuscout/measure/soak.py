@@ -18,11 +18,11 @@ import numpy as np
 
 from gpuscout.diagnosis import SoakConfig, SoakReport, Timing
 from gpuscout.measure.benchmark import check
+from gpuscout.measure.diagnose import timing_of
 from gpuscout.measure.monitor import monitor_warnings
 from gpuscout.measure.runner import STALL_S, run_child
-from gpuscout.measure.stats import mean_ci, summarize
+from gpuscout.measure.stats import summarize
 from gpuscout.records import (
-    BenchConfig,
     Interval,
     MonitorSummary,
     RunResult,
@@ -40,7 +40,7 @@ def soak(
     stall_s: float = STALL_S,
 ) -> tuple[SoakReport, RunResult]:
     """Soak-test ``config``; the report and the run to store (also when interrupted)."""
-    check(_bench_config(config))
+    check(config.bench_config())
 
     def relay(message: dict[str, Any]) -> None:
         if on_progress:
@@ -74,35 +74,8 @@ def soak(
     return report, result
 
 
-def _bench_config(config: SoakConfig) -> BenchConfig:
-    return BenchConfig(
-        workload=config.workload,
-        model=config.model,
-        precision=config.precision,
-        xla=config.xla,
-        batch_size=config.batch_size,
-        device=config.device,
-        dims=config.dims,
-        seed=config.seed,
-    )
-
-
 def _window(label: str, times: list[float], batch: int) -> Timing | None:
-    if len(times) < 2:
-        return None
-    s = summarize(times)
-    low, high = mean_ci(times)
-    known = low == low and high == high
-    return Timing(
-        label=label,
-        mean_s=s.mean,
-        ci_low_s=low if known else None,
-        ci_high_s=high if known else None,
-        median_s=s.median,
-        steps=s.n,
-        batch_size=batch,
-        samples_per_second=batch / s.mean,
-    )
+    return timing_of(label, times, batch) if len(times) >= 2 else None
 
 
 def window_noise(blocks: list[list[float]], window_s: float) -> float | None:
@@ -245,7 +218,7 @@ def _as_run(
             *raw.get("assumptions", []),
             "soak: step times kept for the first and last windows only; every loss checked",
         ],
-        "config": _bench_config(config),
+        "config": config.bench_config(),
         "monitor": monitor,
         "soak": report.model_dump(mode="json"),
     }

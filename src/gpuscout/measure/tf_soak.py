@@ -18,7 +18,6 @@ from gpuscout.diagnosis import SoakConfig
 from gpuscout.measure import backend_tf, tf_runtime, tf_train
 from gpuscout.measure.benchmark import check, is_oom
 from gpuscout.measure.stats import detect_warmup
-from gpuscout.records import BenchConfig
 
 MAX_WARMUP_STEPS = 2000
 PROGRESS_EVERY_S = 1.0
@@ -35,16 +34,7 @@ def run_soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) ->
     tf = tf_runtime.import_tensorflow()
     import keras
 
-    bench_config = BenchConfig(
-        workload=config.workload,
-        model=config.model,
-        precision=config.precision,
-        xla=config.xla,
-        batch_size=config.batch_size,
-        device=config.device,
-        dims=config.dims,
-        seed=config.seed,
-    )
+    bench_config = config.bench_config()
     workload, model_spec = check(bench_config)
     previous = keras.mixed_precision.global_policy()
     try:
