@@ -23,8 +23,16 @@ from gpuscout.records import BenchConfig, RunResult
 
 
 def _synthetic_dataset(tf: Any, x: Any, y: Any) -> Any:
-    """One random batch, made once and repeated: measures the device, not an input pipeline."""
-    return tf.data.Dataset.from_tensors((x, y)).repeat().prefetch(tf.data.AUTOTUNE)
+    """One random batch, made once and repeated: measures the device, not an input pipeline.
+
+    A fixed prefetch of 2 with tf.data's autotuning off: there is nothing to tune in a repeated
+    constant, and the autotuner's thread made deleting the iterator at the end of a run block
+    for up to a minute (its optimisation period grows to 60 s; seen through the monitor).
+    """
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    dataset = tf.data.Dataset.from_tensors((x, y)).repeat().prefetch(2)
+    return dataset.with_options(options)
 
 
 def _prepare_builtin(
@@ -63,7 +71,7 @@ def _prepare_builtin(
     if not workload.has_pipeline:
         prep.assumptions.append(
             "synthetic data: one random batch made once and repeated through tf.data with "
-            "prefetch(AUTOTUNE), so the device is measured, not an input pipeline"
+            "prefetch(2), so the device is measured, not an input pipeline"
         )
 
 
