@@ -73,9 +73,12 @@ def test_without_a_driver_the_gpu_part_is_skipped_with_one_notice() -> None:
     assert s.cpu_cores == os.cpu_count() == len(s.cpu_per_core_mean)
 
 
-def test_the_real_nvml_library_on_this_gpu_less_machine_is_skipped_cleanly() -> None:
+def test_the_real_nvml_library_on_a_gpu_less_machine_is_skipped_cleanly() -> None:
     nvml, notice = open_nvml()
-    assert nvml is None and notice is not None and notice.startswith("GPU not monitored")
+    if nvml is not None:  # a machine with an NVIDIA driver: nothing to skip
+        nvml.close()
+        pytest.skip("NVML works on this machine")
+    assert notice is not None and notice.startswith("GPU not monitored")
 
 
 def test_memory_stays_bounded_over_a_long_sampling_and_covers_the_whole_run() -> None:
