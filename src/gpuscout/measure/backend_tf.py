@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from gpuscout.errors import UserError
-from gpuscout.measure import environment, tf_runtime
+from gpuscout.measure import environment, tf_data, tf_runtime
 from gpuscout.measure.protocol import Progress, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
@@ -43,20 +43,12 @@ def _prepare_builtin(
     dims = workload.resolve(config.dims)
     builder = BUILDERS[workload.name]
     prep.built = builder(dims)
-    rng = np.random.default_rng(config.seed)
-    shape = (batch, *workload.input_shape(dims))
-    if workload.input_dtype.startswith("int"):
-        x = rng.integers(0, dims["vocab"], size=shape).astype(workload.input_dtype)
-    else:
-        x = rng.random(shape, dtype=np.float32)
-    y = rng.integers(0, dims["classes"], size=(batch, *workload.label_shape)).astype("int32")
     if workload.has_pipeline:  # its own (slow) input pipeline is the point of the workload
-        from gpuscout.measure import tf_data
-
         pipe = tf_data.builtin(tf, workload, dims, batch, tf_data.Knobs(), config.seed)
         prep.dataset = pipe.dataset
         prep.assumptions += pipe.notes
     else:
+        x, y = tf_data.arrays(workload, dims, batch, config.seed)
         prep.dataset = _synthetic_dataset(tf, x, y)
     flops = workload.training_flops_per_sample(dims)
     if flops is not None:

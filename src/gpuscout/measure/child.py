@@ -48,6 +48,9 @@ def main(argv: list[str]) -> int:
             result = bench(config, on_progress=on_progress, on_phase=on_phase, monitor=False)
             emit({"result": result.to_json_dict(), "step_times_s": result.step_times_s})
         else:
+            from gpuscout.measure.tf_runtime import import_tensorflow
+
+            import_tensorflow()  # before the job's modules import Keras: its chatter is hidden
             emit({"report": JOBS[job](payload, emit)})
     except UserError as exc:
         emit({"user_error": exc.problem, "fix": exc.fix})
@@ -63,18 +66,12 @@ def main(argv: list[str]) -> int:
 
 
 def _doctor(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    from gpuscout.measure.tf_runtime import import_tensorflow
-
-    import_tensorflow()  # first, so that its start-up chatter is hidden
     from gpuscout.measure.doctor import diagnose_here
 
     return diagnose_here(payload, emit)
 
 
 def _soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    from gpuscout.measure.tf_runtime import import_tensorflow
-
-    import_tensorflow()  # first, so that its start-up chatter is hidden
     from gpuscout.measure.tf_soak import run_soak
 
     return run_soak(payload, emit)

@@ -36,6 +36,10 @@ CODE = {
     "train step",
     "tf.function": "@tf.function  # model.fit does this for you\ndef train_step(x, y): ...",
 }
+GIL_NOTE = (
+    "did not help: if the map calls Python (tf.numpy_function, tf.py_function), parallel "
+    "calls queue on Python's GIL; express the preprocessing in TensorFlow ops instead"
+)
 WINDOW_LABELS = {"data": "the data pipeline alone", "together": "the baseline training loop"}
 
 
@@ -163,6 +167,8 @@ def _diagnose(
                 replace(base, knobs=tf_data.Knobs(parallel=True)),
                 CODE["parallel map"],
             )
+            if fixes[-1].speedup is not None and fixes[-1].speedup < 1.05:
+                fixes[-1] = fixes[-1].model_copy(update={"note": GIL_NOTE})
         else:
             fixes.append(
                 skipped(
@@ -171,16 +177,6 @@ def _diagnose(
                     "the pipeline has no per-sample map to parallelise",
                 )
             )
-    gil = (
-        "did not help: if the map calls Python (tf.numpy_function, tf.py_function), parallel "
-        "calls queue on Python's GIL; express the preprocessing in TensorFlow ops instead"
-    )
-    fixes[:] = [
-        f.model_copy(update={"note": gil})
-        if f.name == "parallel map" and f.speedup is not None and f.speedup < 1.05
-        else f
-        for f in fixes
-    ]
     if "cache" in wanted:
         if target.finite:
             attempt(

@@ -42,10 +42,6 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
         self.times, self._last = [], 0.0
         self._monitor = start_monitor(None, None, self.monitor_hz)
 
-    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-        if not self.times and not self._last:
-            self._last = time.perf_counter()
-
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
         if logs and "loss" in logs:
             float(logs["loss"])  # the loss is on the host: the step has finished

@@ -40,7 +40,8 @@ class Pipeline:
     steps_per_epoch: int | None = None
 
 
-def _arrays(workload: Workload, dims: Dims, n: int, seed: int) -> tuple[Any, Any]:
+def arrays(workload: Workload, dims: Dims, n: int, seed: int) -> tuple[Any, Any]:
+    """``n`` random samples and labels shaped and typed as the workload's inputs."""
     rng = np.random.default_rng(seed)
     shape = (n, *workload.input_shape(dims))
     if workload.input_dtype.startswith("int"):
@@ -59,7 +60,7 @@ def builtin(
         return _slow_demo(tf, workload, dims, batch, knobs, seed)
     per_sample = int(np.prod(workload.input_shape(dims))) * 4
     n = max(batch, min(workload.epoch_samples, IN_MEMORY_BYTES // per_sample) // batch * batch)
-    x, y = _arrays(workload, dims, n, seed)
+    x, y = arrays(workload, dims, n, seed)
     return _in_memory(tf, x, y, batch, knobs, seed)
 
 
@@ -94,7 +95,7 @@ def _slow_demo(
 ) -> Pipeline:
     """Per-sample Python preprocessing, as decoding and augmenting records in Python is."""
     n, inputs, work = dims["samples"], dims["inputs"], dims["work"]
-    x, y = _arrays(workload, dims, n, seed)
+    x, y = arrays(workload, dims, n, seed)
 
     def preprocess(sample: np.ndarray) -> np.ndarray:  # runs in Python, one sample at a time
         out = sample
