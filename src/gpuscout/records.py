@@ -39,6 +39,15 @@ class BenchConfig(_Record):
     seed: int = 0
     dims: dict[str, int] = Field(default_factory=dict)  # workload size settings (seq_len, ...)
     epoch_samples: int | None = Field(default=None, gt=0)
+    # Data parallel (see gpuscout.measure.distribute). devices: a count ("2") or names
+    # ("GPU:0,GPU:1"), one replica each, MirroredStrategy. workers: host:port of every worker,
+    # MultiWorkerMirroredStrategy, this process being task_index. batch_size is per replica;
+    # global_batch_size, where given instead, is split evenly over the replicas.
+    devices: str | None = None
+    global_batch_size: int | None = Field(default=None, gt=0)
+    workers: list[str] | None = None
+    task_index: int | None = Field(default=None, ge=0)
+    worker_timeout_s: float = Field(default=120.0, gt=0)
 
 
 class Interval(_Record):
@@ -104,6 +113,41 @@ class MonitorSummary(_Record):
     notices: list[str] = Field(default_factory=list)
 
 
+class WorkerRun(_Record):
+    """One worker of a multi-worker run, as it saw the run."""
+
+    task_index: int
+    address: str
+    status: Status
+    message: str | None = None
+    samples_per_second: float | None = None  # global samples / this worker's median step
+    env: dict[str, Any] = Field(default_factory=dict)
+
+
+class Scaling(_Record):
+    """Where a run sits in a ``--scaling`` sweep: efficiency against the sweep's base count."""
+
+    sweep: str  # the sweep's id, shared by its runs
+    base_replicas: int
+    base_run_id: int | None
+    # throughput(n) / (n / base x throughput(base)), with a 95% interval
+    efficiency: Interval | None = None
+
+
+class Distribution(_Record):
+    """How a data-parallel run was spread: strategy, replicas, and the batch on each."""
+
+    strategy: str  # "MirroredStrategy" | "MultiWorkerMirroredStrategy"
+    replicas: int
+    devices: list[str]  # on each worker
+    logical_devices: bool  # CPU devices split by set_logical_device_configuration
+    workers: int = 1
+    per_replica_batch: int
+    global_batch: int
+    scaling: Scaling | None = None
+    worker_runs: list[WorkerRun] = Field(default_factory=list)
+
+
 class RunResult(_Record):
     """One benchmark run, successful or not. The JSON contract of ``bench --json``."""
 
@@ -145,6 +189,7 @@ class RunResult(_Record):
     config: BenchConfig
     env: dict[str, Any] = Field(default_factory=dict)
     monitor: MonitorSummary | None = None
+    distribution: Distribution | None = None  # data parallel runs only; batch_size is global
     # The monitor's samples (columns, "t" in seconds). Stored beside the result, not in its JSON.
     monitor_timeline: dict[str, list[float | None]] = Field(default_factory=dict, exclude=True)
     # Every step's time (warm-up first), seconds. Stored beside the result, not in its JSON.

@@ -16,6 +16,7 @@ from gpuscout.cli import bench as bench_cmd
 from gpuscout.cli import calibrate as calibrate_cmd
 from gpuscout.cli import cost as cost_cmd
 from gpuscout.cli import doctor as doctor_cmd
+from gpuscout.cli import launch as launch_cmd
 from gpuscout.cli import predict as predict_cmd
 from gpuscout.cli import runs as runs_cmd
 from gpuscout.cli import soak as soak_cmd
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     bench_cmd.register(sub)
+    launch_cmd.register(sub)
     runs_cmd.register(sub)
     doctor_cmd.register(sub)
     soak_cmd.register(sub)

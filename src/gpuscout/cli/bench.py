@@ -12,7 +12,8 @@ from gpuscout.cli.parser import non_negative_int, positive_float, positive_int
 from gpuscout.names import LOOPS, PRECISIONS
 
 if TYPE_CHECKING:
-    from gpuscout.records import BenchConfig
+    from gpuscout.records import BenchConfig, RunResult
+    from gpuscout.store import Store
 
 DEFAULT_SECONDS = 60.0
 
@@ -59,6 +60,40 @@ def register(sub: Any) -> None:
         help="samples per step (default: per workload and device, always printed)",
     )
     how.add_argument("--device", help="CPU:0, GPU:1, ... (default: first GPU, else CPU:0)")
+    scale = p.add_argument_group(
+        "data parallel (TensorFlow's MirroredStrategy / MultiWorkerMirroredStrategy)"
+    )
+    scale.add_argument(
+        "--devices",
+        help="train on N devices (a count: GPUs, else logical CPU devices) or a list "
+        "GPU:0,GPU:1; --batch-size is then per replica",
+    )
+    scale.add_argument(
+        "--global-batch-size",
+        type=positive_int,
+        help="samples per step over all replicas (instead of --batch-size per replica)",
+    )
+    scale.add_argument(
+        "--scaling",
+        metavar="COUNTS",
+        help="measure each device count in turn, e.g. 1,2,4, with scaling efficiency",
+    )
+    scale.add_argument(
+        "--workers",
+        metavar="HOST:PORT,...",
+        help="every worker's address, the same list on each worker (chief first)",
+    )
+    scale.add_argument(
+        "--task-index", type=non_negative_int, help="this worker's place in --workers"
+    )
+    scale.add_argument(
+        "--worker-timeout",
+        type=positive_float,
+        default=120.0,
+        metavar="S",
+        help="seconds to wait for every worker to connect, and for any one collective "
+        "(default 120)",
+    )
     how.add_argument("--seed", type=int, default=0)
     stop = p.add_argument_group("when to stop")
     stop.add_argument(
@@ -102,6 +137,11 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         seed=args.seed,
         dims=dims,
         epoch_samples=args.epoch_samples,
+        devices=args.devices,
+        global_batch_size=args.global_batch_size,
+        workers=[w.strip() for w in args.workers.split(",") if w.strip()] if args.workers else None,
+        task_index=args.task_index,
+        worker_timeout_s=args.worker_timeout,
     )
 
 
@@ -120,8 +160,6 @@ def run(args: argparse.Namespace) -> int:
 
     from gpuscout.cli.progress import BenchProgress
     from gpuscout.measure.runner import run_isolated
-    from gpuscout.report.console import stdout_console
-    from gpuscout.report.terminal import print_result
     from gpuscout.store import Store
 
     config = config_from_args(args)
@@ -129,10 +167,20 @@ def run(args: argparse.Namespace) -> int:
     stop_on_signals()
     err = Console(stderr=True)
     live = err.is_terminal and not args.quiet and not args.json
+    if args.scaling:
+        return _sweep(args, config, store, BenchProgress(err, enabled=live))
     with BenchProgress(err, enabled=live) as progress:
         result = run_isolated(config, on_progress=progress.update, on_phase=progress.phase)
     result = store.save(result)
     store.close()
+    return show(result, args)
+
+
+def show(result: RunResult, args: argparse.Namespace) -> int:
+    """Print a stored run as --json, --quiet or the table ask; exit code 1 if it failed."""
+    from gpuscout.report.console import stdout_console
+    from gpuscout.report.terminal import print_result
+
     if args.json:
         json.dump(result.to_json_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -149,3 +197,29 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _sweep(args: argparse.Namespace, config: BenchConfig, store: Store, progress: Any) -> int:
+    from gpuscout.measure.distribute import parse_counts
+    from gpuscout.measure.sweep import scaling_sweep
+    from gpuscout.report.console import stdout_console
+    from gpuscout.report.scaling_table import print_sweep
+
+    with progress:
+        results = scaling_sweep(
+            config,
+            parse_counts(args.scaling),
+            store.save,
+            on_progress=progress.update,
+            on_phase=progress.phase,
+        )
+    store.close()
+    if args.json:
+        json.dump([r.to_json_dict() for r in results], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_sweep(results, stdout_console())
+    failed = [r for r in results if r.status != "ok"]
+    for r in failed:
+        print(f"gpuscout: run {r.id} failed ({r.status}): {r.message}", file=sys.stderr)
+    return 1 if failed else 0

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from gpuscout.errors import UserError
-from gpuscout.measure import environment, tf_data, tf_runtime
-from gpuscout.measure.protocol import Progress, Protocol, StopRule
+from gpuscout.measure import distribute, environment, tf_data, tf_distribute, tf_runtime
+from gpuscout.measure.protocol import Outcome, Progress, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
 from gpuscout.measure.workloads import Workload
-from gpuscout.records import BenchConfig, RunResult
+from gpuscout.records import BenchConfig, Distribution, RunResult
 
 
 def _synthetic_dataset(tf: Any, x: Any, y: Any) -> Any:
@@ -137,19 +137,25 @@ def _measure(
 ) -> RunResult:
     import keras
 
+    layout = distribute.plan(config)
+    replicas = (
+        tf_distribute.start(tf, layout, config.worker_timeout_s, on_phase)
+        if layout.strategy
+        else None
+    )
     keras.utils.set_random_seed(config.seed)
-    device = tf_runtime.resolve_device(tf, config.device)
+    device = tf_runtime.resolve_device(tf, replicas.devices[0] if replicas else config.device)
     warnings: list[str] = []
     if note := tf_runtime.precision_warning(device, config.precision):
         warnings.append(note)
     on_phase("building the model")
-    prep = prepare(tf, config, workload, model_spec, device)
+    prep = prepare(tf, config, workload, model_spec, device, replicas)
     if prep.flops_method:
         prep.assumptions.append(
             f"FLOPs per step: training = 3 x forward (2 per multiply-add); {prep.flops_method}"
         )
     on_phase("finding the device's peak FLOP/s")
-    peak = tf_runtime.device_peak_flops(tf, device, config.precision)
+    peak = _peak(tf, device, config.precision, replicas)
     prep.assumptions.append(f"peak for MFU: {peak[1]}")
     if device.kind == "GPU":
         prep.assumptions.append(tf_runtime.MEMORY_GROWTH_NOTE)
@@ -171,18 +177,8 @@ def _measure(
     tf_runtime.reset_peak_memory(tf, device)
     gc.collect()  # start from a clean heap: building the model left garbage behind
     on_phase("measuring")
-    from gpuscout.measure import tf_train
-
-    with tf.device(device.tf_name):
-        protocol = Protocol(rule, on_progress)
-        if config.loop == "fit":
-            outcome = tf_train.fit_loop(
-                prep.built, prep.dataset, config.precision, config.xla, protocol, sync
-            )
-        else:
-            outcome = tf_train.custom_loop(
-                tf, prep.built, prep.dataset, config.precision, config.xla, protocol, sync
-            )
+    protocol = Protocol(rule, on_progress)
+    outcome = _train(tf, config, prep, device, replicas, protocol, sync)
     env = {
         **environment.base_environment(),
         **tf_runtime.tf_environment(tf, device),
@@ -192,9 +188,9 @@ def _measure(
         "workload_hash": prep.workload_hash,
     }
     name = config.model if model_spec is not None and config.model else config.workload
-    return compose(
+    result = compose(
         config,
-        device.name,
+        replicas.name if replicas else device.name,
         prep,
         outcome,
         peak,
@@ -203,6 +199,61 @@ def _measure(
         env,
         name,
     )
+    if replicas is None:
+        return result
+    r = replicas
+    spread = Distribution(
+        strategy=r.plan.strategy or distribute.MIRRORED,
+        replicas=r.replicas,
+        devices=r.devices,
+        logical_devices=r.logical,
+        workers=r.workers,
+        per_replica_batch=prep.batch_size // r.replicas,
+        global_batch=prep.batch_size,
+    )
+    return result.model_copy(update={"distribution": spread})
+
+
+def _train(
+    tf: Any,
+    config: BenchConfig,
+    prep: Prepared,
+    device: tf_runtime.Device,
+    replicas: tf_distribute.Replicas | None,
+    protocol: Protocol,
+    sync: Callable[[], None],
+) -> Outcome:
+    """Time the steps with the loop ``config`` asks for."""
+    from gpuscout.measure import tf_train
+
+    if replicas is not None:
+        with replicas.strategy.scope():
+            return tf_distribute.distributed_loop(
+                tf, replicas, prep.built, prep.dataset, config.precision, protocol, sync
+            )
+    with tf.device(device.tf_name):
+        if config.loop == "fit":
+            return tf_train.fit_loop(
+                prep.built, prep.dataset, config.precision, config.xla, protocol, sync
+            )
+        return tf_train.custom_loop(
+            tf, prep.built, prep.dataset, config.precision, config.xla, protocol, sync
+        )
+
+
+def _peak(
+    tf: Any, device: tf_runtime.Device, precision: str, replicas: tf_distribute.Replicas | None
+) -> tuple[float | None, str]:
+    """Peak FLOP/s of all the replicas together, for MFU."""
+    peak, source = tf_runtime.device_peak_flops(tf, device, precision)
+    if replicas is None or replicas.replicas == 1:
+        return peak, source
+    if device.kind == "CPU":
+        return None, (
+            "none: the replicas share this machine's CPU cores, so there is no peak per "
+            "replica to add up"
+        )
+    return (peak * replicas.replicas if peak else None), f"{replicas.replicas} x {source}"
 
 
 def prepare(
@@ -211,31 +262,64 @@ def prepare(
     workload: Workload | None,
     model_spec: ModelSpec | None,
     device: tf_runtime.Device,
+    replicas: tf_distribute.Replicas | None = None,
 ) -> Prepared:
-    """The model, its data and what was assumed, built on ``device`` under the precision's
-    global Keras policy (set here; the caller restores it)."""
+    """The model, its data and what was assumed, built on ``device`` (or under the strategy
+    of ``replicas``, with global batches) under the precision's global Keras policy (set
+    here; the caller restores it)."""
     import keras
 
     keras.mixed_precision.set_global_policy(
         "float32" if config.precision == "fp32" else config.precision
     )
     prep = Prepared()
-    if config.batch_size:
-        batch = config.batch_size
+    if config.batch_size or config.global_batch_size:
+        batch = config.batch_size or 0
     else:
         batch = _default_batch(workload, device)
         prep.assumptions.append(
-            f"batch size {batch}: gpuscout's default on a {device.kind} "
-            "(the articles use 256 on a GPU); set it with --batch-size"
+            f"batch size {batch}{' per replica' if replicas else ''}: gpuscout's default on a "
+            f"{device.kind} (the articles use 256 on a GPU); set it with --batch-size"
         )
+    if replicas is not None:
+        per, batch = distribute.batches(config, replicas.replicas, batch)
+        prep.assumptions += _replica_notes(replicas, per, batch)
     prep.batch_size = batch
-    with tf.device(device.tf_name):
+    scope = replicas.strategy.scope() if replicas else tf.device(device.tf_name)
+    with scope:
         if model_spec is not None:
             _prepare_user(tf, model_spec, config, batch, prep)
         else:
             assert workload is not None
             _prepare_builtin(tf, workload, config, batch, prep)
     return prep
+
+
+def _replica_notes(replicas: tf_distribute.Replicas, per: int, batch: int) -> list[str]:
+    r = replicas
+    where = (
+        f"{r.workers} workers ({', '.join(r.plan.workers)}), each on {', '.join(r.devices)}"
+        if r.workers > 1
+        else ", ".join(r.devices)
+    )
+    notes = [
+        f"data parallel: {r.plan.strategy}, {r.replicas} replicas on {where}; "
+        f"batch {per} per replica, {batch} global; samples/s count the global batch",
+        "each replica's loss is divided by the replica count, so the all-reduced gradients "
+        "are those of the global batch's mean loss",
+    ]
+    if r.logical:
+        notes.append(
+            f"logical devices: this machine's CPU split into {len(r.devices)} TensorFlow "
+            "devices that share its cores, so this measures the distributed runtime's "
+            "overhead, not the speed-up of more hardware"
+        )
+    if r.workers > 1:
+        notes.append(
+            "timing is the chief's (task 0); the stop decision is shared by one extra "
+            "all-reduce of a scalar after each step, outside the timed step"
+        )
+    return notes
 
 
 def _default_batch(workload: Workload | None, device: tf_runtime.Device) -> int:

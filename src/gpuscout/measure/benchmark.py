@@ -13,10 +13,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.measure import distribute
 from gpuscout.measure.protocol import Progress
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec, parse_model_spec
 from gpuscout.measure.workloads import Workload, get_workload
 from gpuscout.records import BenchConfig, RunResult
+
+INTERRUPTED = "interrupted (Ctrl-C or a termination signal) before the end"
 
 
 def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
@@ -29,6 +32,9 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
         parse_function_spec(config.data, "--data")
     if workload is not None:
         workload.resolve(config.dims)  # unknown or bad size settings fail here
+    layout = distribute.plan(config)
+    if layout.workers:
+        distribute.check_port_free(layout.workers[layout.task_index])
     return workload, model_spec
 
 
@@ -64,9 +70,7 @@ def _bench(
     except (UserError, GpuscoutError):
         raise
     except KeyboardInterrupt:
-        return failed(
-            config, "error", "interrupted (Ctrl-C or a termination signal) before the end"
-        )
+        return failed(config, "error", INTERRUPTED)
     except Exception as exc:  # any failure inside a measurement is stored, not lost
         if is_oom(exc):
             batch = config.batch_size

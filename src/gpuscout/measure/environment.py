@@ -52,6 +52,7 @@ def base_environment() -> dict[str, object]:
         "gpuscout": package_version("gpuscout"),
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "hostname": platform.node(),
         "cpu_model": cpu_model(),
         "cpu_cores": os.cpu_count(),
         "executable": sys.executable,

@@ -310,18 +310,24 @@ def monitor_warnings(summary: MonitorSummary) -> list[str]:
 
 
 def nvml_indices(device: str | None) -> list[int] | None:
-    """The NVML index of the GPU a run uses ("GPU:1" -> [1]); None (watch all) for a CPU run
-    or an index TensorFlow numbers differently from NVML (CUDA_VISIBLE_DEVICES by UUID)."""
-    if device is not None and not device.upper().startswith("GPU:"):
+    """The NVML indices of the GPUs a run uses ("GPU:1" -> [1], "GPU:0,GPU:1" -> [0, 1]);
+    None (watch all) for a CPU run or an index TensorFlow numbers differently from NVML
+    (CUDA_VISIBLE_DEVICES by UUID)."""
+    names = [d.strip() for d in device.split(",")] if device else ["GPU:0"]
+    if not all(d.upper().startswith("GPU:") for d in names):
         return None
-    tf_index = int(device.split(":")[1]) if device else 0
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if not visible:
-        return [tf_index]
-    order = [v.strip() for v in visible.split(",")]
-    if tf_index < len(order) and order[tf_index].isdigit():
-        return [int(order[tf_index])]
-    return None
+    order = [v.strip() for v in visible.split(",")] if visible else None
+    indices = []
+    for name in names:
+        tf_index = int(name.split(":")[1])
+        if order is None:
+            indices.append(tf_index)
+        elif tf_index < len(order) and order[tf_index].isdigit():
+            indices.append(int(order[tf_index]))
+        else:
+            return None
+    return indices
 
 
 def start_monitor(pid: int | None, device: str | None, hz: float = DEFAULT_HZ) -> Monitor | None:

@@ -53,7 +53,7 @@ class Outcome:
     warmup_steps: int
     warmup_method: str  # "detected" | "fixed" | "not found" (steady state never seen)
     summary: StepSummary  # of the measured steps only
-    stop_reason: str  # "converged" | "budget" | "steps"
+    stop_reason: str  # "converged" | "budget" | "steps" | "chief" (told by the chief worker)
     elapsed_s: float
 
     @property
@@ -162,6 +162,16 @@ class Protocol:
             outcome = self.add(self.clock() - t0)
             if outcome is not None:
                 return outcome
+
+    def conclude(self) -> Outcome:
+        """The outcome so far, for a loop that another process told to stop (a worker that
+        is not the chief): warm-up as last detected, else the first half."""
+        n = len(self.times)
+        warmup = self._forced_warmup if self._forced_warmup is not None else self._last_found
+        if warmup is None or n - warmup < 1:
+            warmup = n // 2
+        reason = "steps" if self.rule.fixed_steps is not None else "chief"
+        return self._finish(warmup, n - warmup, reason, self.clock() - self.start)
 
     def _finish(self, warmup: int, measured: int, reason: str, elapsed: float) -> Outcome:
         return Outcome(

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure.benchmark import check, failed
+from gpuscout.measure import distribute
+from gpuscout.measure.benchmark import INTERRUPTED, check, failed
 from gpuscout.measure.monitor import Monitor, attach, start_monitor
 from gpuscout.measure.protocol import Progress, StopRule
 from gpuscout.records import BenchConfig, MonitorSummary, RunResult
@@ -47,16 +48,19 @@ def run_child(
     on_message: Callable[[dict[str, Any]], None],
     stall_s: float = STALL_S,
     window_phase: str = "measuring",
+    deadlines: dict[str, tuple[float, str]] | None = None,
 ) -> ChildRun:
     """Run ``job`` in ``python -m gpuscout.measure.child``, monitored from this process.
 
     Ctrl-C (or a signal the caller turns into KeyboardInterrupt) is passed on to the child as
     SIGINT, and its answer is still read: a job that stops cleanly reports what it measured.
     The child runs in its own session, so a terminal's Ctrl-C reaches it once, from here.
+    ``deadlines``: phase -> (seconds until the child's next word, why it failed if none came),
+    for phases that can block for ever (a worker waiting for others that never connect).
     """
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpuscout.measure.child", str(write_fd)],
+        [sys.executable, "-m", "gpuscout.measure.child", str(write_fd), str(os.getpid())],
         stdin=subprocess.PIPE,
         stdout=sys.stderr.fileno(),
         pass_fds=(write_fd,),
@@ -68,7 +72,8 @@ def run_child(
     assert proc.stdin is not None
     proc.stdin.write(json.dumps({"job": job, "payload": payload}))
     proc.stdin.close()
-    messages = _messages(read_fd, stall_s)
+    limit = _Limit(stall_s, "")
+    messages = _messages(read_fd, lambda: limit.seconds)
     final: dict[str, Any] = {}
     windows: dict[str, MonitorSummary] = {}
     interrupted = False
@@ -76,6 +81,8 @@ def run_child(
     while True:
         try:
             for message in messages:
+                seconds, why = (deadlines or {}).get(message.get("phase", ""), (stall_s, ""))
+                limit = _Limit(seconds, why)
                 if message.get("phase") == window_phase and monitor is not None:
                     monitor.begin_window("the training steps (warm-up included)")
                 if "window" in message:  # the child marks a stretch to summarise
@@ -89,10 +96,11 @@ def run_child(
                     final = message
             break
         except _Stalled:
-            failure = (
+            failure = limit.why or (
                 f"the measurement hung: no progress for {stall_s:g} s (a wedged device or "
-                "driver, or a step slower than that); the measuring process was killed"
+                "driver, or a step slower than that)"
             )
+            failure += "; the measuring process was killed"
             proc.kill()
             break
         except KeyboardInterrupt:
@@ -101,7 +109,7 @@ def run_child(
                 break
             interrupted = True
             proc.send_signal(signal.SIGINT)
-            messages = _messages(read_fd, INTERRUPT_GRACE_S)
+            messages = _messages(read_fd, lambda: INTERRUPT_GRACE_S)
     os.close(read_fd)
     try:
         code = proc.wait(timeout=INTERRUPT_GRACE_S)
@@ -109,11 +117,7 @@ def run_child(
         proc.kill()
         code = proc.wait()
     if not final and failure is None:
-        failure = (
-            "interrupted (Ctrl-C or a termination signal) before the end"
-            if interrupted
-            else _death(code)
-        )
+        failure = INTERRUPTED if interrupted else _death(code)
     return ChildRun(final, failure, interrupted, monitor, windows)
 
 
@@ -136,7 +140,20 @@ def run_isolated(
         elif "phase" in message and on_phase:
             on_phase(message["phase"])
 
-    run = run_child("bench", config.model_dump(mode="json"), config.device, relay, stall_s)
+    why = (
+        f"the workers did not all connect within {config.worker_timeout_s:g} s "
+        "(--worker-timeout): a worker was not started, was given another --workers list, or "
+        "cannot be reached at its address (firewall, wrong host)"
+    )
+    deadlines = {distribute.CONNECTING: (config.worker_timeout_s, why)}
+    run = run_child(
+        "bench",
+        config.model_dump(mode="json"),
+        distribute.monitored(config),
+        relay,
+        stall_s,
+        deadlines=deadlines,
+    )
     final = run.final
     if "result" in final:
         result = RunResult.model_validate(final["result"])
@@ -154,18 +171,27 @@ def run_isolated(
     return attach(result, run.monitor)
 
 
+@dataclass(frozen=True)
+class _Limit:
+    """How long the child may stay silent now, and what silence that long means."""
+
+    seconds: float
+    why: str
+
+
 class _Stalled(Exception):
     pass
 
 
-def _messages(fd: int, stall_s: float) -> Iterator[dict[str, Any]]:
-    """JSON lines from the child until it closes the pipe; _Stalled after stall_s of silence.
+def _messages(fd: int, stall_s: Callable[[], float]) -> Iterator[dict[str, Any]]:
+    """JSON lines from the child until it closes the pipe; _Stalled after ``stall_s()``
+    seconds of silence (asked again before each wait: the allowed silence depends on the phase).
 
     The caller owns ``fd``: after a Ctrl-C it reads on with a new reader.
     """
     buffer = b""
     while True:
-        ready, _, _ = select.select([fd], [], [], stall_s)
+        ready, _, _ = select.select([fd], [], [], stall_s())
         if not ready:
             raise _Stalled
         chunk = os.read(fd, 1 << 16)

@@ -27,10 +27,14 @@ def _with_loss_scaling(optimizer: Any, precision: str) -> Any:
     return optimizer
 
 
-def train_step_function(tf: Any, built: Built, precision: str, jit_compile: bool) -> Any:
+def train_step_function(
+    tf: Any, built: Built, precision: str, jit_compile: bool, replicas: int = 1
+) -> Any:
     """The ``tf.function`` that trains one batch: forward, loss, gradients, update.
 
-    Shared by the timed loop and the cost profile, so the profile counts the step that runs.
+    Shared by the timed loop, the data-parallel loop and the cost profile, so the profile
+    counts the step that runs. Under a strategy with ``replicas`` replicas each one's loss is
+    divided by that count: the all-reduced (summed) gradients are then the global batch's.
     """
     model, loss_fn = built.model, built.loss
     optimizer = _with_loss_scaling(built.optimizer, precision)
@@ -41,6 +45,8 @@ def train_step_function(tf: Any, built: Built, precision: str, jit_compile: bool
         with tf.GradientTape() as tape:
             pred = model(x, training=True)
             loss = loss_fn(y, tf.cast(pred, tf.float32))
+            if replicas > 1:  # decided when traced: a one-device graph is left as it was
+                loss = loss / replicas
             scaled = optimizer.scale_loss(loss)
         grads = tape.gradient(scaled, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))

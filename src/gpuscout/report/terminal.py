@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from gpuscout.records import RunResult
+from gpuscout.records import Distribution, RunResult
 from gpuscout.report.monitor_rows import monitor_rows
 from gpuscout.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds
 
@@ -60,6 +60,9 @@ def result_table(result: RunResult) -> Table:
         f"batch {result.batch_size} · {result.precision} · XLA {'on' if result.xla else 'off'}"
         f" · loop {result.loop}",
     )
+    if result.distribution is not None:
+        for label, text in distribution_rows(result.distribution):
+            table.add_row(label, text)
     if result.epoch_seconds is not None:
         table.add_row(
             "epoch time",
@@ -82,6 +85,50 @@ def result_table(result: RunResult) -> Table:
         for label, text in monitor_rows(result.monitor):
             table.add_row(label, text)
     return table
+
+
+def distribution_rows(d: Distribution) -> list[tuple[str, str]]:
+    """How a data-parallel run was spread, and each worker as it saw the run."""
+    where = (
+        f"{d.workers} workers x {', '.join(d.devices)}" if d.workers > 1 else ", ".join(d.devices)
+    )
+    rows = [
+        (
+            "data parallel",
+            f"{d.strategy} · {d.replicas} replicas on {where}"
+            + (" (logical CPU devices)" if d.logical_devices else ""),
+        ),
+        ("batch", f"{d.per_replica_batch} per replica · {d.global_batch} global"),
+    ]
+    if d.scaling is not None and d.scaling.efficiency is not None:
+        e = d.scaling.efficiency
+        ci = (
+            f" [95% CI {fmt_percent(e.ci_low)} - {fmt_percent(e.ci_high)}]"
+            if e.ci_low is not None and e.ci_high is not None
+            else ""
+        )
+        rows.append(
+            (
+                "scaling efficiency",
+                f"{fmt_percent(e.median)}{ci} against run {d.scaling.base_run_id} "
+                f"({d.scaling.base_replicas} replica(s))",
+            )
+        )
+    for w in d.worker_runs:
+        speed = (
+            f"{fmt_rate(w.samples_per_second)} samples/s as it saw it"
+            if w.samples_per_second
+            else ""
+        )
+        host = w.env.get("hostname") or w.address
+        rows.append(
+            (
+                f"worker {w.task_index}",
+                f"{w.address} · {w.status} · {speed or w.message or ''} · {host}, "
+                f"TensorFlow {w.env.get('tensorflow')}",
+            )
+        )
+    return rows
 
 
 def _steps(n: int) -> str:

@@ -1,0 +1,75 @@
+"""``gpuscout launch --workers N -- bench ...``: a multi-worker run on this machine."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from gpuscout.cli.parser import positive_int
+from gpuscout.errors import UserError
+
+# bench options the launcher sets for each worker, or owns itself
+OWNED = ("--workers", "--task-index", "--devices", "--scaling", "--db", "--json", "--quiet", "-q")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "launch",
+        help="run a benchmark as N workers on this machine (MultiWorkerMirroredStrategy)",
+        description="Start N local workers of 'gpuscout bench' on free loopback ports, as N "
+        "machines would run 'gpuscout bench --workers ... --task-index i', and store one "
+        "combined run. Example: gpuscout launch --workers 2 -- bench --workload mlp --steps 50",
+    )
+    p.add_argument("--workers", type=positive_int, required=True, help="how many workers")
+    p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("-q", "--quiet", action="store_true", help="one line per run")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- bench [bench options]")
+    p.set_defaults(handler=run)
+
+
+def bench_arguments(command: list[str]) -> list[str]:
+    """The bench options after ``-- bench``; UserError for anything else."""
+    rest = command[1:] if command[:1] == ["--"] else command
+    if rest[:1] != ["bench"]:
+        raise UserError(
+            f"launch runs 'bench', got '{' '.join(rest) or 'nothing'}'.",
+            "write it as: gpuscout launch --workers 2 -- bench --workload mlp --steps 50",
+        )
+    args = rest[1:]
+    owned = [a for a in args if a.split("=")[0] in OWNED]
+    if owned:
+        raise UserError(
+            f"'{owned[0]}' after 'bench': launch sets it for each worker.",
+            "drop it (put --db, --json or --quiet before '--').",
+        )
+    return args
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpuscout.cli import bench as bench_cmd
+    from gpuscout.cli import build_parser
+    from gpuscout.measure.benchmark import check
+    from gpuscout.measure.launch import launch
+    from gpuscout.store import Store
+
+    bench_args = bench_arguments(args.command)
+    parsed = build_parser().parse_args(["bench", *bench_args])
+    config = bench_cmd.config_from_args(parsed)
+    check(config)  # bad bench options fail here, before any worker starts
+    store = Store(args.db)
+    bench_cmd.stop_on_signals()
+    err = Console(stderr=True)
+
+    def say(text: str) -> None:
+        if not args.quiet and not args.json:
+            err.print(f"launch: {text}", highlight=False)
+
+    result = store.save(launch(config, bench_args, args.workers, say))
+    store.close()
+    return bench_cmd.show(result, args)
+
+
+__all__ = ["register", "run"]

@@ -1,0 +1,244 @@
+"""Data-parallel settings, checked without TensorFlow: devices, workers, batches, ports.
+
+gpuscout scales out with TensorFlow's own runtime: ``MirroredStrategy`` over the devices of one
+machine (``--devices``) and ``MultiWorkerMirroredStrategy`` over workers (``--workers``), each
+worker being one process configured through ``TF_CONFIG``. Everything that can be wrong in
+those settings is caught here, before a child process or TensorFlow starts.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import socket
+from dataclasses import dataclass
+
+from gpuscout.errors import UserError
+from gpuscout.records import BenchConfig, Interval
+
+MIRRORED = "MirroredStrategy"
+MULTI_WORKER = "MultiWorkerMirroredStrategy"
+# The phase a worker reports while it waits for the others; the parent gives it
+# worker_timeout_s (a worker that never connects would otherwise block it for ever).
+CONNECTING = "waiting for every worker to connect"
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the data-parallel options ask for. ``strategy`` None: one device, no strategy."""
+
+    strategy: str | None
+    count: int | None = None  # --devices N
+    names: tuple[str, ...] = ()  # --devices GPU:0,GPU:1
+    workers: tuple[str, ...] = ()
+    task_index: int = 0
+
+    @property
+    def is_chief(self) -> bool:
+        return self.task_index == 0
+
+
+def parse_devices(text: str) -> int | tuple[str, ...]:
+    """``"2"`` -> 2; ``"GPU:0,GPU:1"`` -> the names, upper-cased; UserError otherwise."""
+    text = text.strip()
+    if text.isdigit():
+        if int(text) < 1:
+            raise UserError("--devices 0: no device to train on.", "pass --devices 1 or more.")
+        return int(text)
+    names = tuple(n.strip().upper() for n in text.split(",") if n.strip())
+    bad = [n for n in names if not _device_name(n)]
+    if not names or bad:
+        raise UserError(
+            f"--devices '{text}' is neither a count nor a list of devices.",
+            "pass a count (--devices 2) or names (--devices GPU:0,GPU:1).",
+        )
+    if len(set(names)) != len(names):
+        raise UserError(f"--devices '{text}' names a device twice.", "name each device once.")
+    if len({n.split(":")[0] for n in names}) > 1:
+        raise UserError(
+            f"--devices '{text}' mixes CPUs and GPUs: replicas would wait for the slowest.",
+            "name devices of one kind.",
+        )
+    return names
+
+
+def _device_name(name: str) -> bool:
+    kind, _, index = name.partition(":")
+    return kind in ("CPU", "GPU") and index.isdigit()
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    host, _, port = text.strip().rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(
+            f"--workers entry '{text}' is not host:port.",
+            "list every worker as host:port, e.g. --workers 10.0.0.1:12345,10.0.0.2:12345.",
+        )
+    return host.strip("[]"), int(port)
+
+
+def plan(config: BenchConfig) -> Plan:
+    """The data-parallel plan of ``config``; UserError for settings that do not go together."""
+    if config.devices and config.workers:
+        raise UserError(
+            "--devices and --workers together: gpuscout runs one or the other.",
+            "measure one machine's devices with --devices, or workers with --workers (each "
+            "worker then uses every GPU it has, or its CPU).",
+        )
+    if config.task_index is not None and not config.workers:
+        raise UserError("--task-index needs --workers.", "pass --workers host:port,host:port.")
+    if not config.devices and not config.workers:
+        if config.global_batch_size:
+            raise UserError(
+                "--global-batch-size needs --devices or --workers.", "use --batch-size."
+            )
+        return Plan(None)
+    _check_combinations(config)
+    if config.workers:
+        for address in config.workers:
+            parse_address(address)
+        if len(set(config.workers)) != len(config.workers):
+            raise UserError(
+                f"--workers lists an address twice: {','.join(config.workers)}.",
+                "give each worker its own host:port.",
+            )
+        if config.task_index is None or config.task_index >= len(config.workers):
+            raise UserError(
+                f"--task-index {config.task_index} with {len(config.workers)} workers.",
+                f"pass --task-index 0..{len(config.workers) - 1}: this worker's place in "
+                "--workers (0 is the chief, whose timing is the run's).",
+            )
+        return Plan(MULTI_WORKER, workers=tuple(config.workers), task_index=config.task_index)
+    assert config.devices is not None
+    if config.device:
+        raise UserError("--device and --devices together.", "pass one of them.")
+    spec = parse_devices(config.devices)
+    if isinstance(spec, int):
+        return Plan(MIRRORED, count=spec)
+    return Plan(MIRRORED, names=spec)
+
+
+def _check_combinations(config: BenchConfig) -> None:
+    where = "--workers" if config.workers else "--devices"
+    if config.loop == "fit":
+        raise UserError(
+            f"--loop fit with {where}: data-parallel runs use gpuscout's custom loop "
+            "(strategy.run over a distributed dataset); Keras 3 model.fit under "
+            "MultiWorkerMirroredStrategy fails in TensorFlow 2.21.",
+            "drop --loop fit.",
+        )
+    if config.xla:
+        raise UserError(
+            f"--xla with {where} is not supported yet: the gradient all-reduce would have to "
+            "be compiled into the XLA cluster.",
+            "drop --xla for data-parallel runs.",
+        )
+    if config.data:
+        raise UserError(
+            f"--data with {where} is not supported yet (its batches would have to be global "
+            "batches, sharded per worker).",
+            "drop --data: the run uses synthetic batches shaped for your model.",
+        )
+    if config.batch_size and config.global_batch_size:
+        raise UserError(
+            "--batch-size and --global-batch-size together.",
+            "pass the batch per replica (--batch-size) or the global one, not both.",
+        )
+
+
+def monitored(config: BenchConfig) -> str | None:
+    """The devices the monitor should watch for ``config`` ("GPU:0,GPU:1"; None: the default)."""
+    if not config.devices:
+        return config.device
+    spec = parse_devices(config.devices)
+    return ",".join(f"GPU:{i}" for i in range(spec)) if isinstance(spec, int) else ",".join(spec)
+
+
+def batches(config: BenchConfig, replicas: int, default_per_replica: int) -> tuple[int, int]:
+    """(per-replica batch, global batch) for ``replicas`` replicas; UserError if uneven."""
+    if config.global_batch_size:
+        if config.global_batch_size % replicas:
+            raise UserError(
+                f"--global-batch-size {config.global_batch_size} does not split evenly over "
+                f"{replicas} replicas.",
+                f"pass a multiple of {replicas}, or --batch-size per replica.",
+            )
+        return config.global_batch_size // replicas, config.global_batch_size
+    per = config.batch_size or default_per_replica
+    return per, per * replicas
+
+
+def tf_config(workers: tuple[str, ...], task_index: int) -> str:
+    """The ``TF_CONFIG`` that makes this process worker ``task_index`` of the cluster."""
+    return json.dumps(
+        {"cluster": {"worker": list(workers)}, "task": {"type": "worker", "index": task_index}}
+    )
+
+
+def check_port_free(address: str) -> None:
+    """UserError when this worker's own port, on this machine, is already taken.
+
+    TensorFlow would otherwise fail deep inside its gRPC server start, or wait. Addresses of
+    other machines are not checked: they are the other workers' business.
+    """
+    host, port = parse_address(address)
+    if host not in LOCAL_HOSTS and host != socket.gethostname():
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("" if host == "0.0.0.0" else host, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return
+            raise UserError(
+                f"port {port} of worker {address} is already in use on this machine "
+                "(another worker or program listens there).",
+                "pick a free port for this worker in --workers, on every worker's command "
+                "line (or use 'gpuscout launch', which picks free ports).",
+            ) from None
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct ports free on ``host`` right now (held open together, so distinct)."""
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def efficiency(base: Interval, base_n: int, run: Interval, n: int) -> Interval:
+    """Scaling efficiency: throughput(n) / (n / base_n x throughput(base_n)), with a 95%
+    interval from the two runs' intervals.
+
+    The runs are independent, so their relative errors add in quadrature on a log scale
+    (lower and upper sides apart, as the intervals are asymmetric).
+    """
+    median = run.median / (base.median * n / base_n)
+    if None in (base.ci_low, base.ci_high, run.ci_low, run.ci_high):
+        return Interval(median=median, ci_low=None, ci_high=None)
+    assert base.ci_low and base.ci_high and run.ci_low and run.ci_high
+    down = math.hypot(math.log(run.median / run.ci_low), math.log(base.ci_high / base.median))
+    up = math.hypot(math.log(run.ci_high / run.median), math.log(base.median / base.ci_low))
+    return Interval(median=median, ci_low=median * math.exp(-down), ci_high=median * math.exp(up))
+
+
+def parse_counts(text: str) -> list[int]:
+    """``"1,2,4"`` -> [1, 2, 4] (sorted, distinct); UserError otherwise."""
+    try:
+        counts = sorted({int(c) for c in text.split(",") if c.strip()})
+    except ValueError:
+        counts = []
+    if not counts or counts[0] < 1:
+        raise UserError(
+            f"--scaling '{text}' is not a list of device counts.", "pass e.g. --scaling 1,2,4."
+        )
+    return counts

@@ -1,0 +1,204 @@
+"""``gpuscout launch``: N workers on this machine, started as N machines would start them.
+
+Each worker is the very command a user runs on each machine of a cluster,
+``gpuscout bench ... --workers A,B --task-index i``, here on free loopback ports. Each stores
+its run in a scratch database; the launcher reads them back and stores one combined run: the
+chief's timing (task 0) with every worker's status, speed as it saw it, and environment.
+
+Failure paths end in bounded time with no process left behind: when one worker fails, the
+others get ``FAIL_GRACE_S`` to report their own failure (a collective aborted by the dead
+peer), then each is sent SIGTERM and, ``TERM_GRACE_S`` later, SIGKILL. A worker's measuring
+process dies with it (see ``child._die_with_parent``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuscout.measure import distribute
+from gpuscout.measure.benchmark import failed
+from gpuscout.records import BenchConfig, Distribution, RunResult, WorkerRun
+
+FAIL_GRACE_S = 15.0
+TERM_GRACE_S = 5.0
+POLL_S = 0.1
+HOST = "127.0.0.1"
+
+
+@dataclass
+class _Worker:
+    index: int
+    address: str
+    proc: subprocess.Popen[bytes]
+    db: Path
+    log: Path
+
+
+def launch(
+    config: BenchConfig,
+    bench_args: list[str],
+    workers: int,
+    on_event: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Run ``gpuscout bench BENCH_ARGS`` as ``workers`` local workers; one combined result.
+
+    ``config`` is what ``bench_args`` parse to (already checked by the caller); it labels the
+    result when no worker produced one.
+    """
+    say = on_event or (lambda _: None)
+    addresses = [f"{HOST}:{port}" for port in distribute.free_ports(workers)]
+    config = config.model_copy(update={"workers": addresses, "task_index": 0})
+    with tempfile.TemporaryDirectory(prefix="gpuscout-launch-") as tmp:
+        started = [_start(i, addresses, bench_args, Path(tmp)) for i in range(workers)]
+        say(f"started {workers} workers on {', '.join(addresses)}")
+        try:
+            _wait(started, say)
+        except KeyboardInterrupt:
+            say("interrupted: stopping the workers (each stores what it measured)")
+            for w in started:
+                _signal(w, signal.SIGTERM)
+            _wait(started, say, limit_s=FAIL_GRACE_S)
+        finally:
+            _stop(started)
+        runs = [_stored_run(w) for w in started]
+        reports = [_report(w, run) for w, run in zip(started, runs, strict=True)]
+    return combine(config, runs[0], reports)
+
+
+def _start(index: int, addresses: list[str], bench_args: list[str], tmp: Path) -> _Worker:
+    db, log = tmp / f"worker{index}.sqlite", tmp / f"worker{index}.log"
+    command = [
+        sys.executable, "-m", "gpuscout", "bench", *bench_args,
+        "--workers", ",".join(addresses), "--task-index", str(index),
+        "--db", str(db), "--quiet",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        # Its own session: the terminal's Ctrl-C reaches the launcher only, which stops the
+        # workers itself, in order.
+        proc = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+        )
+    return _Worker(index, addresses[index], proc, db, log)
+
+
+def _wait(workers: list[_Worker], say: Callable[[str], None], limit_s: float | None = None) -> None:
+    """Until every worker has exited, or FAIL_GRACE_S after the first one failed."""
+    start = time.monotonic()
+    failed_at: float | None = None
+    while any(w.proc.poll() is None for w in workers):
+        now = time.monotonic()
+        if limit_s is not None and now - start > limit_s:
+            return
+        if failed_at is None:
+            bad = [w for w in workers if w.proc.poll() not in (None, 0)]
+            if bad:
+                failed_at = now
+                say(
+                    f"worker {bad[0].index} failed; giving the others {FAIL_GRACE_S:g} s to "
+                    "report before stopping them"
+                )
+        elif now - failed_at > FAIL_GRACE_S:
+            return
+        time.sleep(POLL_S)
+
+
+def _signal(worker: _Worker, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(worker.proc.pid, sig)
+
+
+def _stop(workers: list[_Worker]) -> None:
+    """SIGTERM every worker still running, SIGKILL it TERM_GRACE_S later; reap them all."""
+    running = [w for w in workers if w.proc.poll() is None]
+    for w in running:
+        _signal(w, signal.SIGTERM)
+    deadline = time.monotonic() + TERM_GRACE_S
+    for w in running:
+        try:
+            w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal(w, signal.SIGKILL)
+            w.proc.wait()
+
+
+def _stored_run(worker: _Worker) -> RunResult | None:
+    if not worker.db.exists():
+        return None
+    from gpuscout.store import Store
+
+    with Store(worker.db) as store:
+        rows = store.list(limit=1)
+        return store.get(rows[0].id) if rows else None
+
+
+def _report(worker: _Worker, run: RunResult | None) -> WorkerRun:
+    if run is None:
+        return WorkerRun(
+            task_index=worker.index,
+            address=worker.address,
+            status="error",
+            message=_why(worker),
+        )
+    sps = run.samples_per_second
+    return WorkerRun(
+        task_index=worker.index,
+        address=worker.address,
+        status=run.status,
+        message=run.message,
+        samples_per_second=sps.median if sps else None,
+        env=run.env,
+    )
+
+
+def _why(worker: _Worker) -> str:
+    """What a worker that stored no run said last, else how it ended."""
+    lines = worker.log.read_text(errors="replace").splitlines()
+    said = [ln for ln in lines if ln.startswith("gpuscout:")]
+    if said:
+        return said[-1].removeprefix("gpuscout: ").removeprefix("error: ")
+    code = worker.proc.returncode
+    if code is not None and code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exited with code {code} without storing a run"
+
+
+def combine(config: BenchConfig, chief: RunResult | None, reports: list[WorkerRun]) -> RunResult:
+    """The launched run: the chief's, with every worker's report; failed if any worker failed."""
+    result = chief or failed(config, "error", "the chief (worker 0) produced no result")
+    bad = [w for w in reports if w.status != "ok"]
+    why = "; ".join(f"worker {w.task_index} ({w.address}): {w.message}" for w in bad)
+    if bad and result.status == "ok":  # every step was all-reduced: the timing stands
+        result = result.model_copy(
+            update={"warnings": [*result.warnings, f"a worker failed after the run: {why}"]}
+        )
+    elif bad:
+        # The first failure is usually the cause; a peer's aborted collective follows from it.
+        result = result.model_copy(update={"status": bad[0].status, "message": why})
+    spread = result.distribution or Distribution(
+        strategy=distribute.MULTI_WORKER,
+        replicas=len(reports),
+        devices=[],
+        logical_devices=False,
+        workers=len(reports),
+        per_replica_batch=config.batch_size or 0,
+        global_batch=0,
+    )
+    note = (
+        f"launched by 'gpuscout launch': {len(reports)} workers on this machine's loopback "
+        f"({HOST}), sharing its CPU cores and GPUs; the run is the chief's (worker 0)"
+    )
+    return result.model_copy(
+        update={
+            "distribution": spread.model_copy(update={"worker_runs": reports}),
+            "assumptions": [*result.assumptions, note],
+        }
+    )

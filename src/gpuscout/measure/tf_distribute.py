@@ -1,0 +1,150 @@
+"""The TensorFlow side of data-parallel runs: the strategy, and the loop that trains under it.
+
+``MirroredStrategy`` replicates the step on the devices of this process; on a machine without
+GPUs they are *logical* CPU devices (``tf.config.set_logical_device_configuration``), which
+run TensorFlow's real all-reduce code but share the same cores. ``MultiWorkerMirroredStrategy``
+joins the workers named in ``TF_CONFIG``. Both must be set up before TensorFlow runs any op,
+which is why a data-parallel run always starts in a fresh measuring process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.measure import distribute
+from gpuscout.measure.distribute import MULTI_WORKER, Plan
+from gpuscout.measure.protocol import Outcome, Protocol
+from gpuscout.measure.tf_models import Built
+from gpuscout.measure.tf_train import train_step_function
+
+
+@dataclass(frozen=True)
+class Replicas:
+    """A started strategy and what it spans."""
+
+    strategy: Any
+    plan: Plan
+    devices: list[str]  # this process's devices, "CPU:0", "GPU:1"
+    logical: bool  # CPU devices split from one physical CPU
+    workers: int
+    replicas: int  # in all workers together
+
+    @property
+    def name(self) -> str:
+        """The run's device column: "CPU:0,CPU:1", or "2 workers x GPU:0,GPU:1"."""
+        local = ",".join(self.devices)
+        return f"{self.workers} workers x {local}" if self.workers > 1 else local
+
+
+def start(tf: Any, plan: Plan, timeout_s: float, on_phase: Callable[[str], None]) -> Replicas:
+    """Create the strategy ``plan`` asks for; call before anything else runs in TensorFlow."""
+    if plan.strategy == MULTI_WORKER:
+        os.environ["TF_CONFIG"] = distribute.tf_config(plan.workers, plan.task_index)
+        on_phase(distribute.CONNECTING)
+        options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=timeout_s)
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        devices = [d.split("device:")[-1] for d in strategy.extended.worker_devices]
+        return Replicas(
+            strategy, plan, devices, False, len(plan.workers), strategy.num_replicas_in_sync
+        )
+    devices, logical = _local_devices(tf, plan)
+    strategy = tf.distribute.MirroredStrategy([f"/{d}" for d in devices])
+    return Replicas(strategy, plan, devices, logical, 1, strategy.num_replicas_in_sync)
+
+
+def _local_devices(tf: Any, plan: Plan) -> tuple[list[str], bool]:
+    gpus = tf.config.list_physical_devices("GPU")
+    if plan.names:
+        kind = plan.names[0].split(":")[0]
+        wanted = max(int(n.split(":")[1]) for n in plan.names) + 1
+        if kind == "GPU" and wanted > len(gpus):
+            raise UserError(
+                f"--devices {','.join(plan.names)}: this machine has {len(gpus)} GPU(s).",
+                "name GPUs that exist (see nvidia-smi), or CPU:0,CPU:1 for logical CPU devices.",
+            )
+        if kind == "CPU" and wanted > 1:
+            _split_cpu(tf, wanted)
+        return list(plan.names), kind == "CPU" and wanted > 1
+    assert plan.count is not None
+    if gpus:
+        if plan.count > len(gpus):
+            raise UserError(
+                f"--devices {plan.count}: this machine has {len(gpus)} GPU(s).",
+                f"pass --devices {len(gpus)} or fewer (or CPU:0,CPU:1,... for logical CPUs).",
+            )
+        return [f"GPU:{i}" for i in range(plan.count)], False
+    if plan.count > 1:
+        _split_cpu(tf, plan.count)
+    return [f"CPU:{i}" for i in range(plan.count)], plan.count > 1
+
+
+def _split_cpu(tf: Any, n: int) -> None:
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
+        )
+    except RuntimeError as exc:
+        raise GpuscoutError(
+            f"cannot split the CPU into {n} logical devices once TensorFlow has started "
+            f"({exc}); data-parallel runs need a fresh process ('gpuscout bench' starts one)."
+        ) from None
+
+
+def distributed_loop(
+    tf: Any,
+    replicas: Replicas,
+    built: Built,
+    dataset: Any,
+    precision: str,
+    protocol: Protocol,
+    sync: Callable[[], None],
+) -> Outcome:
+    """The custom loop under the strategy: ``strategy.run`` of the train step on each replica's
+    share of a global batch; the gradients are all-reduced inside ``apply_gradients``.
+
+    Each replica's loss is divided by the number of replicas, so the summed gradients are
+    those of the mean loss over the global batch, as on one device.
+
+    With several workers every one must run the same number of steps, or the last collective
+    waits for ever: the chief's protocol decides, and after each (timed) step one extra
+    all-reduce of a scalar, outside the timing, tells every worker whether to stop.
+    """
+    strategy = replicas.strategy
+    step_on_batch = train_step_function(tf, built, precision, False, replicas.replicas)
+    options = tf.data.Options()
+    # Every worker makes the same synthetic batches: nothing to shard, each worker's replicas
+    # take their share of each global batch.
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    iterator = iter(strategy.experimental_distribute_dataset(dataset.with_options(options)))
+
+    @tf.function  # type: ignore[untyped-decorator]
+    def train_step(iterator: Any) -> Any:
+        x, y = next(iterator)
+        per_replica = strategy.run(step_on_batch, args=(x, y))
+        return strategy.reduce("SUM", per_replica, axis=None)
+
+    def one_step() -> None:
+        train_step(iterator).numpy()
+        sync()
+
+    if replicas.workers == 1:
+        return protocol.run(one_step)
+
+    @tf.function  # type: ignore[untyped-decorator]
+    def agree(flag: Any) -> Any:
+        return strategy.reduce("SUM", strategy.run(tf.identity, args=(flag,)), axis=None)
+
+    chief = replicas.plan.is_chief
+    while True:
+        t0 = time.perf_counter()
+        one_step()
+        outcome = protocol.add(time.perf_counter() - t0)
+        says_stop = 1.0 if chief and outcome is not None else 0.0
+        if float(agree(tf.constant(says_stop)).numpy()) > 0:
+            return outcome if outcome is not None else protocol.conclude()
