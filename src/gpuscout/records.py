@@ -121,6 +121,7 @@ class WorkerRun(_Record):
     status: Status
     message: str | None = None
     samples_per_second: float | None = None  # global samples / this worker's median step
+    exited_after_s: float | None = None  # after the launch; the first failure is the cause
     env: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -62,3 +62,14 @@ def hangs():
     import time
 
     time.sleep(3600)
+
+
+def dies_on_worker_1():
+    """A model whose second worker dies while building it: a crashed worker, on demand."""
+    import json
+    import os
+
+    task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {}).get("index", 0)
+    if task == 1:
+        os._exit(3)
+    return uncompiled_classifier()

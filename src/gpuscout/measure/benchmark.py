@@ -35,6 +35,8 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
     layout = distribute.plan(config)
     if layout.workers:
         distribute.check_port_free(layout.workers[layout.task_index])
+    if layout.local_replicas:
+        distribute.batches(config, layout.local_replicas, 1)  # an uneven global batch
     return workload, model_spec
 
 

@@ -39,6 +39,11 @@ class Plan:
     def is_chief(self) -> bool:
         return self.task_index == 0
 
+    @property
+    def local_replicas(self) -> int | None:
+        """Replicas of a one-machine run (one per device); None where the workers decide."""
+        return self.count or len(self.names) or None
+
 
 def parse_devices(text: str) -> int | tuple[str, ...]:
     """``"2"`` -> 2; ``"GPU:0,GPU:1"`` -> the names, upper-cased; UserError otherwise."""

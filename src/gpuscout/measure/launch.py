@@ -41,6 +41,14 @@ class _Worker:
     proc: subprocess.Popen[bytes]
     db: Path
     log: Path
+    started: float
+    exited_after_s: float | None = None
+
+    def poll(self) -> int | None:
+        code = self.proc.poll()
+        if code is not None and self.exited_after_s is None:
+            self.exited_after_s = time.monotonic() - self.started
+        return code
 
 
 def launch(
@@ -87,19 +95,19 @@ def _start(index: int, addresses: list[str], bench_args: list[str], tmp: Path) -
         proc = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
         )
-    return _Worker(index, addresses[index], proc, db, log)
+    return _Worker(index, addresses[index], proc, db, log, time.monotonic())
 
 
 def _wait(workers: list[_Worker], say: Callable[[str], None], limit_s: float | None = None) -> None:
     """Until every worker has exited, or FAIL_GRACE_S after the first one failed."""
     start = time.monotonic()
     failed_at: float | None = None
-    while any(w.proc.poll() is None for w in workers):
+    while [w.poll() for w in workers].count(None):
         now = time.monotonic()
         if limit_s is not None and now - start > limit_s:
             return
         if failed_at is None:
-            bad = [w for w in workers if w.proc.poll() not in (None, 0)]
+            bad = [w for w in workers if w.poll() not in (None, 0)]
             if bad:
                 failed_at = now
                 say(
@@ -118,7 +126,7 @@ def _signal(worker: _Worker, sig: signal.Signals) -> None:
 
 def _stop(workers: list[_Worker]) -> None:
     """SIGTERM every worker still running, SIGKILL it TERM_GRACE_S later; reap them all."""
-    running = [w for w in workers if w.proc.poll() is None]
+    running = [w for w in workers if w.poll() is None]
     for w in running:
         _signal(w, signal.SIGTERM)
     deadline = time.monotonic() + TERM_GRACE_S
@@ -128,6 +136,7 @@ def _stop(workers: list[_Worker]) -> None:
         except subprocess.TimeoutExpired:
             _signal(w, signal.SIGKILL)
             w.proc.wait()
+        w.poll()
 
 
 def _stored_run(worker: _Worker) -> RunResult | None:
@@ -147,6 +156,7 @@ def _report(worker: _Worker, run: RunResult | None) -> WorkerRun:
             address=worker.address,
             status="error",
             message=_why(worker),
+            exited_after_s=worker.exited_after_s,
         )
     sps = run.samples_per_second
     return WorkerRun(
@@ -155,6 +165,7 @@ def _report(worker: _Worker, run: RunResult | None) -> WorkerRun:
         status=run.status,
         message=run.message,
         samples_per_second=sps.median if sps else None,
+        exited_after_s=worker.exited_after_s,
         env=run.env,
     )
 
@@ -174,14 +185,16 @@ def _why(worker: _Worker) -> str:
 def combine(config: BenchConfig, chief: RunResult | None, reports: list[WorkerRun]) -> RunResult:
     """The launched run: the chief's, with every worker's report; failed if any worker failed."""
     result = chief or failed(config, "error", "the chief (worker 0) produced no result")
-    bad = [w for w in reports if w.status != "ok"]
+    bad = sorted(
+        (w for w in reports if w.status != "ok"), key=lambda w: w.exited_after_s or float("inf")
+    )
     why = "; ".join(f"worker {w.task_index} ({w.address}): {w.message}" for w in bad)
     if bad and result.status == "ok":  # every step was all-reduced: the timing stands
         result = result.model_copy(
             update={"warnings": [*result.warnings, f"a worker failed after the run: {why}"]}
         )
     elif bad:
-        # The first failure is usually the cause; a peer's aborted collective follows from it.
+        # In the order they ended: the first is the cause, a peer's aborted collective follows.
         result = result.model_copy(update={"status": bad[0].status, "message": why})
     spread = result.distribution or Distribution(
         strategy=distribute.MULTI_WORKER,
