@@ -196,5 +196,14 @@ class RunResult(_Record):
     # Every step's time (warm-up first), seconds. Stored beside the result, not in its JSON.
     step_times_s: list[float] = Field(default_factory=list, exclude=True)
 
+    @property
+    def replicas(self) -> int:
+        """Devices the step ran on, in all (1 without a strategy)."""
+        return self.distribution.replicas if self.distribution else 1
+
+    @property
+    def per_replica_batch(self) -> int:
+        return self.distribution.per_replica_batch if self.distribution else self.batch_size
+
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

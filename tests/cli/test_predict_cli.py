@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuscout.records import BenchConfig, Distribution, Interval, RunResult, Scaling
+from gpuscout.store import Store
 from tests.conftest import assert_user_errors, run_cli
 
 ARTICLES = ("--workload", "resnet50", "--precision", "mixed_float16")
@@ -102,3 +104,52 @@ def test_gpus_lacking_the_precision_are_predicted_and_marked_with_all() -> None:
     assert r.code == 0, r.err
     t4 = next(row for row in r.json() if row["gpu"] == "t4")
     assert any("no BF16 tensor cores" in a for a in t4["assumptions"])
+
+
+def _gpu_run(replicas: int, sps: float, efficiency: float | None) -> RunResult:
+    """A stored ``bench --scaling`` run on an A100, as a GPU machine would have written it
+    (this machine has no GPU: the record is written by hand, the store and predict are real)."""
+    scaling = Scaling(
+        sweep="s1",
+        base_replicas=1,
+        base_run_id=1 if efficiency else None,
+        efficiency=Interval(median=efficiency, ci_low=None, ci_high=None) if efficiency else None,
+    )
+    return RunResult(
+        created_at="2026-12-01T00:00:00+00:00",
+        status="ok",
+        workload="resnet50",
+        device=",".join(f"GPU:{i}" for i in range(replicas)),
+        precision="mixed_float16",
+        xla=False,
+        loop="custom",
+        batch_size=256 * replicas,
+        samples_per_second=Interval(median=sps, ci_low=None, ci_high=None),
+        config=BenchConfig(workload="resnet50", devices=str(replicas)),
+        env={"device_name": "NVIDIA A100-SXM4-40GB"},
+        distribution=Distribution(
+            strategy="MirroredStrategy",
+            replicas=replicas,
+            devices=[f"GPU:{i}" for i in range(replicas)],
+            logical_devices=False,
+            per_replica_batch=256,
+            global_batch=256 * replicas,
+            scaling=scaling,
+        ),
+    )
+
+
+def test_measured_scaling_is_shown_next_to_the_predicted(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite"
+    with Store(db) as store:
+        store.save(_gpu_run(1, 2500.0, None))
+        store.save(_gpu_run(2, 4600.0, 0.92))
+    args = ("predict", *ARTICLES, "--gpus", "a100-40gb-sxm", "--count", "1,2,4", "--db", str(db))
+    r = run_cli(*args, "--json", block_tf=True)
+    assert r.code == 0, r.err
+    rows = {row["count"]: row for row in r.json()}
+    assert rows[2]["measured_scaling"] == 0.92 and rows[2]["measured"] == 4600.0
+    assert rows[1]["measured"] == 2500.0 and rows[1]["measured_scaling"] is None
+    assert rows[4]["measured_scaling"] is None  # nothing measured on 4: prediction only
+    text = run_cli(*args, block_tf=True)
+    assert "measured scaling" in text.out and "92%" in text.out

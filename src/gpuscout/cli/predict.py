@@ -71,17 +71,32 @@ def stored_runs(db: str | None) -> list[Any]:
         return [store.get(row.id) for row in store.list() if row.status == "ok"]
 
 
-def _measured(runs: list[Any], profile: Any, catalog: Any) -> dict[str, float]:
-    """Median measured samples/s per catalog GPU among runs of this very profile."""
-    found: dict[str, list[float]] = {}
+def _measured(
+    runs: list[Any], profile: Any, catalog: Any
+) -> tuple[dict[tuple[str, int], float], dict[tuple[str, int], float]]:
+    """Medians of what stored runs of this very profile measured, per (catalog GPU, count in
+    one machine): samples/s, and the scaling efficiency of ``bench --scaling`` runs."""
+    speeds: dict[tuple[str, int], list[float]] = {}
+    scaling: dict[tuple[str, int], list[float]] = {}
     for run in runs:
-        same = (run.workload, run.precision, run.batch_size) == (
+        same = (run.workload, run.precision, run.per_replica_batch) == (
             profile.workload, profile.precision, profile.batch
         )  # fmt: skip
         gpu = catalog.find_device(str(run.env.get("device_name") or ""))
-        if same and gpu is not None and run.samples_per_second is not None:
-            found.setdefault(gpu.id, []).append(run.samples_per_second.median)
-    return {k: statistics.median(v) for k, v in found.items()}
+        spread = run.distribution
+        if not same or gpu is None or run.samples_per_second is None:
+            continue
+        if spread is not None and (spread.workers > 1 or spread.logical_devices):
+            continue  # several machines, or CPU devices: not a count of GPUs in one machine
+        key = (gpu.id, run.replicas)
+        speeds.setdefault(key, []).append(run.samples_per_second.median)
+        efficiency = spread.scaling.efficiency if spread and spread.scaling else None
+        if efficiency and spread and spread.scaling and spread.scaling.base_replicas == 1:
+            scaling.setdefault(key, []).append(efficiency.median)  # against 1 GPU, as predicted
+    return (
+        {k: statistics.median(v) for k, v in speeds.items()},
+        {k: statistics.median(v) for k, v in scaling.items()},
+    )
 
 
 def _check_precision(gpus: list[Any], precision: str) -> None:
@@ -145,6 +160,12 @@ def run_predict(args: argparse.Namespace) -> int:
 
         with Store(args.db) as store:
             anchor = anchor_from_run(store.get(args.from_run), profile, catalog)
+    measured, measured_scaling = _measured(runs, profile, catalog)
+    if measured_scaling:
+        notes.append(
+            "measured scaling: efficiency from your 'bench --scaling' runs on that GPU "
+            "(same workload, precision and batch per GPU), against their 1-GPU run"
+        )
     rows, common = predict(
         profile,
         gpus,
@@ -153,7 +174,8 @@ def run_predict(args: argparse.Namespace) -> int:
         reference,
         epoch,
         anchor=anchor,
-        measured=_measured(runs, profile, catalog),
+        measured=measured,
+        measured_scaling=measured_scaling,
         calibration=calibration,
         network_gbit=args.network,
     )

@@ -39,7 +39,8 @@ class Prediction:
     memory_needed_gb: float
     link: str | None
     method: str
-    measured: float | None = None
+    measured: float | None = None  # samples/s of your stored runs of this GPU and count
+    measured_scaling: float | None = None  # scaling efficiency your --scaling runs measured
     assumptions: list[str] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -69,7 +70,9 @@ def anchor_from_run(run: RunResult, profile: Profile, catalog: Catalog) -> Ancho
             f"it measured {run.workload} {run.precision}, not {profile.workload} "
             f"{profile.precision}"
         )
-    if run.batch_size != profile.batch:
+    if run.replicas > 1:
+        problems.append(f"it ran data parallel on {run.replicas} replicas, not one GPU")
+    elif run.batch_size != profile.batch:
         problems.append(f"its batch size {run.batch_size} is not {profile.batch}")
     if problems or gpu is None or run.samples_per_second is None:
         raise UserError(
@@ -93,13 +96,15 @@ def predict(
     reference: Gpu,
     epoch_samples: int,
     anchor: Anchor | None = None,
-    measured: dict[str, float] | None = None,
+    measured: dict[tuple[str, int], float] | None = None,
+    measured_scaling: dict[tuple[str, int], float] | None = None,
     calibration: Fit | None = None,
     network_gbit: float = 100.0,
 ) -> tuple[list[Prediction], list[str]]:
     """One prediction per GPU and count, and the assumptions common to all of them.
 
-    A count is a number of GPUs in one machine, or (nodes, GPUs per node).
+    A count is a number of GPUs in one machine, or (nodes, GPUs per node). ``measured`` and
+    ``measured_scaling`` are keyed by (GPU id, GPU count in one machine).
     """
     layouts = sorted(c if isinstance(c, tuple) else (1, c) for c in counts)
     if any(min(c) < 1 for c in layouts):
@@ -159,7 +164,10 @@ def predict(
                     memory_needed_gb=need / 1e9,
                     link=None if n == 1 else f"{link.name}, {link.busbw_gb_per_s:g} GB/s bus",
                     method="measured anchor" if exact else method,
-                    measured=(measured or {}).get(gpu.id) if n == 1 else None,
+                    measured=(measured or {}).get((gpu.id, n)) if nodes == 1 else None,
+                    measured_scaling=(
+                        (measured_scaling or {}).get((gpu.id, n)) if nodes == 1 else None
+                    ),
                     assumptions=rate_note + ([] if n == 1 else [link.assumption]),
                 )
             )

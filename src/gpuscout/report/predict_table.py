@@ -17,9 +17,16 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
     table = Table(title=title, title_justify="left")
     for name in ("GPU", "n", f"{unit}/s", "range", "epoch", f"vs {reference}"):
         table.add_column(name, justify="left" if name == "GPU" else "right")
-    for name in ("scaling", "fits memory", "measured", "interconnect"):
+    with_scaling = any(r.measured_scaling is not None for r in rows)
+    names = ("scaling", "measured scaling", "fits memory", "measured", "interconnect")
+    for name in names if with_scaling else (n for n in names if n != "measured scaling"):
         table.add_column(name, justify="right" if name != "interconnect" else "left")
     for r in rows:
+        measured_scaling = (
+            [f"{r.measured_scaling:.0%}" if r.measured_scaling is not None else ""]
+            if with_scaling
+            else []
+        )
         table.add_row(
             r.gpu,
             f"{r.nodes}x{r.count // r.nodes}" if r.nodes > 1 else str(r.count),
@@ -28,6 +35,7 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
             fmt_seconds(r.epoch_seconds),
             f"{r.relative_speed:.2f}x",
             f"{r.scaling_efficiency:.0%}",
+            *measured_scaling,
             f"yes ({r.memory_needed_gb:.1f} GB)"
             if r.fits_memory
             else (f"[red]no[/] ({r.memory_needed_gb:.1f} GB)"),
