@@ -52,6 +52,11 @@ def test_non_measuring_modules_import_without_tensorflow() -> None:
         "gpuscout.report.soak_view",
         "gpuscout.cli.doctor",
         "gpuscout.cli.soak",
+        "gpuscout.measure.distribute",
+        "gpuscout.measure.sweep",
+        "gpuscout.measure.launch",
+        "gpuscout.cli.launch",
+        "gpuscout.report.scaling_table",
     ]
     code = (
         BLOCK_TF

@@ -20,7 +20,9 @@ _EXPORTS = {
     "UserError": "gpuscout.errors",
     "bench": "gpuscout.measure.benchmark",
     "diagnose": "gpuscout.measure.doctor",
+    "launch": "gpuscout.measure.launch",
     "load_catalog": "gpuscout.catalog",
+    "scaling_sweep": "gpuscout.measure.sweep",
     "soak": "gpuscout.measure.soak",
 }
 

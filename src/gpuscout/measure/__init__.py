@@ -15,6 +15,8 @@ _EXPORTS = {
     "bench": "gpuscout.measure.benchmark",
     "diagnose": "gpuscout.measure.doctor",
     "get_workload": "gpuscout.measure.workloads",
+    "launch": "gpuscout.measure.launch",
+    "scaling_sweep": "gpuscout.measure.sweep",
     "soak": "gpuscout.measure.soak",
 }
 

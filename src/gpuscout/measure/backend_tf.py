@@ -9,17 +9,20 @@ from __future__ import annotations
 import gc
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpuscout.errors import UserError
-from gpuscout.measure import distribute, environment, tf_data, tf_distribute, tf_runtime
+from gpuscout.measure import distribute, environment, tf_data, tf_runtime
 from gpuscout.measure.protocol import Outcome, Progress, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
 from gpuscout.measure.workloads import Workload
 from gpuscout.records import BenchConfig, Distribution, RunResult
+
+if TYPE_CHECKING:
+    from gpuscout.measure import tf_distribute
 
 
 def _synthetic_dataset(tf: Any, x: Any, y: Any) -> Any:
@@ -137,6 +140,8 @@ def _measure(
 ) -> RunResult:
     import keras
 
+    from gpuscout.measure import tf_distribute  # imports Keras: only once TensorFlow is up
+
     layout = distribute.plan(config)
     replicas = (
         tf_distribute.start(tf, layout, config.worker_timeout_s, on_phase)
@@ -224,7 +229,7 @@ def _train(
     sync: Callable[[], None],
 ) -> Outcome:
     """Time the steps with the loop ``config`` asks for."""
-    from gpuscout.measure import tf_train
+    from gpuscout.measure import tf_distribute, tf_train
 
     if replicas is not None:
         with replicas.strategy.scope():
