@@ -101,7 +101,7 @@ def test_launch_runs_two_workers_and_stores_one_combined_run(tmp_path: Path) -> 
 def test_a_crashed_worker_fails_the_launch_in_bounded_time(tmp_path: Path) -> None:
     r = run_cli(
         "launch", "--workers", "2", "--db", str(tmp_path / "runs.sqlite"), "--json", "--",
-        "bench", "--model", f"{MODELS}:dies_on_worker_1", *QUICK, "--worker-timeout", "30",
+        "bench", "--model", f"{MODELS}:dies_on_worker_1", *QUICK, "--worker-timeout", "5",
         timeout=150,
     )  # fmt: skip
     assert r.code == 1
@@ -133,6 +133,7 @@ def _free_ports(n: int) -> list[int]:
 
 
 def test_bad_scale_out_options_fail_fast_without_tensorflow() -> None:
+    """As bad input: one line, exit 2 (the rest of the rules: tests/measure/test_distribute)."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -141,10 +142,7 @@ def test_bad_scale_out_options_fail_fast_without_tensorflow() -> None:
         assert_user_errors(
             [
                 (("bench", "--workers", workers, "--task-index", "0"), f"port {port}"),
-                (("bench", "--devices", "0"), "--devices 0"),
-                (("bench", "--devices", "2", "--loop", "fit"), "--loop fit"),
                 (("bench", "--devices", "2", "--scaling", "1,4"), "beyond the 2"),
-                (("bench", "--workers", "a:1,b:2", "--task-index", "2"), "--task-index 2"),
                 (("bench", "--devices", "3", "--global-batch-size", "8"), "evenly over 3"),
                 (("launch", "--workers", "2", "--", "doctor"), "launch runs 'bench'"),
                 (("launch", "--workers", "2", "--", "bench", "--db", "x"), "'--db' after"),

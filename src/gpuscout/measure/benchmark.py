@@ -89,7 +89,10 @@ def failed(config: BenchConfig, status: str, message: str) -> RunResult:
             "status": status,
             "message": message,
             "workload": config.model or config.workload,
-            "device": config.device or "default",
+            "device": config.device
+            or (f"{len(config.workers)} workers" if config.workers else None)
+            or config.devices
+            or "default",
             "precision": config.precision,
             "xla": config.xla,
             "loop": config.loop,
