@@ -8,7 +8,7 @@ BACKEND ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo cuda || echo cp
 STAMP := $(VENV)/.installed-$(BACKEND)
 RUN_SECONDS ?= 90
 
-.PHONY: run test lint bench-harness bench-startup bench-predict clean
+.PHONY: run test lint bench-harness bench-startup bench-predict bench-scale clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,9 @@ bench-startup: $(STAMP)
 
 bench-predict: $(STAMP)
 	$(BIN)/python benchmarks/prediction_accuracy.py
+
+bench-scale: $(STAMP)
+	$(BIN)/python benchmarks/scale_out.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

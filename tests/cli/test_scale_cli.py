@@ -8,7 +8,11 @@ test's timeout (run_cli raises past it) and leave no gpuscout process behind.
 from __future__ import annotations
 
 import io
+import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -148,3 +152,27 @@ def test_bad_scale_out_options_fail_fast_without_tensorflow() -> None:
                 (("launch", "--workers", "2", "--", "bench", "--db", "x"), "'--db' after"),
             ]
         )
+
+
+def test_the_measuring_process_dies_with_a_killed_bench(tmp_path: Path) -> None:
+    """A SIGKILLed ``gpuscout bench`` (which can forward nothing) takes its TensorFlow child
+    with it: nothing else would stop a worker blocked in a collective."""
+    code = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    env = {**os.environ, "GPUSCOUT_DB": str(tmp_path / "runs.sqlite")}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code, "bench", "--workload", "mlp", "--seconds", "120", "-q"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    children: list[psutil.Process] = []
+    while not children and time.monotonic() < deadline:
+        children = psutil.Process(parent.pid).children()
+        time.sleep(0.2)
+    assert children, "the measuring child never started"
+    time.sleep(2)  # let it get into TensorFlow
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive and not _leftovers()

@@ -313,6 +313,12 @@ def _replica_notes(replicas: tf_distribute.Replicas, per: int, batch: int) -> li
         "each replica's loss is divided by the replica count, so the all-reduced gradients "
         "are those of the global batch's mean loss",
     ]
+    if r.replicas == 1:
+        notes.append(
+            "one replica under the strategy: the same code as every count of a --scaling "
+            "sweep, so efficiency isolates scaling; a plain run (no --devices) skips the "
+            "strategy's own cost per step (measured: make bench-scale)"
+        )
     if r.logical:
         notes.append(
             f"logical devices: this machine's CPU split into {len(r.devices)} TensorFlow "

@@ -207,7 +207,7 @@ def combine(config: BenchConfig, chief: RunResult | None, reports: list[WorkerRu
     )
     note = (
         f"launched by 'gpuscout launch': {len(reports)} workers on this machine's loopback "
-        f"({HOST}), sharing its CPU cores and GPUs; the run is the chief's (worker 0)"
+        f"({HOST}), sharing its CPU cores (and GPUs, if any); the run is the chief's (worker 0)"
     )
     return result.model_copy(
         update={
