@@ -278,10 +278,8 @@ def prepare(
         "float32" if config.precision == "fp32" else config.precision
     )
     prep = Prepared()
-    if config.batch_size or config.global_batch_size:
-        batch = config.batch_size or 0
-    else:
-        batch = _default_batch(workload, device)
+    batch = config.batch_size or _default_batch(workload, device)
+    if not config.batch_size and not config.global_batch_size:
         prep.assumptions.append(
             f"batch size {batch}{' per replica' if replicas else ''}: gpuscout's default on a "
             f"{device.kind} (the articles use 256 on a GPU); set it with --batch-size"
