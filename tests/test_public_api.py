@@ -57,6 +57,10 @@ def test_non_measuring_modules_import_without_tensorflow() -> None:
         "gpuscout.measure.launch",
         "gpuscout.cli.launch",
         "gpuscout.report.scaling_table",
+        "gpuscout.store.exchange",
+        "gpuscout.comparison",
+        "gpuscout.report.compare_table",
+        "gpuscout.cli.runs",
     ]
     code = (
         BLOCK_TF

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import socket
 from dataclasses import dataclass
 
+from gpuscout.comparison import ratio
 from gpuscout.errors import UserError
 from gpuscout.records import BenchConfig, Interval
 
@@ -222,18 +222,8 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
 
 def efficiency(base: Interval, base_n: int, run: Interval, n: int) -> Interval:
     """Scaling efficiency: throughput(n) / (n / base_n x throughput(base_n)), with a 95%
-    interval from the two runs' intervals.
-
-    The runs are independent, so their relative errors add in quadrature on a log scale
-    (lower and upper sides apart, as the intervals are asymmetric).
-    """
-    median = run.median / (base.median * n / base_n)
-    if None in (base.ci_low, base.ci_high, run.ci_low, run.ci_high):
-        return Interval(median=median, ci_low=None, ci_high=None)
-    assert base.ci_low and base.ci_high and run.ci_low and run.ci_high
-    down = math.hypot(math.log(run.median / run.ci_low), math.log(base.ci_high / base.median))
-    up = math.hypot(math.log(run.ci_high / run.median), math.log(base.median / base.ci_low))
-    return Interval(median=median, ci_low=median * math.exp(-down), ci_high=median * math.exp(up))
+    interval from the two (independent) runs' intervals."""
+    return ratio(run, base, base_n / n)
 
 
 def parse_counts(text: str) -> list[int]:

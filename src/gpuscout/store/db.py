@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import platformdirs
-from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy import Connection, Engine, create_engine, event, select
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from gpuscout.errors import UserError
@@ -47,6 +48,36 @@ class RunRow:
     batch_size: int
     samples_per_second: float | None
     stop_reason: str | None
+
+
+def _insert(conn: Connection, result: RunResult) -> RunResult:
+    sps = result.samples_per_second.median if result.samples_per_second else None
+    inserted = conn.execute(
+        schema.runs.insert().values(
+            created_at=result.created_at,
+            status=result.status,
+            workload=result.workload,
+            device=result.device,
+            precision=result.precision,
+            xla=result.xla,
+            loop=result.loop,
+            batch_size=result.batch_size,
+            samples_per_second=sps,
+            stop_reason=result.stop_reason,
+            result_json="{}",
+            step_times_json=json.dumps(result.step_times_s),
+            monitor_json=json.dumps(result.monitor_timeline),
+        )
+    ).inserted_primary_key
+    assert inserted is not None
+    run_id = inserted[0]
+    saved = result.model_copy(update={"id": int(run_id)})
+    conn.execute(
+        schema.runs.update()
+        .where(schema.runs.c.id == run_id)
+        .values(result_json=json.dumps(saved.to_json_dict()))
+    )
+    return saved
 
 
 def _sqlite_engine(path: Path) -> Engine:
@@ -110,34 +141,12 @@ class Store:
 
     def save(self, result: RunResult) -> RunResult:
         """Insert a run in one transaction; return it with its id."""
-        sps = result.samples_per_second.median if result.samples_per_second else None
+        return self.save_many([result])[0]
+
+    def save_many(self, results: Sequence[RunResult]) -> list[RunResult]:
+        """Insert runs in one transaction (all or none); return them with their ids."""
         with self.engine.begin() as conn:
-            inserted = conn.execute(
-                schema.runs.insert().values(
-                    created_at=result.created_at,
-                    status=result.status,
-                    workload=result.workload,
-                    device=result.device,
-                    precision=result.precision,
-                    xla=result.xla,
-                    loop=result.loop,
-                    batch_size=result.batch_size,
-                    samples_per_second=sps,
-                    stop_reason=result.stop_reason,
-                    result_json="{}",
-                    step_times_json=json.dumps(result.step_times_s),
-                    monitor_json=json.dumps(result.monitor_timeline),
-                )
-            ).inserted_primary_key
-            assert inserted is not None
-            run_id = inserted[0]
-            saved = result.model_copy(update={"id": int(run_id)})
-            conn.execute(
-                schema.runs.update()
-                .where(schema.runs.c.id == run_id)
-                .values(result_json=json.dumps(saved.to_json_dict()))
-            )
-        return saved
+            return [_insert(conn, result) for result in results]
 
     def list(self, limit: int | None = None) -> list[RunRow]:
         raw = ("result_json", "step_times_json", "monitor_json")

@@ -1,0 +1,85 @@
+"""Two runs side by side: may they be ranked, and by how much does one beat the other?
+
+Following asv's ``compare``: runs that differ in what was measured (workload, its definition,
+precision, batch) or in the software that ran it are *not comparable*, and are shown as such
+instead of ranked. The device may differ: comparing devices is the point.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpuscout.records import Interval, RunResult
+
+SOFTWARE = ("tensorflow", "keras", "cuda", "cudnn")
+
+
+def ratio(num: Interval, den: Interval, scale: float = 1.0) -> Interval:
+    """``num / den * scale`` with a 95% interval from the two independent intervals: their
+    relative errors add in quadrature on a log scale, lower and upper sides apart."""
+    median = num.median / den.median * scale
+    if None in (num.ci_low, num.ci_high, den.ci_low, den.ci_high):
+        return Interval(median=median, ci_low=None, ci_high=None)
+    assert num.ci_low and num.ci_high and den.ci_low and den.ci_high
+    down = math.hypot(math.log(num.median / num.ci_low), math.log(den.ci_high / den.median))
+    up = math.hypot(math.log(num.ci_high / num.median), math.log(den.median / den.ci_low))
+    return Interval(median=median, ci_low=median * math.exp(-down), ci_high=median * math.exp(up))
+
+
+@dataclass(frozen=True)
+class Difference:
+    what: str
+    a: str
+    b: str
+    blocks: bool  # makes the runs not comparable
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: RunResult
+    b: RunResult
+    differences: list[Difference] = field(default_factory=list)
+    speedup: Interval | None = None  # b's samples/s over a's; None when not comparable
+
+    @property
+    def comparable(self) -> bool:
+        return not any(d.blocks for d in self.differences)
+
+
+def compare(a: RunResult, b: RunResult) -> Comparison:
+    """What differs between ``a`` and ``b``, and b's speed over a's where that means anything."""
+    pairs: list[tuple[str, object, object, bool]] = [
+        ("status", a.status, b.status, True),
+        ("workload", a.workload, b.workload, True),
+        ("workload definition", a.env.get("workload_hash"), b.env.get("workload_hash"), True),
+        ("precision", a.precision, b.precision, True),
+        ("batch per device", a.per_replica_batch, b.per_replica_batch, True),
+        ("loop", a.loop, b.loop, True),
+        ("XLA", a.xla, b.xla, True),
+        *((name, a.env.get(name), b.env.get(name), True) for name in SOFTWARE),
+        (
+            "device",
+            a.env.get("device_name") or a.device,
+            b.env.get("device_name") or b.device,
+            False,
+        ),
+        ("strategy", _strategy(a), _strategy(b), False),
+        ("replicas", a.replicas, b.replicas, False),
+        ("host", a.env.get("hostname"), b.env.get("hostname"), False),
+    ]
+    differences = [
+        Difference(what, _text(x), _text(y), blocks) for what, x, y, blocks in pairs if x != y
+    ]
+    result = Comparison(a, b, differences)
+    if result.comparable and a.samples_per_second and b.samples_per_second:
+        return Comparison(a, b, differences, ratio(b.samples_per_second, a.samples_per_second))
+    return result
+
+
+def _strategy(run: RunResult) -> str:
+    return run.distribution.strategy if run.distribution else "none"
+
+
+def _text(value: object) -> str:
+    return "-" if value is None else str(value)

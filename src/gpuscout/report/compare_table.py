@@ -1,0 +1,58 @@
+"""``runs compare``: two runs side by side, ranked only when they are comparable."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from gpuscout.comparison import Comparison
+from gpuscout.records import RunResult
+from gpuscout.units import fmt_percent, fmt_rate
+
+
+def _speed(run: RunResult) -> str:
+    sps = run.samples_per_second
+    if sps is None:
+        return run.status
+    if sps.ci_low is None or sps.ci_high is None:
+        return fmt_rate(sps.median)
+    return f"{fmt_rate(sps.median)} [{fmt_rate(sps.ci_low)} - {fmt_rate(sps.ci_high)}]"
+
+
+def print_comparison(c: Comparison, console: Console) -> None:
+    a, b = c.a, c.b
+    table = Table(title=f"gpuscout runs compare {a.id} {b.id}", title_justify="left")
+    table.add_column("")
+    table.add_column(f"run {a.id}")
+    table.add_column(f"run {b.id}")
+    table.add_row("samples/s [95% CI]", _speed(a), _speed(b))
+    table.add_row("workload", escape(a.workload), escape(b.workload))
+    table.add_row("device", escape(a.device), escape(b.device))
+    for d in c.differences:
+        if d.what not in ("workload", "device"):
+            mark = "[red]differs[/] " if d.blocks else ""
+            table.add_row(f"{mark}{d.what}", escape(d.a), escape(d.b))
+    console.print(table)
+    if not c.comparable:
+        blocking = ", ".join(d.what for d in c.differences if d.blocks)
+        console.print(
+            f"not comparable: they differ in {blocking}, so one is not ranked above the other. "
+            "Measure both with the same settings and software.",
+            highlight=False,
+        )
+    elif c.speedup is not None:
+        s = c.speedup
+        ci = (
+            f" [95% CI {s.ci_low:.2f}x - {s.ci_high:.2f}x]"
+            if s.ci_low is not None and s.ci_high is not None
+            else " (interval undefined)"
+        )
+        faster = "faster" if s.median >= 1 else "slower"
+        console.print(
+            f"run {b.id} is {s.median:.2f}x run {a.id}{ci}: "
+            f"{fmt_percent(abs(s.median - 1))} {faster}",
+            highlight=False,
+        )
+    else:
+        console.print("comparable, but one of them has no measured speed.", highlight=False)
