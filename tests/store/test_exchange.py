@@ -140,3 +140,23 @@ def test_compare_ranks_only_comparable_runs(tmp_path: Path) -> None:
     _stored(db, [base, faster.model_copy(update={"precision": "mixed_float16"})])
     r = run_cli("runs", "compare", "1", "2", "--db", str(db), block_tf=True)
     assert r.code == 0 and "not comparable: they differ in precision" in r.out, r.err
+
+
+def test_names_and_messages_print_as_text_never_as_markup(tmp_path: Path) -> None:
+    """A worker's error names "/job:worker/..." in brackets, which rich would take for a
+    closing tag and fail on; a model path may hold anything."""
+    failed = _full(0).model_copy(
+        update={
+            "status": "error",
+            "message": "aborted at [/job:worker/replica:0/task:1] [bold]x",
+            "device": "[red]GPU:0",
+        }
+    )
+    db = tmp_path / "m.sqlite"
+    _stored(db, [_full(0), failed])
+    for args in (("runs", "show", "2"), ("runs", "list")):
+        r = run_cli(*args, "--db", str(db), block_tf=True)
+        assert r.code == 0, r.err
+        assert "<script>alert(1)</script>" in r.out
+    shown = run_cli("runs", "show", "2", "--db", str(db), block_tf=True).out
+    assert "[/job:worker/replica:0/task:1] [bold]x" in shown and "[red]GPU:0" in shown

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from gpuscout.records import Distribution, RunResult
 from gpuscout.report.monitor_rows import monitor_rows
@@ -27,63 +29,69 @@ def _interval(result: RunResult) -> str:
 def result_table(result: RunResult) -> Table:
     """The summary of one run: speed with its interval, then how it was measured."""
     title = f"gpuscout bench · run {result.id} · {result.workload} on {result.device}"
-    table = Table(title=title, show_header=False, title_justify="left")
+    table = Table(title=Text(title), show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
-    table.add_row("status", result.status)
+    _plain(table, "status", result.status)
     if result.status != "ok":
-        table.add_row("message", result.message or "")
+        _plain(table, "message", result.message or "")
         return table
     st = result.step_time_s
     assert st is not None and result.warmup is not None
-    table.add_row("samples/s (median)", _interval(result))
-    table.add_row("samples/s (mean rate)", fmt_rate(result.mean_samples_per_second or 0))
-    table.add_row(
+    _plain(table, "samples/s (median)", _interval(result))
+    _plain(table, "samples/s (mean rate)", fmt_rate(result.mean_samples_per_second or 0))
+    _plain(
+        table,
         "step time",
         f"median {fmt_seconds(st.median)} · p5 {fmt_seconds(st.p5)} · p95 {fmt_seconds(st.p95)}",
     )
-    table.add_row(
+    _plain(
+        table,
         "spread",
         f"CV {fmt_percent(result.cv or 0)} · {_steps(result.outliers or 0)} flagged as "
         "outliers (MAD)",
     )
     w = result.warmup
-    table.add_row("warm-up", f"{_steps(w.steps)}, {fmt_seconds(w.seconds)} ({w.method})")
+    _plain(table, "warm-up", f"{_steps(w.steps)}, {fmt_seconds(w.seconds)} ({w.method})")
     half = result.ci_rel_halfwidth
-    table.add_row(
+    _plain(
+        table,
         "measured",
         f"{_steps(result.measured_steps)} · stopped: {result.stop_reason}"
         + (f" (interval ±{fmt_percent(half)})" if half is not None else ""),
     )
-    table.add_row(
+    _plain(
+        table,
         "settings",
         f"batch {result.batch_size} · {result.precision} · XLA {'on' if result.xla else 'off'}"
         f" · loop {result.loop}",
     )
     if result.distribution is not None:
         for label, text in distribution_rows(result.distribution):
-            table.add_row(label, text)
+            _plain(table, label, text)
     if result.epoch_seconds is not None:
-        table.add_row(
+        _plain(
+            table,
             "epoch time",
             f"{fmt_seconds(result.epoch_seconds)} ({result.epoch_samples:,} {result.epoch_unit})",
         )
     if result.tflops is not None:
-        table.add_row("achieved", fmt_flops(result.tflops * 1e12))
+        _plain(table, "achieved", fmt_flops(result.tflops * 1e12))
     if result.mfu is not None and result.peak_tflops is not None:
-        table.add_row("MFU", f"{fmt_percent(result.mfu)} of {fmt_flops(result.peak_tflops * 1e12)}")
+        _plain(table, "MFU", f"{fmt_percent(result.mfu)} of {fmt_flops(result.peak_tflops * 1e12)}")
     if result.peak_memory_bytes is not None:
-        table.add_row("peak memory", fmt_bytes(result.peak_memory_bytes))
+        _plain(table, "peak memory", fmt_bytes(result.peak_memory_bytes))
     env = result.env
-    table.add_row(
+    _plain(
+        table,
         "software",
         f"TensorFlow {env.get('tensorflow')} · Keras {env.get('keras')}"
         f" · Python {env.get('python')}",
     )
-    table.add_row("device", f"{env.get('device_name')} ({env.get('cpu_cores')} CPU cores)")
+    _plain(table, "device", f"{env.get('device_name')} ({env.get('cpu_cores')} CPU cores)")
     if result.monitor is not None:
         for label, text in monitor_rows(result.monitor):
-            table.add_row(label, text)
+            _plain(table, label, text)
     return table
 
 
@@ -138,13 +146,19 @@ def _steps(n: int) -> str:
 def print_result(result: RunResult, console: Console) -> None:
     console.print(result_table(result))
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     for notice in result.monitor.notices if result.monitor else []:
-        console.print(f"note: {notice}")
+        console.print(Text(f"note: {notice}"))
     if result.assumptions:
         console.print("[bold]assumptions[/bold]")
         for note in result.assumptions:
-            console.print(f"  · {note}")
+            console.print(Text(f"  · {note}"))
+
+
+def _plain(table: Table, *cells: str) -> None:
+    """A row of text, never markup: names, paths and error messages are the user's or
+    TensorFlow's, and "[/job:worker/...]" in one would otherwise break the table."""
+    table.add_row(*(Text(c) for c in cells))
 
 
 def runs_table(rows: Sequence[RunRow]) -> Table:
@@ -154,7 +168,8 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
     table.add_column("samples/s", justify="right")
     table.add_column("stopped")
     for r in rows:
-        table.add_row(
+        _plain(
+            table,
             str(r.id),
             r.created_at.replace("T", " ")[:19],
             r.status,
