@@ -191,6 +191,7 @@ class RunResult(_Record):
     env: dict[str, Any] = Field(default_factory=dict)
     monitor: MonitorSummary | None = None
     distribution: Distribution | None = None  # data parallel runs only; batch_size is global
+    note: str | None = Field(default=None, max_length=2000)  # the user's, free text
     # The monitor's samples (columns, "t" in seconds). Stored beside the result, not in its JSON.
     monitor_timeline: dict[str, list[float | None]] = Field(default_factory=dict, exclude=True)
     # Every step's time (warm-up first), seconds. Stored beside the result, not in its JSON.

@@ -45,7 +45,7 @@ def test_scaling_over_logical_devices_accounts_for_the_global_batch(tmp_path: Pa
     db = tmp_path / "runs.sqlite"
     r = run_cli(
         "bench", "--workload", "mlp", "--devices", "2", "--scaling", "1,2", *QUICK,
-        "--db", str(db), "--json",
+        "--db", str(db), "--json", "--note", "sweep",
     )  # fmt: skip
     assert r.code == 0, r.err
     one, two = (RunResult.model_validate(x) for x in r.json())
@@ -60,6 +60,7 @@ def test_scaling_over_logical_devices_accounts_for_the_global_batch(tmp_path: Pa
         sps = run.samples_per_second.median
         assert sps == pytest.approx(16 * n / run.step_time_s.median)  # ... per step time
         assert any("per replica" in a for a in run.assumptions)
+    assert one.note == two.note == "sweep"
     assert one.distribution and one.distribution.scaling
     assert one.distribution.scaling.efficiency is None  # the base of the sweep
     assert two.distribution and two.distribution.scaling
@@ -80,7 +81,7 @@ def test_scaling_over_logical_devices_accounts_for_the_global_batch(tmp_path: Pa
 def test_launch_runs_two_workers_and_stores_one_combined_run(tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
     r = run_cli(
-        "launch", "--workers", "2", "--db", str(db), "--json",
+        "launch", "--workers", "2", "--db", str(db), "--json", "--note", "loopback <b>test</b>",
         "--", "bench", "--workload", "mlp", *QUICK,
     )  # fmt: skip
     assert r.code == 0, r.err
@@ -92,6 +93,7 @@ def test_launch_runs_two_workers_and_stores_one_combined_run(tmp_path: Path) -> 
     )  # fmt: skip
     assert (spread.per_replica_batch, spread.global_batch, run.batch_size) == (16, 32, 32)
     assert run.measured_steps == 12 and run.config.task_index == 0
+    assert run.note == "loopback <b>test</b>"
     assert [w.task_index for w in spread.worker_runs] == [0, 1]
     assert all(w.status == "ok" and w.env.get("tensorflow") for w in spread.worker_runs)
     assert spread.worker_runs[0].samples_per_second == run.samples_per_second.median

@@ -31,6 +31,7 @@ def _full(i: int = 0) -> RunResult:
                 global_batch=32,
             ),
             "workload": "<script>alert(1)</script>",
+            "note": 'first "quoted" note, with a comma',
         }
     )
 
@@ -54,6 +55,7 @@ def test_export_then_import_round_trips_every_field(tmp_path: Path) -> None:
     rows = export_csv(runs).splitlines()
     assert rows[0].startswith("id,created_at,status,workload,device")
     assert rows[1].split(",")[10] == "2"  # replicas
+    assert rows[1].endswith(',"first ""quoted"" note, with a comma"')
 
 
 def _write(tmp_path: Path, body: object, raw: str | None = None) -> Path:

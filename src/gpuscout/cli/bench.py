@@ -111,10 +111,25 @@ def register(sub: Any) -> None:
         help="discard exactly this many steps as warm-up instead of detecting it",
     )
     out = p.add_argument_group("output")
+    add_note_arg(out)
     out.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     p.set_defaults(handler=run)
+
+
+def add_note_arg(group: Any) -> None:
+    group.add_argument("--note", type=_note, help="free text stored with the run and shown with it")
+
+
+def _note(text: str) -> str:
+    if len(text) > 2000:
+        raise argparse.ArgumentTypeError(f"the note has {len(text)} characters, over 2000")
+    return text
+
+
+def noted(result: RunResult, note: str | None) -> RunResult:
+    return result.model_copy(update={"note": note}) if note else result
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -171,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         return _sweep(args, config, store, BenchProgress(err, enabled=live))
     with BenchProgress(err, enabled=live) as progress:
         result = run_isolated(config, on_progress=progress.update, on_phase=progress.phase)
-    result = store.save(result)
+    result = store.save(noted(result, args.note))
     store.close()
     return show(result, args)
 
@@ -209,7 +224,7 @@ def _sweep(args: argparse.Namespace, config: BenchConfig, store: Store, progress
         results = scaling_sweep(
             config,
             parse_counts(args.scaling),
-            store.save,
+            lambda result: store.save(noted(result, args.note)),
             on_progress=progress.update,
             on_phase=progress.phase,
         )

@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gpuscout.cli.bench import add_note_arg
 from gpuscout.cli.parser import positive_int
 from gpuscout.errors import UserError
 
 # bench options the launcher sets for each worker, or owns itself
-OWNED = ("--workers", "--task-index", "--devices", "--scaling", "--db", "--json", "--quiet", "-q")
+OWNED = (
+    "--workers", "--task-index", "--devices", "--scaling", "--db", "--json", "--quiet", "-q",
+    "--note",
+)  # fmt: skip
 
 
 def register(sub: Any) -> None:
@@ -24,6 +28,7 @@ def register(sub: Any) -> None:
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("-q", "--quiet", action="store_true", help="one line per run")
+    add_note_arg(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- bench [bench options]")
     p.set_defaults(handler=run)
 
@@ -41,7 +46,7 @@ def bench_arguments(command: list[str]) -> list[str]:
     if owned:
         raise UserError(
             f"'{owned[0]}' after 'bench': launch sets it for each worker.",
-            "drop it (put --db, --json or --quiet before '--').",
+            "drop it (put --db, --json, --quiet or --note before '--').",
         )
     return args
 
@@ -67,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet and not args.json:
             err.print(f"launch: {text}", highlight=False)
 
-    result = store.save(launch(config, bench_args, args.workers, say))
+    result = store.save(bench_cmd.noted(launch(config, bench_args, args.workers, say), args.note))
     store.close()
     return bench_cmd.show(result, args)
 

@@ -33,6 +33,8 @@ def result_table(result: RunResult) -> Table:
     table.add_column("what", style="bold")
     table.add_column("value")
     _plain(table, "status", result.status)
+    if result.note:
+        _plain(table, "note", result.note)
     if result.status != "ok":
         _plain(table, "message", result.message or "")
         return table

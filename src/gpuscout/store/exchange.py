@@ -30,7 +30,7 @@ CSV_COLUMNS = (
     "id", "created_at", "status", "workload", "device", "device_name", "precision", "xla",
     "loop", "batch_size", "replicas", "samples_per_second", "samples_per_second_ci_low",
     "samples_per_second_ci_high", "step_time_median_s", "measured_steps", "mfu",
-    "epoch_seconds", "peak_memory_bytes", "tensorflow", "keras", "message",
+    "epoch_seconds", "peak_memory_bytes", "tensorflow", "keras", "message", "note",
 )  # fmt: skip
 
 
@@ -100,6 +100,7 @@ def export_csv(runs: Sequence[RunResult]) -> str:
                 "tensorflow": r.env.get("tensorflow"),
                 "keras": r.env.get("keras"),
                 "message": r.message,
+                "note": r.note,
             }
         )
     return out.getvalue()
