@@ -6,7 +6,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 BACKEND ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP := $(VENV)/.installed-$(BACKEND)
-RUN_SECONDS ?= 90
 
 .PHONY: run test lint bench-harness bench-startup bench-predict bench-scale clean
 
@@ -19,8 +18,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	rm -f $(VENV)/.installed-*
 	touch $@
 
+# The main job: measure here, predict the catalog, price, advise, write report.html.
 run: $(STAMP)
-	$(BIN)/gpuscout bench --workload resnet50 --seconds $(RUN_SECONDS)
+	$(BIN)/gpuscout scout --html report.html
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

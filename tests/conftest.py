@@ -80,3 +80,22 @@ def assert_user_errors(cases: list[tuple[tuple[str, ...], str]]) -> None:
         assert message in r.err, (args, r.err)
         assert len(r.err.strip().splitlines()) == 1, r.err
         assert "Traceback" not in r.err
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Any:
+    from tests.postgres import server
+
+    with server() as found:
+        yield found
+
+
+@pytest.fixture
+def pg_url(postgres_server: tuple[str | None, str]) -> str:
+    """A new, empty PostgreSQL database on a real server (skips, saying why, without one)."""
+    from tests.postgres import fresh_database
+
+    url, why = postgres_server
+    if url is None:
+        pytest.skip(why)
+    return fresh_database(url)

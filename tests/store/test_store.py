@@ -95,7 +95,7 @@ while True:
 """
 
 
-def _writer(db: Path, count: int) -> subprocess.Popen[str]:
+def _writer(db: Path | str, count: int) -> subprocess.Popen[str]:
     root = Path(__file__).parents[2]
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, str(db), str(count)],
@@ -123,19 +123,6 @@ def test_survives_a_killed_writer(tmp_path: Path) -> None:
         for row in rows:  # every stored run is whole
             assert store.get(row.id).id == row.id
         store.save(_result())  # and the database still takes writes
-
-
-def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "r.sqlite"
-    Store(db).close()
-    procs = [_writer(db, 40) for _ in range(3)]
-    for p in procs:
-        p.communicate(timeout=120)
-        assert p.returncode == 0
-    with Store(db) as store:
-        rows = store.list()
-    assert len(rows) == 120
-    assert sorted(r.id for r in rows) == list(range(1, 121))
 
 
 def test_a_v1_database_is_migrated_to_v2_without_losing_runs(tmp_path: Path) -> None:

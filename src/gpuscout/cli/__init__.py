@@ -18,7 +18,9 @@ from gpuscout.cli import cost as cost_cmd
 from gpuscout.cli import doctor as doctor_cmd
 from gpuscout.cli import launch as launch_cmd
 from gpuscout.cli import predict as predict_cmd
+from gpuscout.cli import report as report_cmd
 from gpuscout.cli import runs as runs_cmd
+from gpuscout.cli import scout as scout_cmd
 from gpuscout.cli import soak as soak_cmd
 from gpuscout.cli import specs as specs_cmd
 from gpuscout.cli.parser import OneLineParser
@@ -32,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    scout_cmd.register(sub)
     bench_cmd.register(sub)
     launch_cmd.register(sub)
     runs_cmd.register(sub)
@@ -43,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_cmd.register(sub)
     cost_cmd.register(sub)
     advise_cmd.register(sub)
+    report_cmd.register(sub)
     return parser
 
 

@@ -3,6 +3,10 @@
 SQLite by default (in the user data directory, or ``--db PATH`` / ``GPUSCOUT_DB``), in WAL mode
 with a busy timeout so several processes can write at once, and with real transactions (BEGIN
 IMMEDIATE) so a killed writer leaves either a whole run or none.
+
+A team shares one PostgreSQL database instead: ``--db postgresql://user@host/db``. Same
+tables, same migrations (PostgreSQL runs DDL inside the transaction too), and an advisory lock
+so two gpuscouts opening a new database at once migrate it once.
 """
 
 from __future__ import annotations
@@ -16,14 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from sqlalchemy import Connection, Engine, create_engine, event, select
-from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url, select, text
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
 from gpuscout.errors import UserError
 from gpuscout.records import RunResult
 from gpuscout.store import schema
 
 BUSY_TIMEOUT_MS = 30_000
+MIGRATION_LOCK = 0x6770_7573  # pg_advisory_xact_lock key: "gpus"
 
 
 def default_db_path() -> Path:
@@ -31,6 +36,36 @@ def default_db_path() -> Path:
     if env:
         return Path(env)
     return Path(platformdirs.user_data_dir("gpuscout")) / "runs.sqlite"
+
+
+def is_url(target: str | Path) -> bool:
+    return isinstance(target, str) and "://" in target
+
+
+def _postgres_url(text: str) -> URL:
+    """A PostgreSQL URL with the psycopg (v3) driver named; anything else is refused."""
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        url = None
+    if url is None or url.get_backend_name() != "postgresql":
+        shown = text.split("://")[0]
+        raise UserError(
+            f"--db '{shown}://...' is not a database gpuscout can use.",
+            "pass a SQLite file path, or postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE.",
+        )
+    return url.set(drivername="postgresql+psycopg")
+
+
+def _postgres_engine(url: URL) -> Engine:
+    try:
+        import psycopg  # noqa: F401  (a clear message instead of SQLAlchemy's)
+    except ImportError:
+        raise UserError(
+            "PostgreSQL needs the psycopg driver, which is not installed.",
+            "pip install 'psycopg[binary]'.",
+        ) from None
+    return create_engine(url, pool_pre_ping=True)
 
 
 @dataclass(frozen=True)
@@ -101,34 +136,50 @@ def _sqlite_engine(path: Path) -> Engine:
 class Store:
     """A results database, migrated to the current schema on open."""
 
-    def __init__(self, path: Path | str | None = None) -> None:
-        self.path = Path(path) if path is not None else default_db_path()
-        if self.path.exists() and self.path.is_dir():
-            raise UserError(f"--db '{self.path}' is a directory.", "pass a file path.")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(
-                f"cannot create the folder for --db '{self.path}': {exc.strerror}.",
-                "pass a writable path with --db or GPUSCOUT_DB.",
-            ) from None
-        self.engine = _sqlite_engine(self.path)
+    def __init__(self, target: Path | str | None = None) -> None:
+        if target is None:
+            target = os.environ.get("GPUSCOUT_DB") or default_db_path()
+        self.path: Path | None = None
+        if is_url(target):
+            url = _postgres_url(str(target))
+            self.where = url.render_as_string(hide_password=True)
+            self.engine = _postgres_engine(url)
+        else:
+            self.path = Path(target)
+            self.where = str(self.path)
+            self.engine = _sqlite_engine(self._sqlite_path(self.path))
         try:
             with self.engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
                 version = schema.current_version(conn)
                 if version > schema.LATEST:
                     raise UserError(
-                        f"the database '{self.path}' has schema v{version}, newer than this "
+                        f"the database '{self.where}' has schema v{version}, newer than this "
                         f"gpuscout understands (v{schema.LATEST}).",
                         "upgrade gpuscout, or pass another --db.",
                     )
                 schema.migrate(conn)
         except (OperationalError, DatabaseError) as exc:
             self.engine.dispose()
+            reason = " ".join(str(exc.orig).split())  # psycopg's messages span lines
             raise UserError(
-                f"cannot open the database '{self.path}': {exc.orig}.",
+                f"cannot open the database '{self.where}': {reason}.",
                 "pass a writable gpuscout database with --db, or a new file name.",
             ) from None
+
+    @staticmethod
+    def _sqlite_path(path: Path) -> Path:
+        if path.exists() and path.is_dir():
+            raise UserError(f"--db '{path}' is a directory.", "pass a file path.")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(
+                f"cannot create the folder for --db '{path}': {exc.strerror}.",
+                "pass a writable path with --db or GPUSCOUT_DB.",
+            ) from None
+        return path
 
     def close(self) -> None:
         self.engine.dispose()
@@ -163,7 +214,9 @@ class Store:
         with self.engine.connect() as conn:
             row = conn.execute(query).first()
         if row is None:
-            raise UserError(f"no run with id {run_id} in '{self.path}'.", "see gpuscout runs list.")
+            raise UserError(
+                f"no run with id {run_id} in '{self.where}'.", "see gpuscout runs list."
+            )
         result = RunResult.model_validate(json.loads(row.result_json))
         return result.model_copy(
             update={

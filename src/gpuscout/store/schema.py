@@ -34,20 +34,26 @@ meta = Table(
 )
 
 
+def _short(length: int) -> String:
+    """VARCHAR(length) as SQLite has it (which never enforces it); TEXT on PostgreSQL, which
+    would refuse a longer device name or status from an imported file."""
+    return String(length).with_variant(Text(), "postgresql")
+
+
 def _v1_run_columns() -> list[Column[object]]:
     """The runs table's columns as schema v1 created them (later versions add to them)."""
     return [
         Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("created_at", String(40), nullable=False),
-        Column("status", String(16), nullable=False),
+        Column("created_at", _short(40), nullable=False),
+        Column("status", _short(16), nullable=False),
         Column("workload", Text, nullable=False),
-        Column("device", String(64), nullable=False),
-        Column("precision", String(32), nullable=False),
+        Column("device", _short(64), nullable=False),
+        Column("precision", _short(32), nullable=False),
         Column("xla", Boolean, nullable=False),
-        Column("loop", String(16), nullable=False),
+        Column("loop", _short(16), nullable=False),
         Column("batch_size", Integer, nullable=False),
         Column("samples_per_second", Float, nullable=True),
-        Column("stop_reason", String(32), nullable=True),
+        Column("stop_reason", _short(32), nullable=True),
         Column("result_json", Text, nullable=False),
         Column("step_times_json", Text, nullable=False),
     ]

@@ -1,0 +1,110 @@
+"""``gpuscout report``: stored runs as a self-contained HTML report and/or Markdown."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpuscout.cli.parser import positive_float
+from gpuscout.cli.runs import _ids
+from gpuscout.cli.specs import add_catalog_arg
+from gpuscout.errors import UserError
+
+
+def _answers(text: str) -> list[bool]:
+    from gpuscout.advise.checklist import parse_answers
+
+    try:
+        return parse_answers(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(exc.problem) from None
+
+
+def add_job_args(p: argparse.ArgumentParser) -> None:
+    """The job a report prices and the checklist's answers (shared with ``scout``)."""
+    p.add_argument(
+        "--epochs", type=positive_float,
+        help="price this many epochs (default: the articles' job, 1000 hours on one RTX 3090)",
+    )  # fmt: skip
+    p.add_argument(
+        "--answers", type=_answers,
+        help="the checklist's four yes/no answers, e.g. no,yes,no,no (default: from the job, "
+        "and 'no' for isolation and SLA, said in the report)",
+    )  # fmt: skip
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("report", help="an HTML report with charts, or Markdown, from stored runs")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--runs", type=_ids, help="these runs, e.g. 3,4,7 (default: all)")
+    which.add_argument("--latest", action="store_true", help="the latest run and its sweep")
+    p.add_argument("--html", type=Path, metavar="FILE", help="write the HTML report here")
+    p.add_argument("--md", type=Path, metavar="FILE", help="write the Markdown report here")
+    p.add_argument("--title", default="gpuscout report")
+    add_job_args(p)
+    p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
+    add_catalog_arg(p)
+    p.set_defaults(handler=run_report)
+
+
+def selected_runs(db: str | None, ids: list[int] | None, latest: bool) -> list[Any]:
+    """The runs a report covers: the ids given, the latest run (with the rest of its scaling
+    sweep), or every stored run; oldest first."""
+    from gpuscout.store import Store
+
+    with Store(db) as store:
+        if ids:
+            return [store.get(i) for i in ids]
+        rows = store.list()
+        if not rows:
+            raise UserError(
+                "no stored runs to report on.", "measure first: gpuscout bench, or gpuscout scout."
+            )
+        if not latest:
+            return [store.get(r.id) for r in reversed(rows)]
+        last = store.get(rows[0].id)
+        scaling = last.distribution.scaling if last.distribution else None
+        if scaling is None:
+            return [last]
+        sweep = [store.get(r.id) for r in reversed(rows[:16])]
+        return [
+            r for r in sweep
+            if r.distribution and r.distribution.scaling
+            and r.distribution.scaling.sweep == scaling.sweep
+        ]  # fmt: skip
+
+
+def write(report: Any, html: Path | None, md: Path | None) -> list[Path]:
+    """Render and write each requested format; return the paths written."""
+    from gpuscout.report.files import write_whole
+
+    written = []
+    if html is not None:
+        from gpuscout.report.html import render_html
+
+        write_whole(html, render_html(report), "--html")
+        written.append(html)
+    if md is not None:
+        from gpuscout.report.markdown import render_markdown
+
+        write_whole(md, render_markdown(report), "--md")
+        written.append(md)
+    return written
+
+
+def run_report(args: argparse.Namespace) -> int:
+    if args.html is None and args.md is None:
+        raise UserError("say where to write the report.", "pass --html FILE and/or --md FILE.")
+    from gpuscout.catalog import load_catalog
+    from gpuscout.report.document import build_report
+
+    runs = selected_runs(args.db, args.runs, args.latest)
+    report = build_report(
+        runs, load_catalog(args.catalog), title=args.title, epochs=args.epochs,
+        answers=args.answers,
+    )  # fmt: skip
+    for path in write(report, args.html, args.md):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,73 @@
+"""``gpuscout scout``: the main job, measure -> predict -> price -> advise -> report.html."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpuscout.cli.bench import add_note_arg
+from gpuscout.cli.report import add_job_args
+from gpuscout.cli.specs import add_catalog_arg
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "scout", help="the main job: measure here, predict the catalog, price, advise, report"
+    )
+    p.add_argument(
+        "--measure", default="resnet50=60,mlp=15", metavar="W=SECONDS,...",
+        help="workloads to measure and each one's time budget (default resnet50=60,mlp=15)",
+    )  # fmt: skip
+    p.add_argument("--html", type=Path, default=Path("report.html"), metavar="FILE",
+                   help="the HTML report (default report.html)")  # fmt: skip
+    p.add_argument("--md", type=Path, metavar="FILE", help="also a Markdown report")
+    add_job_args(p)
+    add_note_arg(p)
+    p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    add_catalog_arg(p)
+    p.set_defaults(handler=run_scout)
+
+
+def run_scout(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.text import Text
+
+    from gpuscout.catalog import load_catalog
+    from gpuscout.cli.bench import stop_on_signals
+    from gpuscout.cli.progress import BenchProgress
+    from gpuscout.cli.report import write
+    from gpuscout.report.console import stdout_console
+    from gpuscout.report.scout_summary import print_summary
+    from gpuscout.scout import ScoutPlan, parse_measure, scout
+    from gpuscout.store import Store
+
+    plan = ScoutPlan(
+        measure=parse_measure(args.measure), epochs=args.epochs, answers=args.answers,
+        note=args.note,
+    )  # fmt: skip
+    catalog = load_catalog(args.catalog)
+    err = Console(stderr=True)
+    live = err.is_terminal and not args.quiet
+
+    def stage(text: str) -> None:
+        if not args.quiet:
+            err.print(Text(f"gpuscout scout: {text}"))
+
+    store = Store(args.db)  # open (and migrate) before measuring: a bad --db fails fast
+    stop_on_signals()
+    with store, BenchProgress(err, enabled=live) as progress:
+        result = scout(
+            plan, store, catalog, stage, on_progress=progress.update, on_phase=progress.phase
+        )
+    stage(f"writing {', '.join(str(p) for p in (args.html, args.md) if p)}")
+    written = write(result.report, args.html, args.md)
+    print_summary(result.report, result.runs, stdout_console())
+    for path in written:
+        print(f"report: {path.resolve()}")
+    failed = [r for r in result.runs if r.status != "ok"]
+    for r in failed:
+        print(f"gpuscout: run {r.id} failed ({r.status}): {r.message}", file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,370 @@
+"""What a report says, assembled once from stored runs and the catalog; renderers only lay it out.
+
+The HTML and the Markdown report show the same tables because both render this one record.
+Measured and predicted values never share a row: every ranking row says which it is, and a
+measured row says the set-up it was measured with, since it is rarely the articles' set-up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpuscout.advise.checklist import QUESTIONS, QuickAnswer, quick
+from gpuscout.advise.recommend import Advice, Request, advise
+from gpuscout.catalog import Catalog, Gpu
+from gpuscout.errors import UserError
+from gpuscout.predict import predict
+from gpuscout.predict.calibrate import fit, published_points, run_points
+from gpuscout.predict.profile import Profile, cached
+from gpuscout.price import Assumptions
+from gpuscout.records import RunResult
+
+REFERENCE = "rtx-3090"  # the articles' reference GPU (relative speeds are against it)
+ARTICLES_GPU_HOURS = 1000.0  # the articles' cost example: 1000 hours on one RTX 3090
+PREDICT_PRECISION = "mixed_float16"  # the articles' set-up (ResNet-50, batch 256, mixed)
+SCALING_COUNTS = (1, 2, 4, 8)
+SCALING_GPUS = ("rtx-4090", "a100-80gb-sxm", "h100-sxm")
+Kind = Literal["measured", "predicted"]
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One line of the ranking table the articles drew, measured or predicted."""
+
+    gpu: str
+    kind: Kind
+    setup: str
+    samples_per_second: float
+    low: float | None
+    high: float | None
+    epoch_seconds: float | None
+    relative: float | None
+    ecc: str
+    mig: str
+    nvlink: str
+    run_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    workload: str
+    unit: str
+    epoch_samples: int
+    reference: str
+    rows: list[RankRow]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Scaling efficiency against GPU (or device) count: a sweep's runs, or the predictor's."""
+
+    label: str
+    kind: Kind
+    counts: list[int]
+    efficiency: list[float]
+    low: list[float | None] = field(default_factory=list)
+    high: list[float | None] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A run's monitor samples, in display units, grouped into the three panels drawn."""
+
+    run_id: int
+    label: str
+    t: list[float]
+    utilization: dict[str, list[float | None]]  # percent
+    clocks: dict[str, list[float | None]]  # MHz
+    memory: dict[str, list[float | None]]  # GiB
+
+
+@dataclass
+class Report:
+    title: str
+    generated_at: str
+    runs: list[RunResult]
+    rankings: list[Ranking]
+    job: str = ""
+    advice: Advice | None = None
+    quick: QuickAnswer | None = None
+    quick_basis: list[str] = field(default_factory=list)
+    curves: list[Curve] = field(default_factory=list)
+    timelines: list[Timeline] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+
+
+def _features(gpu: Gpu | None) -> tuple[str, str, str]:
+    if gpu is None:
+        return "-", "-", "-"
+    ecc = "yes" if gpu.ecc else "no" if gpu.ecc is not None else "?"
+    mig = f"{gpu.mig_max_instances}x" if gpu.mig_max_instances else "no"
+    nvlink = f"{gpu.nvlink_gb_per_s_total:g} GB/s" if gpu.nvlink_gb_per_s_total else "no"
+    return ecc, mig, nvlink
+
+
+def _profile(workload: str, catalog_dims: dict[str, int], batch: int) -> Profile | None:
+    """The shipped (or cached) profile of a built-in workload; None where none is at hand,
+    because computing one needs TensorFlow and a report never measures."""
+    return cached(workload, catalog_dims, batch, PREDICT_PRECISION)
+
+
+def _setup(run: RunResult) -> str:
+    text = f"{run.precision}, batch {run.per_replica_batch}"
+    if run.replicas > 1:
+        text += f" x {run.replicas} replicas"
+    return text + (", XLA" if run.xla else "")
+
+
+def _ranking(
+    workload_name: str, runs: list[RunResult], catalog: Catalog, notes: list[str]
+) -> tuple[Ranking | None, Profile | None]:
+    from gpuscout.measure.workloads import WORKLOADS
+
+    workload = WORKLOADS.get(workload_name)
+    ok = [r for r in runs if r.status == "ok" and r.samples_per_second is not None]
+    reference = catalog.resolve(REFERENCE).gpu
+    rows: list[RankRow] = []
+    profile = None
+    ref_sps = None
+    epoch = ok[0].epoch_samples if ok and ok[0].epoch_samples else None
+    unit = ok[0].epoch_unit if ok else "samples"
+    if workload is not None:
+        epoch, unit = workload.epoch_samples, workload.epoch_unit
+        profile = _profile(workload.name, workload.resolve({}), workload.default_batch_gpu)
+    if profile is not None and epoch:
+        calibration = fit(published_points(catalog) + run_points(runs, catalog))
+        predicted, _ = predict(
+            profile,
+            list(catalog.gpus.values()),
+            [1],
+            catalog,
+            reference,
+            epoch,
+            calibration=calibration,
+        )
+        ref_sps = next(p.samples_per_second for p in predicted if p.gpu == reference.id)
+        for p in sorted(predicted, key=lambda p: -p.samples_per_second):
+            if not p.fits_memory:
+                continue
+            gpu = catalog.gpus[p.gpu]
+            rows.append(
+                RankRow(
+                    gpu=gpu.name,
+                    kind="predicted",
+                    setup=f"{profile.precision}, batch {profile.batch}",
+                    samples_per_second=p.samples_per_second,
+                    low=p.low,
+                    high=p.high,
+                    epoch_seconds=p.epoch_seconds,
+                    relative=p.relative_speed,
+                    ecc=_features(gpu)[0],
+                    mig=_features(gpu)[1],
+                    nvlink=_features(gpu)[2],
+                )
+            )
+        notes.append(
+            f"{workload_name}: predicted rows are for {profile.precision}, batch "
+            f"{profile.batch} per GPU (the articles' set-up), {calibration.describe()}"
+        )
+    elif workload is None:
+        notes.append(
+            f"'{workload_name}' is your own model: the report predicts no GPUs for it "
+            "(gpuscout predict --model traces it with TensorFlow)"
+        )
+    for run in ok:
+        assert run.samples_per_second is not None
+        found = catalog.find_device(str(run.env.get("device_name") or ""))
+        sps = run.samples_per_second
+        rows.append(
+            RankRow(
+                gpu=f"{run.device} (run {run.id})",
+                kind="measured",
+                setup=_setup(run),
+                samples_per_second=sps.median,
+                low=sps.ci_low,
+                high=sps.ci_high,
+                epoch_seconds=run.epoch_seconds or (epoch / sps.median if epoch else None),
+                relative=sps.median / ref_sps if ref_sps else None,
+                ecc=_features(found)[0],
+                mig=_features(found)[1],
+                nvlink=_features(found)[2],
+                run_id=run.id,
+            )
+        )
+    if not rows:
+        return None, profile
+    rows.sort(key=lambda r: -r.samples_per_second)
+    return Ranking(workload_name, unit, epoch or 0, reference.name, rows), profile
+
+
+def _measured_curves(runs: list[RunResult]) -> list[Curve]:
+    """One curve per ``bench --scaling`` sweep found among the runs."""
+    sweeps: dict[str, list[RunResult]] = {}
+    for run in runs:
+        d = run.distribution
+        if run.status == "ok" and d is not None and d.scaling is not None:
+            sweeps.setdefault(d.scaling.sweep, []).append(run)
+    curves = []
+    for members in sweeps.values():
+        members.sort(key=lambda r: r.replicas)
+        points = [
+            (r.replicas, r.distribution.scaling.efficiency)
+            for r in members
+            if r.distribution and r.distribution.scaling and r.distribution.scaling.efficiency
+        ]
+        if len(points) < 2:
+            continue
+        first = members[0]
+        curves.append(
+            Curve(
+                label=f"measured: {first.workload} on {first.device} (runs "
+                f"{', '.join(str(r.id) for r in members)})",
+                kind="measured",
+                counts=[n for n, _ in points],
+                efficiency=[e.median for _, e in points],
+                low=[e.ci_low for _, e in points],
+                high=[e.ci_high for _, e in points],
+            )
+        )
+    return curves
+
+
+def _predicted_curves(profile: Profile, catalog: Catalog) -> list[Curve]:
+    curves = []
+    for gpu_id in SCALING_GPUS:
+        gpu = catalog.gpus.get(gpu_id)
+        if gpu is None:
+            continue
+        rows, _ = predict(profile, [gpu], list(SCALING_COUNTS), catalog, gpu, 1)
+        curves.append(
+            Curve(
+                label=f"predicted: {gpu.name}" + (f" ({rows[-1].link})" if rows[-1].link else ""),
+                kind="predicted",
+                counts=[r.count for r in rows],
+                efficiency=[r.scaling_efficiency for r in rows],
+            )
+        )
+    return curves
+
+
+def _timeline(run: RunResult) -> Timeline | None:
+    tl = run.monitor_timeline
+    if len(tl.get("t", [])) < 2 or run.id is None:
+        return None
+
+    def scaled(key: str, factor: float) -> list[float | None]:
+        return [None if v is None else v * factor for v in tl[key]]
+
+    cpu_names = (("cpu", "CPU, all cores"), ("cpu_busiest", "CPU, busiest core"))
+    util = {name: scaled(key, 100) for key, name in cpu_names if key in tl}
+    clocks: dict[str, list[float | None]] = {}
+    memory = {"process RSS": scaled("rss", 2**-30)} if "rss" in tl else {}
+    for key in sorted(tl):
+        if not key.startswith("gpu"):
+            continue
+        gpu, _, what = key.partition(".")
+        if what == "utilization":
+            util[f"{gpu.upper()} busy"] = scaled(key, 100)
+        elif what == "sm_clock_mhz":
+            clocks[f"{gpu.upper()} SM clock"] = scaled(key, 1)
+        elif what == "memory_used_bytes":
+            memory[f"{gpu.upper()} memory"] = scaled(key, 2**-30)
+    return Timeline(
+        run.id,
+        f"run {run.id}: {run.workload} on {run.device}",
+        [v or 0.0 for v in tl["t"]],
+        util,
+        clocks,
+        memory,
+    )
+
+
+def _quick(
+    profile: Profile, hours_reference: float, answers: list[bool] | None
+) -> tuple[QuickAnswer, list[str]]:
+    """The checklist, answered from the job where it can be and assumed 'no' elsewhere."""
+    if answers is not None:
+        return quick(answers), ["answers as given (--answers)"]
+    derived = [profile.params > 10e9, hours_reference > 24, False, False]
+    basis = [
+        f"{QUESTIONS[0]} {'yes' if derived[0] else 'no'}: {profile.params:,} parameters",
+        f"{QUESTIONS[1]} {'yes' if derived[1] else 'no'}: {hours_reference:,.0f} h on one "
+        f"{REFERENCE}",
+        f"{QUESTIONS[2]} assumed no (say otherwise with --answers)",
+        f"{QUESTIONS[3]} assumed no (say otherwise with --answers)",
+    ]
+    return quick(derived), basis
+
+
+def build_report(
+    runs: list[RunResult],
+    catalog: Catalog,
+    *,
+    title: str = "gpuscout report",
+    epochs: float | None = None,
+    answers: list[bool] | None = None,
+    assumptions: Assumptions | None = None,
+    main: str | None = None,
+) -> Report:
+    """The report on ``runs``: rankings per workload, the job priced and advised for the
+    main workload (``main``, else the most common among the runs), scaling curves and monitor
+    timelines."""
+    if not runs:
+        raise UserError("no runs to report on.", "measure one first: gpuscout bench, or scout.")
+    notes: list[str] = []
+    by_workload: dict[str, list[RunResult]] = {}
+    for run in runs:
+        by_workload.setdefault(run.workload, []).append(run)
+    main = main or Counter(r.workload for r in runs).most_common(1)[0][0]
+    report = Report(title, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), runs, [])
+    main_profile = None
+    for name, members in by_workload.items():
+        ranking, profile = _ranking(name, members, catalog, notes)
+        if ranking is not None:
+            report.rankings.append(ranking)
+        if name == main:
+            main_profile = profile
+    report.curves = _measured_curves(runs)
+    report.timelines = [t for t in map(_timeline, runs) if t is not None]
+    if main_profile is not None:
+        report.curves += _predicted_curves(main_profile, catalog)
+        _price(report, main_profile, catalog, epochs, answers, assumptions or Assumptions())
+    else:
+        notes.append(f"no cost or advice: '{main}' has no profile to predict other GPUs from")
+    report.assumptions = notes + (report.advice.assumptions if report.advice else [])
+    return report
+
+
+def _price(
+    report: Report,
+    profile: Profile,
+    catalog: Catalog,
+    epochs: float | None,
+    answers: list[bool] | None,
+    assumptions: Assumptions,
+) -> None:
+    from gpuscout.measure.workloads import WORKLOADS
+
+    workload = WORKLOADS[profile.workload]
+    reference = catalog.resolve(REFERENCE).gpu
+    calibration = fit(published_points(catalog))
+    (ref_row,), _ = predict(
+        profile, [reference], [1], catalog, reference, 1, calibration=calibration
+    )
+    if epochs is not None:
+        samples = epochs * workload.epoch_samples
+        report.job = f"{epochs:g} epochs of {workload.name} ({samples:,.0f} {workload.epoch_unit})"
+    else:
+        samples = ARTICLES_GPU_HOURS * 3600 * ref_row.samples_per_second
+        report.job = (
+            f"the articles' job: {ARTICLES_GPU_HOURS:,.0f} hours of {workload.name} on one "
+            f"{reference.name} ({samples:,.0f} {workload.epoch_unit} at the predicted "
+            f"{ref_row.samples_per_second:,.0f}/s)"
+        )
+    hours_reference = samples / ref_row.samples_per_second / 3600
+    report.quick, report.quick_basis = _quick(profile, hours_reference, answers)
+    request = Request(profile=profile, samples=samples, unit=workload.epoch_unit)
+    report.advice = advise(request, catalog, calibration, assumptions)

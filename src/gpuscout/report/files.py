@@ -1,0 +1,35 @@
+"""Writing a report or an export to disk whole: a temporary file beside it, then a rename.
+
+A failure half-way (a full disk, Ctrl-C) leaves the previous file as it was, never a truncated
+one that a browser or a teammate would take for the report.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from gpuscout.errors import UserError
+
+
+def write_whole(path: Path, text: str, flag: str) -> None:
+    """Write ``text`` to ``path`` atomically; a path that cannot be written is the user's."""
+    target = path.expanduser()
+    if target.is_dir():
+        raise UserError(f"{flag} '{path}' is a folder.", "pass a file name, e.g. report.html.")
+    tmp_name = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as tmp:
+            tmp.write(text)
+        os.replace(tmp_name, target)
+        tmp_name = None
+    except OSError as exc:
+        raise UserError(
+            f"cannot write {flag} '{path}': {exc.strerror}.", "pass a writable file path."
+        ) from None
+    finally:
+        if tmp_name is not None:
+            Path(tmp_name).unlink(missing_ok=True)

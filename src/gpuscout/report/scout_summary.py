@@ -1,0 +1,80 @@
+"""The terminal summary ``gpuscout scout`` ends with: what was measured, where this machine
+stands among the catalog's GPUs, and the advice, each line marked measured or predicted."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gpuscout.records import RunResult
+from gpuscout.report.document import Report
+from gpuscout.units import fmt_rate, fmt_seconds
+
+TOP = 5
+
+
+def _measured_table(runs: list[RunResult]) -> Table:
+    table = Table(title="gpuscout scout · measured here", title_justify="left")
+    for name in ("run", "workload", "device", "set-up", "samples/s [95% CI]", "epoch", "status"):
+        table.add_column(name, justify="right" if name in ("run", "epoch") else "left")
+    for r in runs:
+        sps = r.samples_per_second
+        ci = (
+            f"{fmt_rate(sps.median)} [{fmt_rate(sps.ci_low)} - {fmt_rate(sps.ci_high)}]"
+            if sps and sps.ci_low is not None and sps.ci_high is not None
+            else (fmt_rate(sps.median) if sps else "-")
+        )
+        table.add_row(
+            str(r.id), Text(r.workload), Text(r.device), f"{r.precision}, batch {r.batch_size}",
+            ci, fmt_seconds(r.epoch_seconds) if r.epoch_seconds else "-",
+            Text(r.status if r.status == "ok" else f"{r.status}: {r.message}"),
+        )  # fmt: skip
+    return table
+
+
+def print_summary(report: Report, runs: list[RunResult], console: Console) -> None:
+    console.print(_measured_table(runs))
+    for ranking in report.rankings:
+        predicted = [row for row in ranking.rows if row.kind == "predicted"][:TOP]
+        if not predicted:
+            continue
+        table = Table(
+            title=f"{ranking.workload} · predicted, fastest {len(predicted)} of the catalog",
+            title_justify="left",
+        )
+        for name in ("GPU", "set-up", f"{ranking.unit}/s", "epoch", f"vs {ranking.reference}"):
+            table.add_column(name, justify="left" if name in ("GPU", "set-up") else "right")
+        for row in predicted:
+            table.add_row(
+                Text(row.gpu), row.setup, fmt_rate(row.samples_per_second),
+                fmt_seconds(row.epoch_seconds) if row.epoch_seconds else "-",
+                f"{row.relative:.2f}x" if row.relative else "-",
+            )  # fmt: skip
+        console.print(table)
+        for row in ranking.rows:
+            if row.kind == "measured" and row.relative is not None:
+                console.print(
+                    Text(
+                        f"this machine ({row.gpu}, {row.setup}): {row.relative:.3g}x the "
+                        f"predicted {ranking.reference} on {ranking.workload}"
+                    )
+                )
+    if report.job:
+        console.print(Text(f"job: {report.job}"))
+    if report.quick:
+        console.print(
+            Text(
+                f"checklist (the articles' rule): {report.quick.yes_count} x yes -> "
+                f"{report.quick.recommendation}"
+            )
+        )
+    if report.advice:
+        for i, c in enumerate(report.advice.ranked[:3], 1):
+            front = ", on the time-cost Pareto front" if c.pareto else ""
+            console.print(
+                Text(
+                    f"advice #{i} (predicted): {c.count} x {c.gpu} ({c.provider}): "
+                    f"{c.hours:,.1f} h, ${c.total_usd:,.0f}{front}"
+                )
+            )

@@ -1,0 +1,85 @@
+"""The Jinja2 environments the HTML and Markdown reports render through, and their filters.
+
+Escaping is the environment's job, never the template's: HTML autoescapes every value, and
+the Markdown environment passes every value through :func:`md_escape`. A template cannot
+forget to escape a model name, a note or an imported field.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from gpuscout.units import fmt_rate, fmt_seconds
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#!|~&$])")
+
+
+def md_escape(value: Any) -> str:
+    """Text as Markdown shows it literally: punctuation with a meaning is backslash-escaped
+    (CommonMark allows it before any ASCII punctuation) and line breaks become spaces, so a
+    value cannot end a table cell, open a link or smuggle in raw HTML."""
+    if value is None:
+        return ""
+    text = " ".join(str(value).splitlines())
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else fmt_rate(value)
+
+
+def _range(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"{fmt_rate(low)} - {fmt_rate(high)}"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else fmt_seconds(value)
+
+
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.0f}"
+
+
+FILTERS = {
+    "rate": _rate,
+    "range": _range,
+    "seconds": _seconds,
+    "times": _times,
+    "pct": _pct,
+    "usd": _usd,
+}
+
+
+def _environment(**options: Any) -> Environment:
+    env = Environment(
+        loader=PackageLoader("gpuscout.report", "templates"),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        **options,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+@cache
+def html_environment() -> Environment:
+    return _environment(autoescape=select_autoescape(default=True, default_for_string=True))
+
+
+@cache
+def markdown_environment() -> Environment:
+    return _environment(autoescape=False, finalize=md_escape)
