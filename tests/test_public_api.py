@@ -61,6 +61,15 @@ def test_non_measuring_modules_import_without_tensorflow() -> None:
         "gpuscout.comparison",
         "gpuscout.report.compare_table",
         "gpuscout.cli.runs",
+        "gpuscout.report.document",
+        "gpuscout.report.charts",
+        "gpuscout.report.html",
+        "gpuscout.report.markdown",
+        "gpuscout.report.scout_summary",
+        "gpuscout.cli.report",
+        "gpuscout.scout",
+        "gpuscout.cli.scout",
+        "gpuscout.publish.to_mlflow",
     ]
     code = (
         BLOCK_TF

@@ -77,7 +77,7 @@ def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
 
 
 def test_other_database_urls_are_refused() -> None:
-    with pytest.raises(UserError, match="'mysql://...' is not a database gpuscout can use"):
+    with pytest.raises(UserError, match=r"'mysql://\.\.\.' is not a database gpuscout can use"):
         Store("mysql://root@localhost/runs")
 
 

@@ -6,9 +6,11 @@ import argparse
 import json
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuscout.cli.parser import non_negative_int, positive_float, positive_int
+from gpuscout.errors import UserError
 from gpuscout.names import LOOPS, PRECISIONS
 
 if TYPE_CHECKING:
@@ -112,10 +114,51 @@ def register(sub: Any) -> None:
     )
     out = p.add_argument_group("output")
     add_note_arg(out)
+    add_publish_args(out)
     out.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     p.set_defaults(handler=run)
+
+
+def add_publish_args(group: Any) -> None:
+    group.add_argument("--tensorboard", type=Path, metavar="DIR",
+                       help="also write the run as TensorBoard scalars under DIR")  # fmt: skip
+    group.add_argument("--mlflow", action="store_true",
+                       help="also log the run to MLflow (at MLFLOW_TRACKING_URI)")  # fmt: skip
+
+
+def check_publish(args: argparse.Namespace) -> None:
+    """Fail on a missing MLflow or an unwritable --tensorboard before measuring, not after."""
+    logdir = getattr(args, "tensorboard", None)
+    if logdir is not None:
+        try:
+            logdir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(
+                f"cannot write --tensorboard '{logdir}': {exc.strerror}.", "pass a writable folder."
+            ) from None
+    if getattr(args, "mlflow", False):
+        import importlib.util
+
+        if importlib.util.find_spec("mlflow") is None:
+            raise UserError(
+                "--mlflow needs MLflow, which is not installed.", "pip install mlflow-skinny."
+            )
+
+
+def publish(result: RunResult, args: argparse.Namespace) -> RunResult:
+    """Hand a stored run to TensorBoard and MLflow, as asked; say where it went on stderr."""
+    if getattr(args, "tensorboard", None) is not None and result.id is not None:
+        from gpuscout.measure.tf_tensorboard import write_tensorboard
+
+        folder = write_tensorboard(result, args.tensorboard)
+        print(f"tensorboard: run {result.id} in {folder}", file=sys.stderr)
+    if getattr(args, "mlflow", False):
+        from gpuscout.publish.to_mlflow import log_mlflow
+
+        print(f"mlflow: run {result.id} logged as {log_mlflow(result)}", file=sys.stderr)
+    return result
 
 
 def add_note_arg(group: Any) -> None:
@@ -178,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuscout.store import Store
 
     config = config_from_args(args)
+    check_publish(args)
     store = Store(args.db)  # open (and migrate) before measuring: a bad --db fails fast
     stop_on_signals()
     err = Console(stderr=True)
@@ -186,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         return _sweep(args, config, store, BenchProgress(err, enabled=live))
     with BenchProgress(err, enabled=live) as progress:
         result = run_isolated(config, on_progress=progress.update, on_phase=progress.phase)
-    result = store.save(noted(result, args.note))
+    result = publish(store.save(noted(result, args.note)), args)
     store.close()
     return show(result, args)
 
@@ -224,7 +268,7 @@ def _sweep(args: argparse.Namespace, config: BenchConfig, store: Store, progress
         results = scaling_sweep(
             config,
             parse_counts(args.scaling),
-            lambda result: store.save(noted(result, args.note)),
+            lambda result: publish(store.save(noted(result, args.note)), args),
             on_progress=progress.update,
             on_phase=progress.phase,
         )

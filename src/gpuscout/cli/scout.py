@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpuscout.cli.bench import add_note_arg
+from gpuscout.cli.bench import add_note_arg, add_publish_args
 from gpuscout.cli.report import add_job_args
 from gpuscout.cli.specs import add_catalog_arg
 
@@ -25,6 +25,7 @@ def register(sub: Any) -> None:
     p.add_argument("--md", type=Path, metavar="FILE", help="also a Markdown report")
     add_job_args(p)
     add_note_arg(p)
+    add_publish_args(p)
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     add_catalog_arg(p)
@@ -36,7 +37,7 @@ def run_scout(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from gpuscout.catalog import load_catalog
-    from gpuscout.cli.bench import stop_on_signals
+    from gpuscout.cli.bench import check_publish, publish, stop_on_signals
     from gpuscout.cli.progress import BenchProgress
     from gpuscout.cli.report import write
     from gpuscout.report.console import stdout_console
@@ -49,6 +50,7 @@ def run_scout(args: argparse.Namespace) -> int:
         note=args.note,
     )  # fmt: skip
     catalog = load_catalog(args.catalog)
+    check_publish(args)
     err = Console(stderr=True)
     live = err.is_terminal and not args.quiet
 
@@ -62,6 +64,8 @@ def run_scout(args: argparse.Namespace) -> int:
         result = scout(
             plan, store, catalog, stage, on_progress=progress.update, on_phase=progress.phase
         )
+    for run in result.runs:
+        publish(run, args)
     stage(f"writing {', '.join(str(p) for p in (args.html, args.md) if p)}")
     written = write(result.report, args.html, args.md)
     print_summary(result.report, result.runs, stdout_console())

@@ -1,0 +1,74 @@
+"""A stored run as an MLflow run (``--mlflow``): its settings as parameters, its figures as
+metrics, every step time and the monitor's series as metric histories.
+
+MLflow is optional and not installed with gpuscout; where it is, the tracking server is
+MLflow's own choice (``MLFLOW_TRACKING_URI``, else ./mlruns), as with any MLflow client.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from gpuscout.errors import UserError
+from gpuscout.records import RunResult
+
+BATCH = 1000
+MAX_PARAM = 500  # MLflow refuses longer parameter values on some back ends
+
+
+def _params(r: RunResult) -> dict[str, str]:
+    values: dict[str, Any] = {
+        "gpuscout_run_id": r.id, "workload": r.workload, "device": r.device,
+        "precision": r.precision, "xla": r.xla, "loop": r.loop, "batch_size": r.batch_size,
+        "replicas": r.replicas, "status": r.status, "tensorflow": r.env.get("tensorflow"),
+        "device_name": r.env.get("device_name"), "host": r.env.get("hostname"), "note": r.note,
+    }  # fmt: skip
+    return {k: str(v)[:MAX_PARAM] for k, v in values.items() if v is not None}
+
+
+def _metrics(r: RunResult) -> dict[str, float]:
+    sps = r.samples_per_second
+    values = {
+        "samples_per_second": sps.median if sps else None,
+        "samples_per_second_ci_low": sps.ci_low if sps else None,
+        "samples_per_second_ci_high": sps.ci_high if sps else None,
+        "step_time_median_s": r.step_time_s.median if r.step_time_s else None,
+        "mfu": r.mfu,
+        "tflops": r.tflops,
+        "epoch_seconds": r.epoch_seconds,
+        "peak_memory_bytes": r.peak_memory_bytes,
+    }
+    return {k: float(v) for k, v in values.items() if v is not None}
+
+
+def log_mlflow(result: RunResult) -> str:
+    """Log ``result`` as one MLflow run; return the MLflow run id."""
+    try:
+        import mlflow
+        from mlflow.entities import Metric
+    except ImportError:
+        raise UserError(
+            "--mlflow needs MLflow, which is not installed.", "pip install mlflow-skinny."
+        ) from None
+    with warnings.catch_warnings():  # MLflow's own deprecation chatter is not the user's
+        warnings.simplefilter("ignore")
+        with mlflow.start_run(run_name=f"gpuscout run {result.id}: {result.workload}") as run:
+            mlflow.log_params(_params(result))
+            now = 0
+            history = [Metric("step_time_s", v, now, i) for i, v in enumerate(result.step_times_s)]
+            timeline = result.monitor_timeline
+            for column, values in timeline.items():
+                if column == "t":
+                    continue
+                history += [
+                    Metric(f"monitor.{column}", v, now, round(t * 1000))
+                    for t, v in zip(timeline["t"], values, strict=False)
+                    if v is not None and t is not None
+                ]
+            client = mlflow.MlflowClient()
+            for start in range(0, len(history), BATCH):  # the tracking API's limit per call
+                client.log_batch(run.info.run_id, metrics=history[start : start + BATCH])
+            mlflow.log_metrics(_metrics(result))
+            mlflow.set_tag("gpuscout.run_id", str(result.id))
+        return str(run.info.run_id)

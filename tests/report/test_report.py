@@ -1,0 +1,193 @@
+"""``gpuscout report`` on fixed stored runs: Markdown and JSON against golden files, the HTML's
+structure and escaping, and the HTML opened in a real headless Chromium.
+
+Regenerate the golden files after an intended change with GPUSCOUT_UPDATE_GOLDEN=1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from gpuscout.store import Store
+from tests.conftest import run_cli
+from tests.report.runs import HOSTILE, report_runs
+
+GOLDEN = Path(__file__).parents[1] / "data" / "golden"
+
+
+def _stored(tmp_path: Path) -> Path:
+    db = tmp_path / "report.sqlite"
+    with Store(db) as store:
+        store.save_many(report_runs())
+    return db
+
+
+def _normalised(text: str) -> str:
+    """The parts that change from run to run or release to release, replaced."""
+    text = re.sub(r"Generated \S+ by gpuscout \S+", "Generated TIME by gpuscout VERSION", text)
+    return re.sub(r'"exported_at": "[^"]+"', '"exported_at": "TIME"', text)
+
+
+def _check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("GPUSCOUT_UPDATE_GOLDEN"):
+        path.write_text(_normalised(text))
+    assert _normalised(text) == path.read_text(), f"{name} changed; see the diff above"
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """One report, both formats, written by the CLI with TensorFlow blocked."""
+    tmp = tmp_path_factory.mktemp("report")
+    db = _stored(tmp)
+    html, md = tmp / "out" / "report.html", tmp / "report.md"
+    res = run_cli("report", "--db", str(db), "--html", str(html), "--md", str(md), block_tf=True)
+    assert res.code == 0, res.err
+    exported = run_cli("runs", "export", "--db", str(db), block_tf=True)
+    assert exported.code == 0, exported.err
+    return {
+        "html": html.read_text(),
+        "md": md.read_text(),
+        "json": exported.out,
+        "html_path": str(html),
+    }
+
+
+def test_markdown_matches_golden(written: dict[str, str]) -> None:
+    _check_golden("report.md", written["md"])
+
+
+def test_export_json_matches_golden(written: dict[str, str]) -> None:
+    _check_golden("runs.json", written["json"])
+
+
+def test_markdown_escapes_every_user_string(written: dict[str, str]) -> None:
+    md = written["md"]
+    assert HOSTILE not in md and re.search(r"(?<!\\)<", md) is None  # every < escaped
+    assert r"\<script\>alert\(1\)\</script\>" in md
+    assert r"\| \*\*bold\*\* \[link\]\(http://x\)" in md  # cannot end the cell or link out
+
+
+class _Html(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_html_is_self_contained_escaped_and_complete(written: dict[str, str]) -> None:
+    page = _Html()
+    page.feed(written["html"])
+    tags = [t for t, _ in page.tags]
+    assert "script" not in tags and "iframe" not in tags  # the hostile names stayed text
+    assert HOSTILE in "".join(page.text)  # ... and show as the characters they are
+    for _, attrs in page.tags:  # nothing loads from anywhere: no CDN, no file beside it
+        for key in ("src", "href"):
+            assert not (attrs.get(key) or "").startswith(("http", "//", "file:"))
+    charts = [a.get("data-chart") for t, a in page.tags if t == "figure"]
+    assert sorted(charts) == [
+        "cost",
+        "ranking",
+        "ranking",
+        "ranking",
+        "scaling",
+        "timeline",
+        "timeline",
+    ]
+    assert tags.count("svg") == len(charts)
+    rows = [a.get("class") for t, a in page.tags if t == "tr" and a.get("class")]
+    assert "measured" in rows and "predicted" in rows
+
+
+def test_report_errors_are_one_line(tmp_path: Path) -> None:
+    empty = run_cli("report", "--html", str(tmp_path / "r.html"), block_tf=True)
+    assert empty.code == 2 and "no stored runs to report on" in empty.err
+    db = _stored(tmp_path)
+    nowhere = run_cli("report", "--db", str(db), block_tf=True)
+    assert nowhere.code == 2 and "--html FILE and/or --md FILE" in nowhere.err
+    folder = run_cli("report", "--db", str(db), "--html", str(tmp_path), block_tf=True)
+    assert folder.code == 2 and "is a folder" in folder.err
+    missing = run_cli("report", "--db", str(db), "--runs", "9", "--md", "x.md", block_tf=True)
+    assert missing.code == 2 and "no run with id 9" in missing.err
+    for res in (empty, nowhere, folder, missing):
+        assert len(res.err.strip().splitlines()) == 1 and "Traceback" not in res.err
+
+
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None or DRIVER is None,
+    reason="no headless browser: install Debian's chromium and chromium-driver (.ci/run does)",
+)
+def test_html_opens_in_chromium_and_draws_every_chart(written: dict[str, str]) -> None:
+    from io import BytesIO
+
+    from PIL import Image
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1200,1600",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    try:
+        driver.get(Path(written["html_path"]).as_uri())
+        counts = driver.execute_script(
+            "return Array.from(document.querySelectorAll('figure.chart')).map(f => ["
+            "f.dataset.chart, f.querySelectorAll('svg').length,"
+            "f.querySelectorAll('path, rect, use').length,"
+            "f.querySelector('svg').getBoundingClientRect().height]);"
+        )
+        scripts = driver.execute_script("return document.scripts.length;")
+        text = driver.execute_script("return document.body.innerText;")
+        errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+        png = driver.get_screenshot_as_png()
+    finally:
+        driver.quit()
+    assert errors == []
+    assert scripts == 0
+    assert HOSTILE in text
+    assert sorted(c[0] for c in counts) == [
+        "cost",
+        "ranking",
+        "ranking",
+        "ranking",
+        "scaling",
+        "timeline",
+        "timeline",
+    ]
+    for kind, svgs, marks, height in counts:
+        assert svgs == 1 and height > 100, kind
+        assert marks > 20, f"the {kind} chart has only {marks} drawn elements"
+    colours = Image.open(BytesIO(png)).convert("RGB").getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) > 50  # not a blank page
+
+
+def test_json_golden_is_valid_json(written: dict[str, str]) -> None:
+    assert json.loads(written["json"])["format"] == "gpuscout-runs"
