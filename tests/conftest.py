@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,9 @@ BLOCK_TF = (
 )
 
 
+TEST_TAG = "GPUSCOUT_TEST_TAG"
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One CPU-peak cache for the whole session, so the matmul calibration runs once."""
@@ -38,6 +43,30 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cache_dir: Path) 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    # Every process a test starts inherits this, so leftovers() finds this test's processes
+    # only, not those of a test running beside it (pytest -n).
+    monkeypatch.setenv(TEST_TAG, uuid.uuid4().hex)
+
+
+def leftovers() -> list[str]:
+    """This test's gpuscout processes still alive: measuring children and launched workers."""
+    import psutil
+
+    time.sleep(0.5)  # a child killed with its parent needs a moment to be reaped
+    tag, found = os.environ[TEST_TAG], []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        line = " ".join(proc.info["cmdline"] or [])
+        if proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        if "gpuscout.measure.child" not in line and "gpuscout-launch-" not in line:
+            continue
+        try:
+            mine = proc.environ().get(TEST_TAG) == tag
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if mine:
+            found.append(line)
+    return found
 
 
 @dataclass

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from gpuscout.diagnosis import DoctorReport
 from gpuscout.report.doctor_view import print_doctor
-from tests.conftest import assert_user_errors, run_cli
+from tests.conftest import assert_user_errors, leftovers, run_cli
 
 
 def test_doctor_calls_the_demo_input_bound_and_measures_each_fix() -> None:
@@ -102,8 +102,7 @@ def test_soak_stops_cleanly_on_ctrl_c_and_keeps_what_was_measured() -> None:
     assert data["steps"] > 0 and data["seconds"] < 600
     shown = run_cli("runs", "show", str(data["run_id"]), "--json").json()
     assert shown["soak"]["interrupted"] is True
-    left = subprocess.run(["pgrep", "-f", "gpuscout.measure.child"], capture_output=True, text=True)
-    assert left.stdout.strip() == ""
+    assert not leftovers()
 
 
 def test_doctor_on_your_model_passes_the_fixes_to_a_data_function_that_takes_them() -> None:

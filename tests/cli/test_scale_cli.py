@@ -23,22 +23,10 @@ from rich.console import Console
 from gpuscout.records import RunResult
 from gpuscout.report.scaling_table import print_sweep
 from gpuscout.store import Store
-from tests.conftest import assert_user_errors, run_cli
+from tests.conftest import assert_user_errors, leftovers, run_cli
 
 MODELS = Path(__file__).parent.parent / "data" / "user_models.py"
 QUICK = ("--steps", "12", "--warmup-steps", "2", "--batch-size", "16")
-
-
-def _leftovers() -> list[str]:
-    """gpuscout processes still alive: measuring children and launched workers."""
-    time.sleep(0.5)  # a child killed with its parent needs a moment to be reaped
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        line = " ".join(proc.info["cmdline"] or [])
-        alive = proc.info["status"] != psutil.STATUS_ZOMBIE
-        if alive and ("gpuscout.measure.child" in line or "gpuscout-launch-" in line):
-            found.append(line)
-    return found
 
 
 def test_scaling_over_logical_devices_accounts_for_the_global_batch(tmp_path: Path) -> None:
@@ -75,7 +63,7 @@ def test_scaling_over_logical_devices_accounts_for_the_global_batch(tmp_path: Pa
     out = io.StringIO()
     print_sweep([one, two], Console(file=out, width=200))
     assert "scaling efficiency" in out.getvalue() and f"{expected:.1%}" in out.getvalue()
-    assert not _leftovers()
+    assert not leftovers()
 
 
 def test_launch_runs_two_workers_and_stores_one_combined_run(tmp_path: Path) -> None:
@@ -101,13 +89,13 @@ def test_launch_runs_two_workers_and_stores_one_combined_run(tmp_path: Path) -> 
         (row,) = store.list()
         assert row.device == "2 workers x CPU:0"
         assert len(store.get(row.id).step_times_s) >= 14  # the chief's, warm-up included
-    assert not _leftovers()
+    assert not leftovers()
 
 
 def test_a_crashed_worker_fails_the_launch_in_bounded_time(tmp_path: Path) -> None:
     r = run_cli(
         "launch", "--workers", "2", "--db", str(tmp_path / "runs.sqlite"), "--json", "--",
-        "bench", "--model", f"{MODELS}:dies_on_worker_1", *QUICK, "--worker-timeout", "5",
+        "bench", "--model", f"{MODELS}:dies_on_worker_1", *QUICK, "--worker-timeout", "10",
         timeout=150,
     )  # fmt: skip
     assert r.code == 1
@@ -115,7 +103,7 @@ def test_a_crashed_worker_fails_the_launch_in_bounded_time(tmp_path: Path) -> No
     assert run.status == "error" and run.message
     assert run.message.startswith("worker 1 (127.0.0.1:"), run.message  # the cause first
     assert "exited with code 3" in run.message
-    assert not _leftovers()
+    assert not leftovers()
 
 
 def test_a_worker_that_never_connects_fails_after_the_worker_timeout(tmp_path: Path) -> None:
@@ -129,7 +117,7 @@ def test_a_worker_that_never_connects_fails_after_the_worker_timeout(tmp_path: P
     run = RunResult.model_validate(r.json())
     assert run.status == "error"
     assert "did not all connect within 5 s" in (run.message or "")
-    assert not _leftovers()
+    assert not leftovers()
 
 
 def _free_ports(n: int) -> list[int]:
@@ -177,4 +165,4 @@ def test_the_measuring_process_dies_with_a_killed_bench(tmp_path: Path) -> None:
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     _, alive = psutil.wait_procs(children, timeout=10)
-    assert not alive and not _leftovers()
+    assert not alive and not leftovers()

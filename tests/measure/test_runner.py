@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
 from gpuscout.measure.runner import run_isolated
 from gpuscout.records import BenchConfig
+from tests.conftest import leftovers
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -34,10 +34,7 @@ def test_a_hung_measurement_is_killed_and_reported() -> None:
     result = run_isolated(cfg, stall_s=6)
     assert time.monotonic() - t0 < 60
     assert result.status == "error" and "the measurement hung" in (result.message or "")
-    leftover = subprocess.run(
-        ["pgrep", "-f", "gpuscout.measure.child"], capture_output=True, text=True
-    )
-    assert leftover.stdout.strip() == ""
+    assert not leftovers()
 
 
 def test_memory_growth_is_turned_on_for_every_gpu() -> None:
