@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuscout.cli.parser import positive_float
-from gpuscout.cli.runs import _ids
+from gpuscout.cli.runs import parse_ids
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 
@@ -38,7 +38,7 @@ def add_job_args(p: argparse.ArgumentParser) -> None:
 def register(sub: Any) -> None:
     p = sub.add_parser("report", help="an HTML report with charts, or Markdown, from stored runs")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--runs", type=_ids, help="these runs, e.g. 3,4,7 (default: all)")
+    which.add_argument("--runs", type=parse_ids, help="these runs, e.g. 3,4,7 (default: all)")
     which.add_argument("--latest", action="store_true", help="the latest run and its sweep")
     p.add_argument("--html", type=Path, metavar="FILE", help="write the HTML report here")
     p.add_argument("--md", type=Path, metavar="FILE", help="write the Markdown report here")

@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
     export = runs_sub.add_parser("export", help="write stored runs to a JSON or CSV file")
     export.add_argument("--format", choices=("json", "csv"), default="json")
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
-    export.add_argument("--ids", type=_ids, help="only these runs, e.g. 3,4,7 (default: all)")
+    export.add_argument("--ids", type=parse_ids, help="only these runs, e.g. 3,4,7 (default: all)")
     imp = runs_sub.add_parser("import", help="add the runs of an exported JSON file")
     imp.add_argument("file", help="a file written by 'gpuscout runs export'")
     cmp = runs_sub.add_parser("compare", help="two runs side by side, if they are comparable")
@@ -38,7 +38,7 @@ def register(sub: Any) -> None:
     cmp.set_defaults(handler=run_compare)
 
 
-def _ids(text: str) -> list[int]:
+def parse_ids(text: str) -> list[int]:
     try:
         ids = [int(i) for i in text.split(",") if i.strip()]
     except ValueError:

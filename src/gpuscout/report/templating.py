@@ -41,7 +41,10 @@ def _seconds(value: float | None) -> str:
 
 
 def _times(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+    """A speed ratio; small ones (a CPU against a GPU) keep two significant figures."""
+    if value is None:
+        return "-"
+    return f"{value:.2f}x" if value >= 0.1 else f"{value:.2g}x"
 
 
 def _pct(value: float | None) -> str:
