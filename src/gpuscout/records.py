@@ -206,5 +206,20 @@ class RunResult(_Record):
     def per_replica_batch(self) -> int:
         return self.distribution.per_replica_batch if self.distribution else self.batch_size
 
+    def headline(self) -> dict[str, float | None]:
+        """The run's figures, SI units, as every export shows them (CSV, TensorBoard, MLflow)."""
+        sps = self.samples_per_second
+        return {
+            "samples_per_second": sps.median if sps else None,
+            "samples_per_second_ci_low": sps.ci_low if sps else None,
+            "samples_per_second_ci_high": sps.ci_high if sps else None,
+            "step_time_median_s": self.step_time_s.median if self.step_time_s else None,
+            "measured_steps": self.measured_steps,
+            "mfu": self.mfu,
+            "tflops": self.tflops,
+            "epoch_seconds": self.epoch_seconds,
+            "peak_memory_bytes": self.peak_memory_bytes,
+        }
+
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -41,7 +41,7 @@ def test_bench_writes_tensorboard_and_mlflow(
     scalars = _scalars(logdir / "run-1-mlp")
     assert [s for s, _ in scalars["step/time_s"]] == list(range(len(steps)))
     assert [v for _, v in scalars["step/time_s"]] == pytest.approx(steps, rel=1e-6)
-    assert scalars["run/samples_per_second_median"][0][1] == pytest.approx(
+    assert scalars["run/samples_per_second"][0][1] == pytest.approx(
         shown["samples_per_second"]["median"], rel=1e-6
     )
     assert any(tag.startswith("monitor/cpu") for tag in scalars)  # the monitor's series

@@ -60,6 +60,13 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
 
 
+def test_report_files_get_ordinary_permissions(written: dict[str, str]) -> None:
+    """Written through a temporary file, but readable as any file this user writes."""
+    umask = os.umask(0)
+    os.umask(umask)
+    assert Path(written["html_path"]).stat().st_mode & 0o777 == 0o666 & ~umask
+
+
 def test_markdown_matches_golden(written: dict[str, str]) -> None:
     _check_golden("report.md", written["md"])
 

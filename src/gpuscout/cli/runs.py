@@ -96,15 +96,10 @@ def run_export(args: argparse.Namespace) -> int:
     if not args.output:
         sys.stdout.write(text)
         return 0
-    out = Path(args.output)
-    try:
-        out.write_text(text)
-    except OSError as exc:
-        from gpuscout.errors import UserError
+    from gpuscout.report.files import write_whole
 
-        raise UserError(
-            f"cannot write -o '{out}': {exc.strerror}.", "pass a writable file path."
-        ) from None
+    out = Path(args.output)
+    write_whole(out, text, "-o")  # whole or not at all: an old export is never half-replaced
     print(f"exported {len(runs)} run(s) to {out}", file=sys.stderr)
     return 0
 

@@ -48,16 +48,7 @@ def write_tensorboard(result: RunResult, logdir: Path) -> Path:
             scalar("step/time_s", seconds, step=i)
             if seconds > 0:
                 scalar("step/samples_per_second", batch / seconds, step=i)
-        sps = result.samples_per_second
-        summary = {
-            "run/samples_per_second_median": sps.median if sps else None,
-            "run/samples_per_second_ci_low": sps.ci_low if sps else None,
-            "run/samples_per_second_ci_high": sps.ci_high if sps else None,
-            "run/step_time_median_s": result.step_time_s.median if result.step_time_s else None,
-            "run/mfu": result.mfu,
-            "run/tflops": result.tflops,
-            "run/epoch_seconds": result.epoch_seconds,
-        }
+        summary = {f"run/{name}": value for name, value in result.headline().items()}
         for tag, value in summary.items():
             if value is not None:
                 scalar(tag, value, step=0)

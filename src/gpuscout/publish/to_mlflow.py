@@ -28,18 +28,7 @@ def _params(r: RunResult) -> dict[str, str]:
 
 
 def _metrics(r: RunResult) -> dict[str, float]:
-    sps = r.samples_per_second
-    values = {
-        "samples_per_second": sps.median if sps else None,
-        "samples_per_second_ci_low": sps.ci_low if sps else None,
-        "samples_per_second_ci_high": sps.ci_high if sps else None,
-        "step_time_median_s": r.step_time_s.median if r.step_time_s else None,
-        "mfu": r.mfu,
-        "tflops": r.tflops,
-        "epoch_seconds": r.epoch_seconds,
-        "peak_memory_bytes": r.peak_memory_bytes,
-    }
-    return {k: float(v) for k, v in values.items() if v is not None}
+    return {k: float(v) for k, v in r.headline().items() if v is not None}
 
 
 def log_mlflow(result: RunResult) -> str:

@@ -331,7 +331,7 @@ def build_report(
     report.timelines = [t for t in map(_timeline, runs) if t is not None]
     if main_profile is not None:
         report.curves += _predicted_curves(main_profile, catalog)
-        _price(report, main_profile, catalog, epochs, answers, assumptions or Assumptions())
+        _price(report, main_profile, catalog, epochs, answers, assumptions or Assumptions(), notes)
     else:
         notes.append(f"no cost or advice: '{main}' has no profile to predict other GPUs from")
     report.assumptions = notes + (report.advice.assumptions if report.advice else [])
@@ -345,6 +345,7 @@ def _price(
     epochs: float | None,
     answers: list[bool] | None,
     assumptions: Assumptions,
+    notes: list[str],
 ) -> None:
     from gpuscout.measure.workloads import WORKLOADS
 
@@ -367,4 +368,7 @@ def _price(
     hours_reference = samples / ref_row.samples_per_second / 3600
     report.quick, report.quick_basis = _quick(profile, hours_reference, answers)
     request = Request(profile=profile, samples=samples, unit=workload.epoch_unit)
-    report.advice = advise(request, catalog, calibration, assumptions)
+    try:
+        report.advice = advise(request, catalog, calibration, assumptions)
+    except UserError as exc:  # e.g. fits no GPU: the report says so instead of failing
+        notes.append(f"no full recommendation: {exc.problem}")

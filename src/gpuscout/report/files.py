@@ -13,6 +13,16 @@ from pathlib import Path
 from gpuscout.errors import UserError
 
 
+def _mode(target: Path) -> int:
+    """The file's current permissions, or what a plain ``open`` would give it (umask)."""
+    try:
+        return target.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_whole(path: Path, text: str, flag: str) -> None:
     """Write ``text`` to ``path`` atomically; a path that cannot be written is the user's."""
     target = path.expanduser()
@@ -24,6 +34,7 @@ def write_whole(path: Path, text: str, flag: str) -> None:
         fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as tmp:
             tmp.write(text)
+        os.chmod(tmp_name, _mode(target))  # mkstemp's 0600 would hide a report from its readers
         os.replace(tmp_name, target)
         tmp_name = None
     except OSError as exc:

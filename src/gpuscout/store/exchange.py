@@ -30,7 +30,7 @@ CSV_COLUMNS = (
     "id", "created_at", "status", "workload", "device", "device_name", "precision", "xla",
     "loop", "batch_size", "replicas", "samples_per_second", "samples_per_second_ci_low",
     "samples_per_second_ci_high", "step_time_median_s", "measured_steps", "mfu",
-    "epoch_seconds", "peak_memory_bytes", "tensorflow", "keras", "message", "note",
+    "tflops", "epoch_seconds", "peak_memory_bytes", "tensorflow", "keras", "message", "note",
 )  # fmt: skip
 
 
@@ -75,7 +75,6 @@ def export_csv(runs: Sequence[RunResult]) -> str:
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for r in runs:
-        sps = r.samples_per_second
         writer.writerow(
             {
                 "id": r.id,
@@ -89,14 +88,7 @@ def export_csv(runs: Sequence[RunResult]) -> str:
                 "loop": r.loop,
                 "batch_size": r.batch_size,
                 "replicas": r.replicas,
-                "samples_per_second": sps.median if sps else None,
-                "samples_per_second_ci_low": sps.ci_low if sps else None,
-                "samples_per_second_ci_high": sps.ci_high if sps else None,
-                "step_time_median_s": r.step_time_s.median if r.step_time_s else None,
-                "measured_steps": r.measured_steps,
-                "mfu": r.mfu,
-                "epoch_seconds": r.epoch_seconds,
-                "peak_memory_bytes": r.peak_memory_bytes,
+                **r.headline(),
                 "tensorflow": r.env.get("tensorflow"),
                 "keras": r.env.get("keras"),
                 "message": r.message,
