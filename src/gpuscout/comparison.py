@@ -51,6 +51,7 @@ def compare(a: RunResult, b: RunResult) -> Comparison:
     """What differs between ``a`` and ``b``, and b's speed over a's where that means anything."""
     pairs: list[tuple[str, object, object, bool]] = [
         ("status", a.status, b.status, True),
+        ("mode", a.mode, b.mode, True),
         ("workload", a.workload, b.workload, True),
         ("workload definition", a.env.get("workload_hash"), b.env.get("workload_hash"), True),
         ("precision", a.precision, b.precision, True),

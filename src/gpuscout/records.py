@@ -48,6 +48,13 @@ class BenchConfig(_Record):
     workers: list[str] | None = None
     task_index: int | None = Field(default=None, ge=0)
     worker_timeout_s: float = Field(default=120.0, gt=0)
+    # Inference (see gpuscout.measure.latency): latency at each batch size x concurrency.
+    mode: Literal["train", "inference"] = "train"
+    batch_sizes: list[int] | None = None
+    concurrency: list[int] | None = None
+    slo_ms: float | None = Field(default=None, gt=0)
+    rate: float | None = Field(default=None, gt=0)  # samples/s to serve, for devices needed
+    serving: Literal["function", "saved_model", "both"] = "function"
 
 
 class Interval(_Record):
@@ -149,6 +156,34 @@ class Distribution(_Record):
     worker_runs: list[WorkerRun] = Field(default_factory=list)
 
 
+class LatencyPoint(_Record):
+    """Requests of one batch size from ``concurrency`` clients at once, on one serving path.
+    Latency is per request (one call of the model on a batch), from raw samples."""
+
+    path: str  # "tf.function" (the model called in-process) or "saved_model" (loaded, served)
+    batch_size: int
+    concurrency: int
+    requests: int
+    seconds: float
+    p50_s: Interval
+    p90_s: Interval
+    p99_s: Interval
+    p999_s: Interval | None = None  # None: too few requests for the 99.9th percentile
+    samples_per_second: float
+    requests_per_second: float
+    meets_slo: bool | None = None  # p99's upper bound under the SLO; None without an SLO
+
+
+class Inference(_Record):
+    """A ``bench --mode inference`` run: the latency table and, with an SLO, the best point."""
+
+    points: list[LatencyPoint]
+    slo_s: float | None = None
+    best: int | None = None  # index in points: most samples/s with p99 under the SLO
+    rate: float | None = None  # samples/s the user must serve (--rate)
+    devices_needed: int | None = None  # for that rate at the best point
+
+
 class RunResult(_Record):
     """One benchmark run, successful or not. The JSON contract of ``bench --json``."""
 
@@ -192,6 +227,8 @@ class RunResult(_Record):
     monitor: MonitorSummary | None = None
     distribution: Distribution | None = None  # data parallel runs only; batch_size is global
     note: str | None = Field(default=None, max_length=2000)  # the user's, free text
+    mode: Literal["train", "inference"] = "train"
+    inference: Inference | None = None  # inference runs only
     # The monitor's samples (columns, "t" in seconds). Stored beside the result, not in its JSON.
     monitor_timeline: dict[str, list[float | None]] = Field(default_factory=dict, exclude=True)
     # Every step's time (warm-up first), seconds. Stored beside the result, not in its JSON.

@@ -81,4 +81,17 @@ def report_runs() -> list[RunResult]:
             monitor_timeline=gpu_timeline,
         ),
         _run(workload=HOSTILE, device="CPU:0", note=None, message=None),
+        _inference(),
     ]
+
+
+def _inference() -> RunResult:
+    """A ``bench --mode inference`` run: two batch sizes under a 5 ms p99 target."""
+    from gpuscout.measure.latency import inference_result
+
+    config = BenchConfig(mode="inference", batch_sizes=[1, 8], slo_ms=5.0, rate=20_000.0)
+    fast = [0.001 + 0.000001 * i for i in range(1000)]  # 1-2 ms
+    slow = [0.004 + 0.000002 * i for i in range(1000)]  # 4-6 ms
+    served = [("tf.function", 1, 1, fast, 1.5), ("tf.function", 8, 1, slow, 5.0)]
+    run = inference_result(config, "CPU:0", "mlp", served, ["inputs: random"], {"hostname": "box"})
+    return run.model_copy(update={"created_at": "2026-12-02T12:00:00+00:00"})

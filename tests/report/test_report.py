@@ -75,6 +75,16 @@ def test_export_json_matches_golden(written: dict[str, str]) -> None:
     _check_golden("runs.json", written["json"])
 
 
+def test_inference_runs_get_their_latency_table_not_a_ranking_row(
+    written: dict[str, str],
+) -> None:
+    md = written["md"]
+    section = md[md.index("## Inference latency (measured)") : md.index("## Runs")]
+    assert "| tf.function \\(best\\) | 1 | 1 | 1000 |" in section  # batch 8 misses 5 ms
+    assert "(inference)" not in md.split("## Inference latency")[0]  # not in the rankings
+    assert "CPU:0 \\(run 6\\)" not in md
+
+
 def test_markdown_escapes_every_user_string(written: dict[str, str]) -> None:
     md = written["md"]
     assert HOSTILE not in md and re.search(r"(?<!\\)<", md) is None  # every < escaped

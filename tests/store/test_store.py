@@ -125,7 +125,7 @@ def test_survives_a_killed_writer(tmp_path: Path) -> None:
         store.save(_result())  # and the database still takes writes
 
 
-def test_a_v1_database_is_migrated_to_v2_without_losing_runs(tmp_path: Path) -> None:
+def test_a_v1_database_is_migrated_to_the_latest_without_losing_runs(tmp_path: Path) -> None:
     from sqlalchemy import create_engine
 
     path = tmp_path / "old.sqlite"
@@ -143,8 +143,9 @@ def test_a_v1_database_is_migrated_to_v2_without_losing_runs(tmp_path: Path) -> 
     with Store(path) as store:
         old = store.get(1)
         assert old.workload == "mlp" and old.monitor_timeline == {}
+        assert [r.mode for r in store.list()] == ["train"]  # v3: earlier runs were training
         timeline = {"t": [0.1, 0.2], "cpu": [0.5, None]}
         new = store.save(_result().model_copy(update={"monitor_timeline": timeline}))
         assert store.get(new.id or 0).monitor_timeline == timeline
     con = sqlite3.connect(path)
-    assert con.execute("select value from gpuscout_meta").fetchone() == ("2",)
+    assert con.execute("select value from gpuscout_meta").fetchone() == (str(schema.LATEST),)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuscout.cli.parser import non_negative_int, positive_float, positive_int
+from gpuscout.cli.parser import non_negative_int, positive_float, positive_int, positive_ints
 from gpuscout.errors import UserError
 from gpuscout.names import LOOPS, PRECISIONS
 
@@ -97,6 +97,20 @@ def register(sub: Any) -> None:
         "(default 120)",
     )
     how.add_argument("--seed", type=int, default=0)
+    serve = p.add_argument_group("inference (--mode inference): latency under load")
+    serve.add_argument("--mode", choices=("train", "inference"), default="train")
+    serve.add_argument("--batch-sizes", type=positive_ints, metavar="B,...",
+                       help="batch sizes to serve (default 1,8,32)")  # fmt: skip
+    serve.add_argument("--concurrency", type=positive_ints, metavar="C,...",
+                       help="concurrent clients at each batch size (default 1)")  # fmt: skip
+    serve.add_argument("--slo-ms", type=positive_float, metavar="MS",
+                       help="latency target: the best point keeps p99 under it")  # fmt: skip
+    serve.add_argument("--rate", type=positive_float, metavar="SAMPLES_PER_S",
+                       help="load to serve: devices it needs at the best point")  # fmt: skip
+    serve.add_argument("--serving", choices=("function", "saved_model", "both"),
+                       default="function",
+                       help="call the model in-process (tf.function), through a loaded "
+                       "SavedModel's serving signature, or both")  # fmt: skip
     stop = p.add_argument_group("when to stop")
     stop.add_argument(
         "--seconds",
@@ -178,6 +192,8 @@ def noted(result: RunResult, note: str | None) -> RunResult:
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     from gpuscout.records import BenchConfig
 
+    if args.mode == "inference" and args.scaling:
+        raise UserError("--mode inference does not take --scaling.", "drop --scaling.")
     dims = {"seq_len": args.seq_len} if args.seq_len else {}
     seconds = args.seconds if args.seconds else (None if args.steps else DEFAULT_SECONDS)
     return BenchConfig(
@@ -198,6 +214,12 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         devices=args.devices,
         global_batch_size=args.global_batch_size,
         workers=[w.strip() for w in args.workers.split(",") if w.strip()] if args.workers else None,
+        mode=args.mode,
+        batch_sizes=args.batch_sizes,
+        concurrency=args.concurrency,
+        slo_ms=args.slo_ms,
+        rate=args.rate,
+        serving=args.serving,
         task_index=args.task_index,
         worker_timeout_s=args.worker_timeout,
     )

@@ -36,6 +36,15 @@ def non_negative_int(text: str) -> int:
     return _whole_number(text, 0)
 
 
+def positive_ints(text: str) -> list[int]:
+    """'1,8,32' -> [1, 8, 32]: at least one, each a whole number >= 1, no repeats."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"'{text}' names no sizes; give e.g. 1,8,32")
+    values = [positive_int(t) for t in items]
+    return list(dict.fromkeys(values))
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

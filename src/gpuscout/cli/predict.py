@@ -84,7 +84,7 @@ def _measured(
         )  # fmt: skip
         gpu = catalog.find_device(str(run.env.get("device_name") or ""))
         spread = run.distribution
-        if not same or gpu is None or run.samples_per_second is None:
+        if not same or gpu is None or run.samples_per_second is None or run.mode != "train":
             continue
         if spread is not None and (spread.workers > 1 or spread.logical_devices):
             continue  # several machines, or CPU devices: not a count of GPUs in one machine

@@ -142,6 +142,12 @@ def _measure(
 
     from gpuscout.measure import tf_distribute  # imports Keras: only once TensorFlow is up
 
+    if config.mode == "inference":
+        from gpuscout.measure.backend_inference import run_inference
+
+        device = tf_runtime.resolve_device(tf, config.device)
+        keras.utils.set_random_seed(config.seed)
+        return run_inference(tf, config, workload, model_spec, device, on_phase)
     layout = distribute.plan(config)
     replicas = (
         tf_distribute.start(tf, layout, config.worker_timeout_s, on_phase)

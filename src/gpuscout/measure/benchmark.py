@@ -32,12 +32,42 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
         parse_function_spec(config.data, "--data")
     if workload is not None:
         workload.resolve(config.dims)  # unknown or bad size settings fail here
+    _check_mode(config)
     layout = distribute.plan(config)
     if layout.workers:
         distribute.check_port_free(layout.workers[layout.task_index])
     if layout.local_replicas:
         distribute.batches(config, layout.local_replicas, 1)  # an uneven global batch
     return workload, model_spec
+
+
+def _check_mode(config: BenchConfig) -> None:
+    """Options that belong to one mode only are refused in the other, naming them."""
+    if config.mode == "train":
+        given = [flag for flag, value in (
+            ("--batch-sizes", config.batch_sizes), ("--concurrency", config.concurrency),
+            ("--slo-ms", config.slo_ms), ("--rate", config.rate),
+            ("--serving", config.serving != "function"),
+        ) if value]  # fmt: skip
+        if given:
+            raise UserError(
+                f"{', '.join(given)} measure serving latency, not training.",
+                "add --mode inference (training takes --batch-size).",
+            )
+        return
+    given = [flag for flag, value in (
+        ("--batch-size", config.batch_size), ("--steps", config.steps),
+        ("--warmup-steps", config.warmup_steps), ("--data", config.data),
+        ("--devices", config.devices), ("--workers", config.workers),
+        ("--global-batch-size", config.global_batch_size), ("--loop fit", config.loop == "fit"),
+    ) if value]  # fmt: skip
+    if given:
+        raise UserError(
+            f"--mode inference does not take {', '.join(given)}.",
+            "inference uses --batch-sizes, --concurrency and --seconds, on one device.",
+        )
+    if config.batch_sizes is not None and not config.batch_sizes:
+        raise UserError("--batch-sizes is empty.", "give at least one, e.g. --batch-sizes 1,8,32.")
 
 
 def bench(
@@ -98,6 +128,7 @@ def failed(config: BenchConfig, status: str, message: str) -> RunResult:
             "loop": config.loop,
             "batch_size": config.batch_size or 0,
             "config": config,
+            "mode": config.mode,
         }
     )
 

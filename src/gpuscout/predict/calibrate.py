@@ -79,7 +79,7 @@ def run_points(runs: Sequence[RunResult], catalog: Catalog) -> list[Point]:
         gpu = catalog.find_device(str(run.env.get("device_name") or ""))
         if gpu is None or run.status != "ok" or run.samples_per_second is None:
             continue
-        if run.config.model or run.replicas > 1:  # one GPU's speed only
+        if run.config.model or run.replicas > 1 or run.mode != "train":  # one GPU's training
             continue
         profile = cached(run.workload, run.config.dims, run.batch_size, run.precision)
         if profile is not None:

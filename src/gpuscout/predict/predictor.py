@@ -63,6 +63,8 @@ def anchor_from_run(run: RunResult, profile: Profile, catalog: Catalog) -> Ancho
     problems = []
     if run.status != "ok" or run.samples_per_second is None:
         problems.append(f"it did not succeed (status {run.status})")
+    if run.mode != "train":
+        problems.append("it measured inference, not training")
     if gpu is None:
         problems.append(f"its device '{device}' is not a catalog GPU")
     if run.workload != profile.workload or run.precision != profile.precision:

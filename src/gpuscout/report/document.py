@@ -95,6 +95,11 @@ class Report:
     timelines: list[Timeline] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
 
+    @property
+    def inference_runs(self) -> list[RunResult]:
+        """Runs of ``bench --mode inference``: their latency tables, apart from the ranking."""
+        return [r for r in self.runs if r.inference is not None]
+
 
 def _features(gpu: Gpu | None) -> tuple[str, str, str]:
     if gpu is None:
@@ -124,7 +129,11 @@ def _ranking(
     from gpuscout.measure.workloads import WORKLOADS
 
     workload = WORKLOADS.get(workload_name)
-    ok = [r for r in runs if r.status == "ok" and r.samples_per_second is not None]
+    ok = [
+        r
+        for r in runs
+        if r.status == "ok" and r.samples_per_second is not None and r.mode == "train"
+    ]
     reference = catalog.resolve(REFERENCE).gpu
     rows: list[RankRow] = []
     profile = None
@@ -317,8 +326,10 @@ def build_report(
     notes: list[str] = []
     by_workload: dict[str, list[RunResult]] = {}
     for run in runs:
-        by_workload.setdefault(run.workload, []).append(run)
-    main = main or Counter(r.workload for r in runs).most_common(1)[0][0]
+        if run.mode == "train":
+            by_workload.setdefault(run.workload, []).append(run)
+    trained = Counter(r.workload for r in runs if r.mode == "train")
+    main = main or (trained.most_common(1)[0][0] if trained else None)
     report = Report(title, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), runs, [])
     main_profile = None
     for name, members in by_workload.items():
@@ -332,7 +343,7 @@ def build_report(
     if main_profile is not None:
         report.curves += _predicted_curves(main_profile, catalog)
         _price(report, main_profile, catalog, epochs, answers, assumptions or Assumptions(), notes)
-    else:
+    elif main is not None:
         notes.append(f"no cost or advice: '{main}' has no profile to predict other GPUs from")
     report.assumptions = notes + (report.advice.assumptions if report.advice else [])
     return report

@@ -13,6 +13,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from gpuscout.records import Interval
 from gpuscout.units import fmt_rate, fmt_seconds
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#!|~&$])")
@@ -55,7 +56,21 @@ def _usd(value: float | None) -> str:
     return "-" if value is None else f"${value:,.0f}"
 
 
+def _latency(value: Interval | None) -> str:
+    return "-" if value is None else fmt_seconds(value.median)
+
+
+def _latency_ci(value: Interval | None) -> str:
+    if value is None:
+        return "-"
+    low = "?" if value.ci_low is None else fmt_seconds(value.ci_low)
+    high = "?" if value.ci_high is None else fmt_seconds(value.ci_high)
+    return f"{fmt_seconds(value.median)} [{low} - {high}]"
+
+
 FILTERS = {
+    "latency": _latency,
+    "latency_ci": _latency_ci,
     "rate": _rate,
     "range": _range,
     "seconds": _seconds,

@@ -146,7 +146,12 @@ def _steps(n: int) -> str:
 
 
 def print_result(result: RunResult, console: Console) -> None:
-    console.print(result_table(result))
+    if result.inference is not None:
+        from gpuscout.report.latency_table import print_latency
+
+        print_latency(result, console)
+    else:
+        console.print(result_table(result))
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     for notice in result.monitor.notices if result.monitor else []:
@@ -175,7 +180,7 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
             str(r.id),
             r.created_at.replace("T", " ")[:19],
             r.status,
-            r.workload,
+            r.workload + (" (inference)" if r.mode == "inference" else ""),
             r.device,
             r.precision + (" +XLA" if r.xla else ""),
             str(r.batch_size),

@@ -83,6 +83,7 @@ class RunRow:
     batch_size: int
     samples_per_second: float | None
     stop_reason: str | None
+    mode: str = "train"
 
 
 def _insert(conn: Connection, result: RunResult) -> RunResult:
@@ -99,6 +100,7 @@ def _insert(conn: Connection, result: RunResult) -> RunResult:
             batch_size=result.batch_size,
             samples_per_second=sps,
             stop_reason=result.stop_reason,
+            mode=result.mode,
             result_json="{}",
             step_times_json=json.dumps(result.step_times_s),
             monitor_json=json.dumps(result.monitor_timeline),

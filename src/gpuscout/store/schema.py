@@ -64,6 +64,7 @@ runs = Table(
     metadata,
     *_v1_run_columns(),
     Column("monitor_json", Text, nullable=True),  # v2: the device monitor's timeline
+    Column("mode", _short(16), nullable=False, server_default="train"),  # v3: train | inference
 )
 
 
@@ -76,8 +77,17 @@ def _v2(conn: Connection) -> None:
     conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN monitor_json TEXT")
 
 
+def _v3(conn: Connection) -> None:
+    """Inference runs beside training runs: every earlier run was a training run."""
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN mode VARCHAR(16) NOT NULL DEFAULT 'train'")
+
+
 # (version, migration) in order; a migration takes the database from version-1 to version.
-MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = ((1, _v1), (2, _v2))
+MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = (
+    (1, _v1),
+    (2, _v2),
+    (3, _v3),
+)
 LATEST = MIGRATIONS[-1][0]
 
 

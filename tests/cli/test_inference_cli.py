@@ -1,0 +1,62 @@
+"""``bench --mode inference`` end to end on the CPU: real models served in-process and through
+a loaded SavedModel, stored, listed, shown, and bad input refused before TensorFlow starts."""
+
+from __future__ import annotations
+
+from tests.conftest import assert_user_errors, run_cli
+
+
+def test_cnn_small_latency_table_best_point_and_runs_list() -> None:
+    """The issue's own command, on a short budget."""
+    r = run_cli("bench", "--workload", "cnn-small", "--mode", "inference", "--batch-sizes",
+                "1,8,32", "--slo-ms", "50", "--seconds", "6")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "gpuscout bench --mode inference · cnn-small" in r.out
+    assert "p99 [95% CI]" in r.out and "p99 < 50 ms" in r.out
+    assert "best operating point under p99 50 ms: batch" in r.out
+    listed = run_cli("runs", "list", block_tf=True)
+    assert "cnn-small (inference)" in listed.out
+    shown = run_cli("runs", "show", "1", "--json", "--steps", block_tf=True).json()
+    points = shown["inference"]["points"]
+    assert [p["batch_size"] for p in points] == [1, 8, 32]
+    assert sum(p["requests"] for p in points) == len(shown["step_times_s"])  # raw samples kept
+    for p in points:
+        assert p["p50_s"]["median"] <= p["p90_s"]["median"] <= p["p99_s"]["median"]
+        assert p["samples_per_second"] == pytest_approx(p["batch_size"] * p["requests_per_second"])
+    assert shown["mode"] == "inference" and shown["loop"] == "inference"
+
+
+def pytest_approx(value: float) -> object:
+    import pytest
+
+    return pytest.approx(value, rel=1e-9)
+
+
+def test_mlp_through_a_saved_model_beside_the_function_with_a_rate() -> None:
+    r = run_cli("bench", "--workload", "mlp", "--mode", "inference", "--batch-sizes", "1,16",
+                "--concurrency", "1,2", "--serving", "both", "--seconds", "4", "--slo-ms", "100",
+                "--rate", "1000000", "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    inf = r.json()["inference"]
+    assert [(p["path"], p["batch_size"], p["concurrency"]) for p in inf["points"]] == [
+        (path, b, c) for path in ("tf.function", "saved_model") for b in (1, 16) for c in (1, 2)
+    ]
+    if inf["best"] is not None:
+        best = inf["points"][inf["best"]]
+        assert inf["devices_needed"] == -(-1_000_000 // best["samples_per_second"])
+
+
+def test_inference_bad_input_is_one_line() -> None:
+    inference = ("bench", "--mode", "inference")
+    assert_user_errors(
+        [
+            ((*inference, "--slo-ms", "0"), "must be positive, got 0"),
+            ((*inference, "--slo-ms", "-5"), "must be positive, got -5"),
+            ((*inference, "--batch-sizes", ","), "names no sizes"),
+            ((*inference, "--batch-sizes", "0,8"), "--batch-sizes"),
+            ((*inference, "--batch-size", "8"), "--mode inference does not take --batch-size"),
+            ((*inference, "--devices", "2"), "--mode inference does not take --devices"),
+            ((*inference, "--scaling", "1,2"), "--mode inference does not take --scaling"),
+            (("bench", "--slo-ms", "50"), "--slo-ms measure serving latency, not training"),
+        ]
+    )
