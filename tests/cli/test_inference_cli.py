@@ -46,6 +46,22 @@ def test_mlp_through_a_saved_model_beside_the_function_with_a_rate() -> None:
         assert inf["devices_needed"] == -(-1_000_000 // best["samples_per_second"])
 
 
+def test_predict_inference_uses_the_forward_pass_and_says_so() -> None:
+    r = run_cli("predict", "--workload", "mlp", "--mode", "inference", "--batch-size", "4",
+                "--gpus", "rtx-4090,h100-sxm", "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    rows = r.json()
+    assert [row["gpu"] for row in rows] == ["rtx-4090", "h100-sxm"]
+    for row in rows:
+        assert row["mode"] == "inference" and row["count"] == 1
+        assert row["latency_s"] == pytest_approx(4 / row["samples_per_second"])
+        assert any("forward pass" in a for a in row["common_assumptions"])
+    train = run_cli("predict", "--workload", "mlp", "--batch-size", "4", "--gpus", "h100-sxm",
+                    "--json")  # fmt: skip
+    assert train.code == 0, train.err  # a training step costs more than a forward pass
+    assert train.json()[0]["samples_per_second"] < rows[1]["samples_per_second"]
+
+
 def test_inference_bad_input_is_one_line() -> None:
     inference = ("bench", "--mode", "inference")
     assert_user_errors(
@@ -58,5 +74,9 @@ def test_inference_bad_input_is_one_line() -> None:
             ((*inference, "--devices", "2"), "--mode inference does not take --devices"),
             ((*inference, "--scaling", "1,2"), "--mode inference does not take --scaling"),
             (("bench", "--slo-ms", "50"), "--slo-ms measure serving latency, not training"),
+            (
+                ("predict", "--workload", "mlp", "--mode", "inference", "--count", "2"),
+                "--mode inference predicts one GPU",
+            ),
         ]
     )

@@ -41,6 +41,8 @@ def register(sub: Any) -> None:
     what.add_argument("--workload", help="mlp, cnn-small, resnet50, bert-base")
     what.add_argument("--model", help="your model: FILE.py:FUNCTION or FILE.keras")
     p.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    p.add_argument("--mode", choices=("train", "inference"), default="train",
+                   help="inference: a forward pass per batch (traced once, with TF)")  # fmt: skip
     p.add_argument("-b", "--batch-size", type=positive_int, help="per GPU (default: workload's)")
     p.add_argument("--seq-len", type=positive_int, help="sequence length (bert-base)")
     p.add_argument("--gpus", default=DEFAULT_GPUS, help=f"comma list or 'all' ({DEFAULT_GPUS})")
@@ -115,7 +117,62 @@ def _check_precision(gpus: list[Any], precision: str) -> None:
             )
 
 
+def _predict_inference(args: argparse.Namespace) -> int:
+    """One GPU's forward pass per batch: serving throughput and the model's share of latency."""
+    from gpuscout.catalog import load_catalog
+    from gpuscout.predict import predict
+    from gpuscout.predict.calibrate import fit, published_points
+    from gpuscout.predict.profile import get_forward_profile
+
+    if args.count != [(1, 1)] or args.from_run:
+        raise UserError(
+            "--mode inference predicts one GPU, without --count or --from-run.",
+            "serving scales by adding replicas: divide your load by one GPU's samples/s.",
+        )
+    catalog = load_catalog(args.catalog)
+    batch = args.batch_size or 1
+    dims = {"seq_len": args.seq_len} if args.seq_len else {}
+    profile = get_forward_profile(args.workload, args.model, dims, batch, args.precision)
+    names = [g for g in args.gpus.split(",") if g.strip()]
+    gpus = (
+        list(catalog.gpus.values())
+        if names == ["all"]
+        else list({g.id: g for g in (catalog.resolve(n).gpu for n in names)}.values())
+    )
+    reference = catalog.resolve(args.reference).gpu
+    rows, common = predict(
+        profile, gpus, [1], catalog, reference, 1, calibration=fit(published_points(catalog))
+    )
+    notes = [
+        "inference, predicted: one forward pass per request batch, as 'bench --mode "
+        "inference' times it, without serving overhead, queueing or host transfers; measure "
+        "those with bench --mode inference",
+        "no kernel-launch or framework time per layer: at small batches that dominates "
+        "(microseconds per op on a GPU), so small-batch latency is a lower bound",
+        f"batch {batch} per request" + ("" if args.batch_size else " (set it with --batch-size)"),
+        "efficiencies fitted to published *training* measurements, applied to the forward pass",
+        *(c for c in common if not c.startswith(("memory:", "several GPUs"))),
+        "memory: the weights (a forward pass keeps no activations for a backward pass)",
+    ]
+    if args.json:
+        out = [r.to_json_dict() | {"mode": "inference", "latency_s": profile.batch /
+               r.samples_per_second, "common_assumptions": notes} for r in rows]  # fmt: skip
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from gpuscout.report.console import stdout_console
+    from gpuscout.report.predict_table import inference_table
+
+    console = stdout_console()
+    console.print(inference_table(rows, profile, reference.id))
+    for line in notes:
+        console.print(f"assumption: {line}", highlight=False)
+    return 0
+
+
 def run_predict(args: argparse.Namespace) -> int:
+    if args.mode == "inference":
+        return _predict_inference(args)
     from gpuscout.catalog import load_catalog
     from gpuscout.measure.workloads import get_workload
     from gpuscout.predict import anchor_from_run, predict

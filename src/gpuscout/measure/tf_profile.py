@@ -118,3 +118,46 @@ def live_step_hlo(model: Any, batch: int, precision: str) -> StepIR:
         return Built(clone, loss, fresh), inputs[0] if len(inputs) == 1 else tuple(inputs), labels
 
     return _trace(tf, build, precision)
+
+
+def forward_hlo(
+    workload: str | None, model_spec: str | None, dims: Mapping[str, int], batch: int,
+    precision: str,
+) -> StepIR:  # fmt: skip
+    """HLO of one inference call (``model(x, training=False)``) at ``batch``: what
+    ``bench --mode inference`` times, for ``predict --mode inference``."""
+    tf = tf_runtime.import_tensorflow()
+    import keras
+
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("float32" if precision == "fp32" else precision)
+    try:
+        if model_spec is not None:
+            from gpuscout.measure import tf_user
+            from gpuscout.measure.user_spec import parse_model_spec
+
+            model = tf_user.load_model(parse_model_spec(model_spec))
+            loss = tf_user.prepare_user_model(model)[0].loss
+            inputs, _, _ = tf_user.synthetic_user_batch(
+                model, loss, batch, np.random.default_rng(0)
+            )
+            x: Any = inputs[0] if len(inputs) == 1 else list(inputs)
+        else:
+            from gpuscout.measure.tf_models import BUILDERS
+
+            assert workload is not None
+            w = get_workload(workload)
+            model = BUILDERS[w.name](w.resolve(dims)).model
+            x = tf.zeros((batch, *w.input_shape(w.resolve(dims))), dtype=w.input_dtype)
+        forward = tf.function(lambda x: model(x, training=False), jit_compile=True)
+        weights = model.weights
+        return StepIR(
+            hlo=forward.experimental_get_compiler_ir(x)(stage="hlo"),
+            params=sum(int(math.prod(v.shape)) for v in weights),
+            param_bytes=sum(_size(v) for v in weights),
+            optimizer_state_bytes=0,
+            tf_version=tf.__version__,
+            model_name=model.name,
+        )
+    finally:
+        keras.mixed_precision.set_global_policy(previous)

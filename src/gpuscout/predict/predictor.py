@@ -86,7 +86,11 @@ def anchor_from_run(run: RunResult, profile: Profile, catalog: Catalog) -> Ancho
 
 
 def memory_needed(profile: Profile) -> float:
-    """Bytes: weights, gradients, optimizer state and the activations kept for backward."""
+    """Bytes: weights, gradients, optimizer state and the activations kept for backward; for a
+    forward pass, the weights (it keeps nothing for a backward pass; its transient buffers are
+    not counted)."""
+    if profile.kind == "forward":
+        return profile.param_bytes + profile.saved_activation_bytes
     return 2 * profile.param_bytes + profile.optimizer_state_bytes + profile.saved_activation_bytes
 
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict
@@ -37,25 +37,31 @@ class Profile(BaseModel):
     saved_activation_bytes: float  # per step
     method: str
     tf_version: str
+    # "train": one training step (forward, backward, update); "forward": one inference call,
+    # for ``predict --mode inference``
+    kind: Literal["train", "forward"] = "train"
 
     @property
     def key(self) -> str:
-        return profile_key(self.workload, self.dims, self.batch, self.precision)
+        return profile_key(self.workload, self.dims, self.batch, self.precision, self.kind)
 
     def gradient_bytes(self) -> int:
         """Bytes all-reduced per step: one gradient per parameter, in the variables' dtype."""
         return self.param_bytes
 
 
-def profile_key(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> str:
+def profile_key(
+    workload: str, dims: Mapping[str, int], batch: int, precision: str, kind: str = "train"
+) -> str:
     """The cache key; ``dims`` are resolved first, so defaults given or omitted match."""
     from gpuscout.measure.workloads import get_workload
 
+    suffix = "" if kind == "train" else f"/{kind}"
     if workload.startswith("model:"):  # a user's model: the name carries its file's hash
-        return f"{workload}@b{batch}/{precision}"
+        return f"{workload}@b{batch}/{precision}{suffix}"
     resolved = get_workload(workload).resolve(dims)
     sizes = ",".join(f"{k}={v}" for k, v in sorted(resolved.items()))
-    return f"{workload}[{sizes}]@b{batch}/{precision}"
+    return f"{workload}[{sizes}]@b{batch}/{precision}{suffix}"
 
 
 def _shipped() -> dict[str, Profile]:
@@ -69,9 +75,11 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("gpuscout")) / "profiles"
 
 
-def cached(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> Profile | None:
+def cached(
+    workload: str, dims: Mapping[str, int], batch: int, precision: str, kind: str = "train"
+) -> Profile | None:
     """A shipped or previously computed profile, or None."""
-    key = profile_key(workload, dims, batch, precision)
+    key = profile_key(workload, dims, batch, precision, kind)
     shipped = _shipped().get(key)
     if shipped is not None:
         return shipped
@@ -112,9 +120,21 @@ def compute(workload: str, dims: Mapping[str, int], batch: int, precision: str) 
 
 
 def profile_from_ir(
-    workload: str, dims: dict[str, int], batch: int, precision: str, ir: Any, cost: Any
+    workload: str,
+    dims: dict[str, int],
+    batch: int,
+    precision: str,
+    ir: Any,
+    cost: Any,
+    kind: Literal["train", "forward"] = "train",
 ) -> Profile:
+    method = (
+        "XLA HLO of the tf.function train step (stage=hlo), dead code removed"
+        if kind == "train"
+        else "XLA HLO of the model's forward pass (training=False, stage=hlo)"
+    )
     return Profile(
+        kind=kind,
         workload=workload,
         dims=dims,
         batch=batch,
@@ -125,7 +145,7 @@ def profile_from_ir(
         param_bytes=ir.param_bytes,
         optimizer_state_bytes=ir.optimizer_state_bytes,
         saved_activation_bytes=cost.saved_activation_bytes,
-        method="XLA HLO of the tf.function train step (stage=hlo), dead code removed",
+        method=method,
         tf_version=ir.tf_version,
     )
 
@@ -161,5 +181,30 @@ def get_profile(workload: str, dims: Mapping[str, int], batch: int, precision: s
     found = cached(workload, dims, batch, precision)
     if found is None:
         found = compute(workload, dims, batch, precision)
+        store(found)
+    return found
+
+
+def get_forward_profile(
+    workload: str | None, model_spec: str | None, dims: Mapping[str, int], batch: int,
+    precision: str,
+) -> Profile:  # fmt: skip
+    """The forward pass's profile (one inference call at ``batch``), cached after the first
+    trace (which needs TensorFlow)."""
+    from gpuscout.measure.tf_profile import forward_hlo
+    from gpuscout.predict.hlo import step_cost
+
+    if model_spec is not None:
+        name, resolved = user_model_name(model_spec), {}
+    else:
+        from gpuscout.measure.workloads import get_workload
+
+        assert workload is not None
+        name, resolved = workload, get_workload(workload).resolve(dims)
+    found = cached(name, resolved, batch, precision, "forward")
+    if found is None:
+        ir = forward_hlo(workload, model_spec, resolved, batch, precision)
+        cost = step_cost(ir.hlo, forward_scope=ir.model_name)
+        found = profile_from_ir(name, resolved, batch, precision, ir, cost, "forward")
         store(found)
     return found

@@ -43,3 +43,24 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
             r.link or "",
         )
     return table
+
+
+def inference_table(rows: list[Prediction], profile: Profile, reference: str) -> Table:
+    """Predicted forward passes: the model's own part of a request's latency, and throughput."""
+    title = (
+        f"gpuscout predict --mode inference · {profile.workload} · {profile.precision} · "
+        f"batch {profile.batch} per request · PREDICTED forward pass only"
+    )
+    table = Table(title=title, title_justify="left")
+    for name in ("GPU", "forward pass", "range", "samples/s", "range ", f"vs {reference}"):
+        table.add_column(name, justify="left" if name == "GPU" else "right")
+    for r in rows:
+        table.add_row(
+            r.gpu,
+            fmt_seconds(profile.batch / r.samples_per_second),
+            f"{fmt_seconds(profile.batch / r.high)} - {fmt_seconds(profile.batch / r.low)}",
+            fmt_rate(r.samples_per_second),
+            f"{fmt_rate(r.low)} - {fmt_rate(r.high)}",
+            f"{r.relative_speed:.2f}x",
+        )
+    return table
