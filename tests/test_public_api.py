@@ -70,6 +70,8 @@ def test_non_measuring_modules_import_without_tensorflow() -> None:
         "gpuscout.scout",
         "gpuscout.cli.scout",
         "gpuscout.publish.to_mlflow",
+        "gpuscout.measure.latency",
+        "gpuscout.report.latency_table",
     ]
     code = (
         BLOCK_TF

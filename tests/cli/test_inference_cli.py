@@ -3,10 +3,12 @@ a loaded SavedModel, stored, listed, shown, and bad input refused before TensorF
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.conftest import assert_user_errors, run_cli
 
 
-def test_cnn_small_latency_table_best_point_and_runs_list() -> None:
+def test_cnn_small_latency_table_best_point_and_runs_list(tmp_path: Path) -> None:
     """The issue's own command, on a short budget."""
     r = run_cli("bench", "--workload", "cnn-small", "--mode", "inference", "--batch-sizes",
                 "1,8,32", "--slo-ms", "50", "--seconds", "6")  # fmt: skip
@@ -24,6 +26,12 @@ def test_cnn_small_latency_table_best_point_and_runs_list() -> None:
         assert p["p50_s"]["median"] <= p["p90_s"]["median"] <= p["p99_s"]["median"]
         assert p["samples_per_second"] == pytest_approx(p["batch_size"] * p["requests_per_second"])
     assert shown["mode"] == "inference" and shown["loop"] == "inference"
+    md = tmp_path / "report.md"  # a report of inference runs only: their table, no ranking
+    reported = run_cli("report", "--md", str(md), block_tf=True)
+    assert reported.code == 0, reported.err
+    text = md.read_text()
+    assert "## Inference latency (measured)" in text and "| tf.function" in text
+    assert "## Ranking" in text and "(predicted)" not in text
 
 
 def pytest_approx(value: float) -> object:
