@@ -20,6 +20,9 @@ from tests.conftest import run_cli
 from tests.report.runs import HOSTILE, report_runs
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden"
+# The fixture's charts: three rankings (mlp, resnet50, the user model), time vs cost, scaling,
+# and the two runs with a monitor timeline.
+CHARTS = ["cost", "ranking", "ranking", "ranking", "scaling", "timeline", "timeline"]
 
 
 def _stored(tmp_path: Path) -> Path:
@@ -115,15 +118,7 @@ def test_html_is_self_contained_escaped_and_complete(written: dict[str, str]) ->
         for key in ("src", "href"):
             assert not (attrs.get(key) or "").startswith(("http", "//", "file:"))
     charts = [a.get("data-chart") for t, a in page.tags if t == "figure"]
-    assert sorted(charts) == [
-        "cost",
-        "ranking",
-        "ranking",
-        "ranking",
-        "scaling",
-        "timeline",
-        "timeline",
-    ]
+    assert sorted(charts) == CHARTS
     assert tags.count("svg") == len(charts)
     rows = [a.get("class") for t, a in page.tags if t == "tr" and a.get("class")]
     assert "measured" in rows and "predicted" in rows
@@ -190,15 +185,7 @@ def test_html_opens_in_chromium_and_draws_every_chart(written: dict[str, str]) -
     assert errors == []
     assert scripts == 0
     assert HOSTILE in text
-    assert sorted(c[0] for c in counts) == [
-        "cost",
-        "ranking",
-        "ranking",
-        "ranking",
-        "scaling",
-        "timeline",
-        "timeline",
-    ]
+    assert sorted(c[0] for c in counts) == CHARTS
     for kind, svgs, marks, height in counts:
         assert svgs == 1 and height > 100, kind
         assert marks > 20, f"the {kind} chart has only {marks} drawn elements"
