@@ -23,7 +23,7 @@ DEFAULT_SECONDS = 60.0
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="measure training speed of a workload or your own Keras model",
+        help="training speed (or serving latency: --mode inference) of a workload or your model",
         description="Measure training speed with warm-up detection and a 95%% confidence "
         "interval; the run is stored (see 'gpuscout runs').",
     )

@@ -11,7 +11,7 @@ from gpuscout.cli.parser import positive_int
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("runs", help="list and show stored runs")
+    p = sub.add_parser("runs", help="list, show, export, import and compare stored runs")
     runs_sub = p.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
     ls = runs_sub.add_parser("list", help="the stored runs, newest first")
     ls.add_argument("--limit", type=positive_int, help="at most this many runs")
