@@ -199,7 +199,9 @@ def test_terminated_run_is_stored_and_leaves_no_process(tmp_path: Path) -> None:
     db = tmp_path / "term.sqlite"
     code = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "bench", "-w", "mlp", "--seconds", "120", "--db", str(db)],
+        # A fixed, huge step count: a time budget may end early once the interval is tight,
+        # which raced the SIGTERM below on a quiet machine.
+        [sys.executable, "-c", code, "bench", "-w", "mlp", "--steps", "100000000", "--db", str(db)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -150,7 +150,7 @@ def test_the_measuring_process_dies_with_a_killed_bench(tmp_path: Path) -> None:
     code = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     env = {**os.environ, "GPUSCOUT_DB": str(tmp_path / "runs.sqlite")}
     parent = subprocess.Popen(
-        [sys.executable, "-c", code, "bench", "--workload", "mlp", "--seconds", "120", "-q"],
+        [sys.executable, "-c", code, "bench", "--workload", "mlp", "--steps", "100000000", "-q"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
