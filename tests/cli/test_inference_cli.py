@@ -49,9 +49,9 @@ def test_mlp_through_a_saved_model_beside_the_function_with_a_rate() -> None:
     assert [(p["path"], p["batch_size"], p["concurrency"]) for p in inf["points"]] == [
         (path, b, c) for path in ("tf.function", "saved_model") for b in (1, 16) for c in (1, 2)
     ]
-    if inf["best"] is not None:
-        best = inf["points"][inf["best"]]
-        assert inf["devices_needed"] == -(-1_000_000 // best["samples_per_second"])
+    best = inf["points"][inf["best"]]  # an mlp request takes ~1 ms: 100 ms is always met
+    assert best["meets_slo"] is True
+    assert inf["devices_needed"] == -(-1_000_000 // best["samples_per_second"])
 
 
 def test_predict_inference_uses_the_forward_pass_and_says_so() -> None:

@@ -6,7 +6,6 @@ Regenerate the golden files after an intended change with GPUSCOUT_UPDATE_GOLDEN
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -191,7 +190,3 @@ def test_html_opens_in_chromium_and_draws_every_chart(written: dict[str, str]) -
         assert marks > 20, f"the {kind} chart has only {marks} drawn elements"
     colours = Image.open(BytesIO(png)).convert("RGB").getcolors(maxcolors=1 << 16)
     assert colours is None or len(colours) > 50  # not a blank page
-
-
-def test_json_golden_is_valid_json(written: dict[str, str]) -> None:
-    assert json.loads(written["json"])["format"] == "gpuscout-runs"

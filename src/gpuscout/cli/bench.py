@@ -144,7 +144,7 @@ def add_publish_args(group: Any) -> None:
 
 def check_publish(args: argparse.Namespace) -> None:
     """Fail on a missing MLflow or an unwritable --tensorboard before measuring, not after."""
-    logdir = getattr(args, "tensorboard", None)
+    logdir = args.tensorboard
     if logdir is not None:
         try:
             logdir.mkdir(parents=True, exist_ok=True)
@@ -152,7 +152,7 @@ def check_publish(args: argparse.Namespace) -> None:
             raise UserError(
                 f"cannot write --tensorboard '{logdir}': {exc.strerror}.", "pass a writable folder."
             ) from None
-    if getattr(args, "mlflow", False):
+    if args.mlflow:
         import importlib.util
 
         if importlib.util.find_spec("mlflow") is None:
@@ -163,12 +163,12 @@ def check_publish(args: argparse.Namespace) -> None:
 
 def publish(result: RunResult, args: argparse.Namespace) -> RunResult:
     """Hand a stored run to TensorBoard and MLflow, as asked; say where it went on stderr."""
-    if getattr(args, "tensorboard", None) is not None and result.id is not None:
+    if args.tensorboard is not None and result.id is not None:
         from gpuscout.measure.tf_tensorboard import write_tensorboard
 
         folder = write_tensorboard(result, args.tensorboard)
         print(f"tensorboard: run {result.id} in {folder}", file=sys.stderr)
-    if getattr(args, "mlflow", False):
+    if args.mlflow:
         from gpuscout.publish.to_mlflow import log_mlflow
 
         print(f"mlflow: run {result.id} logged as {log_mlflow(result)}", file=sys.stderr)

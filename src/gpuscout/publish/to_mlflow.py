@@ -7,6 +7,7 @@ MLflow's own choice (``MLFLOW_TRACKING_URI``, else ./mlruns), as with any MLflow
 
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Any
 
@@ -44,7 +45,7 @@ def log_mlflow(result: RunResult) -> str:
         warnings.simplefilter("ignore")
         with mlflow.start_run(run_name=f"gpuscout run {result.id}: {result.workload}") as run:
             mlflow.log_params(_params(result))
-            now = 0
+            now = int(time.time() * 1000)  # MLflow's timestamps: ms since the epoch
             history = [Metric("step_time_s", v, now, i) for i, v in enumerate(result.step_times_s)]
             timeline = result.monitor_timeline
             for column, values in timeline.items():

@@ -8,16 +8,15 @@ measured row says the set-up it was measured with, since it is rarely the articl
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict
 
 from gpuscout.advise.checklist import QUESTIONS, QuickAnswer, quick
 from gpuscout.advise.recommend import Advice, Request, advise
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import predict
-from gpuscout.predict.calibrate import fit, published_points, run_points
+from gpuscout.predict.calibrate import Fit, fit, published_points, run_points
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.price import Assumptions
 from gpuscout.records import RunResult
@@ -101,19 +100,21 @@ class Report:
         return [r for r in self.runs if r.inference is not None]
 
 
-def _features(gpu: Gpu | None) -> tuple[str, str, str]:
+class Features(TypedDict):
+    ecc: str
+    mig: str
+    nvlink: str
+
+
+def _features(gpu: Gpu | None) -> Features:
+    """The production features of a ranking row: ECC, MIG, NVLink."""
     if gpu is None:
-        return "-", "-", "-"
-    ecc = "yes" if gpu.ecc else "no" if gpu.ecc is not None else "?"
-    mig = f"{gpu.mig_max_instances}x" if gpu.mig_max_instances else "no"
-    nvlink = f"{gpu.nvlink_gb_per_s_total:g} GB/s" if gpu.nvlink_gb_per_s_total else "no"
-    return ecc, mig, nvlink
-
-
-def _profile(workload: str, catalog_dims: dict[str, int], batch: int) -> Profile | None:
-    """The shipped (or cached) profile of a built-in workload; None where none is at hand,
-    because computing one needs TensorFlow and a report never measures."""
-    return cached(workload, catalog_dims, batch, PREDICT_PRECISION)
+        return {"ecc": "-", "mig": "-", "nvlink": "-"}
+    return {
+        "ecc": "yes" if gpu.ecc else "no" if gpu.ecc is not None else "?",
+        "mig": f"{gpu.mig_max_instances}x" if gpu.mig_max_instances else "no",
+        "nvlink": f"{gpu.nvlink_gb_per_s_total:g} GB/s" if gpu.nvlink_gb_per_s_total else "no",
+    }
 
 
 def _setup(run: RunResult) -> str:
@@ -124,7 +125,11 @@ def _setup(run: RunResult) -> str:
 
 
 def _ranking(
-    workload_name: str, runs: list[RunResult], catalog: Catalog, notes: list[str]
+    workload_name: str,
+    runs: list[RunResult],
+    catalog: Catalog,
+    calibration: Fit,
+    notes: list[str],
 ) -> tuple[Ranking | None, Profile | None]:
     from gpuscout.measure.workloads import WORKLOADS
 
@@ -142,9 +147,11 @@ def _ranking(
     unit = ok[0].epoch_unit if ok else "samples"
     if workload is not None:
         epoch, unit = workload.epoch_samples, workload.epoch_unit
-        profile = _profile(workload.name, workload.resolve({}), workload.default_batch_gpu)
+        # shipped or cached only: computing a profile needs TensorFlow, and a report never does
+        profile = cached(
+            workload.name, workload.resolve({}), workload.default_batch_gpu, PREDICT_PRECISION
+        )
     if profile is not None and epoch:
-        calibration = fit(published_points(catalog) + run_points(runs, catalog))
         predicted, _ = predict(
             profile,
             list(catalog.gpus.values()),
@@ -169,14 +176,12 @@ def _ranking(
                     high=p.high,
                     epoch_seconds=p.epoch_seconds,
                     relative=p.relative_speed,
-                    ecc=_features(gpu)[0],
-                    mig=_features(gpu)[1],
-                    nvlink=_features(gpu)[2],
+                    **_features(gpu),
                 )
             )
         notes.append(
             f"{workload_name}: predicted rows are for {profile.precision}, batch "
-            f"{profile.batch} per GPU (the articles' set-up), {calibration.describe()}"
+            f"{profile.batch} per GPU (the articles' set-up)"
         )
     elif workload is None:
         notes.append(
@@ -197,10 +202,8 @@ def _ranking(
                 high=sps.ci_high,
                 epoch_seconds=run.epoch_seconds or (epoch / sps.median if epoch else None),
                 relative=sps.median / ref_sps if ref_sps else None,
-                ecc=_features(found)[0],
-                mig=_features(found)[1],
-                nvlink=_features(found)[2],
                 run_id=run.id,
+                **_features(found),
             )
         )
     if not rows:
@@ -241,13 +244,15 @@ def _measured_curves(runs: list[RunResult]) -> list[Curve]:
     return curves
 
 
-def _predicted_curves(profile: Profile, catalog: Catalog) -> list[Curve]:
+def _predicted_curves(profile: Profile, catalog: Catalog, calibration: Fit) -> list[Curve]:
     curves = []
     for gpu_id in SCALING_GPUS:
         gpu = catalog.gpus.get(gpu_id)
         if gpu is None:
             continue
-        rows, _ = predict(profile, [gpu], list(SCALING_COUNTS), catalog, gpu, 1)
+        rows, _ = predict(
+            profile, [gpu], list(SCALING_COUNTS), catalog, gpu, 1, calibration=calibration
+        )
         curves.append(
             Curve(
                 label=f"predicted: {gpu.name}" + (f" ({rows[-1].link})" if rows[-1].link else ""),
@@ -328,12 +333,14 @@ def build_report(
     for run in runs:
         if run.mode == "train":
             by_workload.setdefault(run.workload, []).append(run)
-    trained = Counter(r.workload for r in runs if r.mode == "train")
-    main = main or (trained.most_common(1)[0][0] if trained else None)
+    if main is None and by_workload:
+        main = max(by_workload, key=lambda name: len(by_workload[name]))
+    # One fit for every prediction in the report: published data and these runs' GPU runs.
+    calibration = fit(published_points(catalog) + run_points(runs, catalog))
     report = Report(title, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), runs, [])
     main_profile = None
     for name, members in by_workload.items():
-        ranking, profile = _ranking(name, members, catalog, notes)
+        ranking, profile = _ranking(name, members, catalog, calibration, notes)
         if ranking is not None:
             report.rankings.append(ranking)
         if name == main:
@@ -341,10 +348,13 @@ def build_report(
     report.curves = _measured_curves(runs)
     report.timelines = [t for t in map(_timeline, runs) if t is not None]
     if main_profile is not None:
-        report.curves += _predicted_curves(main_profile, catalog)
-        _price(report, main_profile, catalog, epochs, answers, assumptions or Assumptions(), notes)
+        report.curves += _predicted_curves(main_profile, catalog, calibration)
+        _price(report, main_profile, catalog, calibration, epochs, answers,
+               assumptions or Assumptions(), notes)  # fmt: skip
     elif main is not None:
         notes.append(f"no cost or advice: '{main}' has no profile to predict other GPUs from")
+    if report.advice is None:  # the advice states the calibration with its own assumptions
+        notes.append(calibration.describe())
     report.assumptions = notes + (report.advice.assumptions if report.advice else [])
     return report
 
@@ -353,6 +363,7 @@ def _price(
     report: Report,
     profile: Profile,
     catalog: Catalog,
+    calibration: Fit,
     epochs: float | None,
     answers: list[bool] | None,
     assumptions: Assumptions,
@@ -362,7 +373,6 @@ def _price(
 
     workload = WORKLOADS[profile.workload]
     reference = catalog.resolve(REFERENCE).gpu
-    calibration = fit(published_points(catalog))
     (ref_row,), _ = predict(
         profile, [reference], [1], catalog, reference, 1, calibration=calibration
     )

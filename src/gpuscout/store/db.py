@@ -31,11 +31,11 @@ BUSY_TIMEOUT_MS = 30_000
 MIGRATION_LOCK = 0x6770_7573  # pg_advisory_xact_lock key: "gpus"
 
 
-def default_db_path() -> Path:
-    env = os.environ.get("GPUSCOUT_DB")
-    if env:
-        return Path(env)
-    return Path(platformdirs.user_data_dir("gpuscout")) / "runs.sqlite"
+def default_target() -> str | Path:
+    """GPUSCOUT_DB as given (a SQLite path or a PostgreSQL URL), else the user data dir's file."""
+    return os.environ.get("GPUSCOUT_DB") or (
+        Path(platformdirs.user_data_dir("gpuscout")) / "runs.sqlite"
+    )
 
 
 def is_url(target: str | Path) -> bool:
@@ -140,7 +140,7 @@ class Store:
 
     def __init__(self, target: Path | str | None = None) -> None:
         if target is None:
-            target = os.environ.get("GPUSCOUT_DB") or default_db_path()
+            target = default_target()
         self.path: Path | None = None
         if is_url(target):
             url = _postgres_url(str(target))
