@@ -26,7 +26,7 @@ import os
 import statistics
 import time
 
-from gpuscout.measure.tf_runtime import import_tensorflow
+from gpuscout.measure.backends.tensorflow.runtime import import_tensorflow
 
 tf = import_tensorflow()  # first, so TensorFlow's start-up chatter is hidden
 tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -35,9 +35,9 @@ tf.config.threading.set_inter_op_parallelism_threads(1)
 import numpy as np  # noqa: E402
 
 from gpuscout.measure import bench  # noqa: E402
-from gpuscout.measure.tf_models import BUILDERS  # noqa: E402
-from gpuscout.measure.workloads import WORKLOADS  # noqa: E402
+from gpuscout.measure.backends.tensorflow.models import BUILDERS  # noqa: E402
 from gpuscout.records import BenchConfig, RunResult  # noqa: E402
+from gpuscout.workloads import WORKLOADS  # noqa: E402
 
 WORKLOAD_BATCH = {"mlp": 256, "cnn-small": 64}
 PAIRS = 10

@@ -20,7 +20,7 @@ import statistics
 from collections import defaultdict
 
 from gpuscout.catalog import load_catalog
-from gpuscout.predict.calibrate import Point, fit, published_points
+from gpuscout.predict.calibrate import Point, fit_calibration, published_points
 from gpuscout.predict.roofline import samples_per_second
 
 
@@ -39,7 +39,7 @@ def main() -> None:
     relative: dict[str, list[float]] = defaultdict(list)
     for held_out in gpus:
         train = [p for p in points if p.gpu.id != held_out]
-        eff = fit(train).efficiency
+        eff = fit_calibration(train).efficiency
         for p in (p for p in points if p.gpu.id == held_out):
             group = f"{p.workload} {p.profile.precision}"
             predicted = samples_per_second(p.profile, p.gpu, eff)
@@ -51,7 +51,7 @@ def main() -> None:
             ref_pred = samples_per_second(ref.profile, ref.gpu, eff)
             rel_err = (predicted / ref_pred) / (p.measured / ref.measured) - 1
             relative[group].append(abs(rel_err))
-    full = fit(points)
+    full = fit_calibration(points)
     print(f"calibration: {len(points)} published single-GPU measurements, {len(gpus)} GPUs")
     print(f"fit on all of them: {full.describe()}")
     in_sample = [abs(2.718281828**e - 1) for e in full.log_errors]

@@ -19,14 +19,14 @@ STEPS = 1000
 CHILD = """
 import sys, time
 import numpy as np
-from gpuscout.measure.tf_runtime import import_tensorflow
+from gpuscout.measure.backends.tensorflow.runtime import import_tensorflow
 tf = import_tensorflow()
 if sys.argv[1] != "default":
     intra, inter = map(int, sys.argv[1].split(","))
     tf.config.threading.set_intra_op_parallelism_threads(intra)
     tf.config.threading.set_inter_op_parallelism_threads(inter)
-from gpuscout.measure.tf_models import BUILDERS
-from gpuscout.measure.workloads import WORKLOADS
+from gpuscout.measure.backends.tensorflow.models import BUILDERS
+from gpuscout.workloads import WORKLOADS
 dims = WORKLOADS["mlp"].resolve()
 built = BUILDERS["mlp"](dims)
 rng = np.random.default_rng(0)

@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from gpuscout.measure.workloads import BERT_LARGE
 from gpuscout.predict.profile import compute
+from gpuscout.workloads import BERT_LARGE
 
 OUT = (
     Path(__file__).resolve().parents[1] / "src" / "gpuscout" / "predict" / "data" / "profiles.json"

@@ -1,12 +1,38 @@
-"""The public API and the layering rule: only measure/ imports TensorFlow."""
+"""The public API and the layering rule: only ``measure/backends/`` imports a framework."""
 
 from __future__ import annotations
 
+import ast
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import gpuscout
 from tests.conftest import BLOCK_TF
+
+PACKAGE = Path(gpuscout.__file__).parent
+FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib")
+
+
+def framework_imports(package: Path) -> list[str]:
+    """Every import of a framework outside ``measure/backends/``, as ``file:line imports X``."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith("measure/backends/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            found += [
+                f"{rel}:{node.lineno} imports {n}" for n in names if n.split(".")[0] in FRAMEWORKS
+            ]
+    return found
 
 
 def test_all_is_sorted_and_resolves() -> None:
@@ -15,67 +41,42 @@ def test_all_is_sorted_and_resolves() -> None:
         assert getattr(gpuscout, name) is not None
 
 
-def test_non_measuring_modules_import_without_tensorflow() -> None:
-    modules = [
-        "gpuscout",
-        "gpuscout.cli",
-        "gpuscout.store",
-        "gpuscout.records",
-        "gpuscout.units",
-        "gpuscout.report.terminal",
-        "gpuscout.measure",
-        "gpuscout.measure.stats",
-        "gpuscout.measure.protocol",
-        "gpuscout.measure.workloads",
-        "gpuscout.cli.progress",
-        "gpuscout.catalog",
-        "gpuscout.catalog.views",
-        "gpuscout.audit",
-        "gpuscout.report.catalog_tables",
-        "gpuscout.report.audit_table",
-        "gpuscout.predict",
-        "gpuscout.predict.calibrate",
-        "gpuscout.predict.profile",
-        "gpuscout.cli.predict",
-        "gpuscout.price",
-        "gpuscout.advise",
-        "gpuscout.cli.advise",
-        "gpuscout.cli.cost",
-        "gpuscout.diagnosis",
-        "gpuscout.measure.monitor",
-        "gpuscout.measure.nvml",
-        "gpuscout.measure.diagnose",
-        "gpuscout.measure.doctor",
-        "gpuscout.measure.soak",
-        "gpuscout.measure.batch_search",
-        "gpuscout.report.doctor_view",
-        "gpuscout.report.soak_view",
-        "gpuscout.cli.doctor",
-        "gpuscout.cli.soak",
-        "gpuscout.measure.distribute",
-        "gpuscout.measure.sweep",
-        "gpuscout.measure.launch",
-        "gpuscout.cli.launch",
-        "gpuscout.report.scaling_table",
-        "gpuscout.store.exchange",
-        "gpuscout.comparison",
-        "gpuscout.report.compare_table",
-        "gpuscout.cli.runs",
-        "gpuscout.report.document",
-        "gpuscout.report.charts",
-        "gpuscout.report.html",
-        "gpuscout.report.markdown",
-        "gpuscout.report.scout_summary",
-        "gpuscout.cli.report",
-        "gpuscout.scout",
-        "gpuscout.cli.scout",
-        "gpuscout.publish.to_mlflow",
-        "gpuscout.measure.latency",
-        "gpuscout.report.latency_table",
+def test_only_the_backends_import_a_framework() -> None:
+    """The layering rule, over every module of the package: outside ``measure/backends/``
+    nothing imports TensorFlow, Keras or JAX, not even inside a function."""
+    assert framework_imports(PACKAGE) == []
+
+
+def test_the_rule_catches_a_planted_import(tmp_path: Path) -> None:
+    """The rule's walker finds an ``import tensorflow`` hidden in a function of a core module,
+    and lets the same import stand inside a backend."""
+    tree = tmp_path / "gpuscout"
+    shutil.copytree(PACKAGE, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    planted = tree / "predict" / "planted.py"
+    planted.write_text("def f():\n    import tensorflow as tf\n    return tf\n")
+    (tree / "measure" / "backends" / "tensorflow" / "planted.py").write_text("import keras\n")
+    (tree / "report" / "planted_from.py").write_text("from jax import numpy\n")
+    found = framework_imports(tree)
+    assert found == [
+        "predict/planted.py:2 imports tensorflow",
+        "report/planted_from.py:1 imports jax",
     ]
+
+
+def test_every_module_outside_the_backends_imports_without_tensorflow() -> None:
+    """Not only no import statement: importing each one (as ``--help`` and every command that
+    does not measure do) loads neither TensorFlow nor Keras, with both blocked."""
+    modules = sorted(
+        "gpuscout."
+        + ".".join(p.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__")
+        for p in PACKAGE.rglob("*.py")
+        if "backends" not in p.relative_to(PACKAGE).parts[:2]
+    )
+    assert "gpuscout.cli.bench" in modules and "gpuscout.measure.child" in modules
     code = (
         BLOCK_TF
-        + "".join(f"import {m}\n" for m in modules)
+        + "".join(f"import {m.removesuffix('.__init__')}\n" for m in modules)
+        + "import gpuscout.measure.child\n"
         + ("assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules\n")
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

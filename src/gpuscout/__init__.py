@@ -12,10 +12,10 @@ from gpuscout.lazy import lazy_getattr
 _EXPORTS = {
     "SCHEMA_VERSION": "gpuscout.records",
     "BenchConfig": "gpuscout.records",
-    "DoctorConfig": "gpuscout.diagnosis",
+    "DoctorConfig": "gpuscout.diagnose.records",
     "GpuscoutError": "gpuscout.errors",
     "RunResult": "gpuscout.records",
-    "SoakConfig": "gpuscout.diagnosis",
+    "SoakConfig": "gpuscout.diagnose.records",
     "Store": "gpuscout.store",
     "UserError": "gpuscout.errors",
     "bench": "gpuscout.measure.benchmark",
@@ -24,11 +24,11 @@ _EXPORTS = {
     "render_markdown": "gpuscout.report.markdown",
     "scout": "gpuscout.scout",
     "ScoutPlan": "gpuscout.scout",
-    "diagnose": "gpuscout.measure.doctor",
-    "launch": "gpuscout.measure.launch",
+    "diagnose": "gpuscout.diagnose.doctor",
+    "launch": "gpuscout.scale.launch",
     "load_catalog": "gpuscout.catalog",
-    "scaling_sweep": "gpuscout.measure.sweep",
-    "soak": "gpuscout.measure.soak",
+    "scaling_sweep": "gpuscout.scale.sweep",
+    "soak": "gpuscout.diagnose.soak",
 }
 
 __all__ = sorted(_EXPORTS)

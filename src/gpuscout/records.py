@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpuscout.names import Loop, Precision
+from gpuscout.run_settings import Loop, Precision
 
 SCHEMA_VERSION = 1
 
@@ -39,7 +39,7 @@ class BenchConfig(_Record):
     seed: int = 0
     dims: dict[str, int] = Field(default_factory=dict)  # workload size settings (seq_len, ...)
     epoch_samples: int | None = Field(default=None, gt=0)
-    # Data parallel (see gpuscout.measure.distribute). devices: a count ("2") or names
+    # Data parallel (see gpuscout.scale.distribute). devices: a count ("2") or names
     # ("GPU:0,GPU:1"), one replica each, MirroredStrategy. workers: host:port of every worker,
     # MultiWorkerMirroredStrategy, this process being task_index. batch_size is per replica;
     # global_batch_size, where given instead, is split evenly over the replicas.

@@ -40,7 +40,7 @@ class ScoutResult:
 
 def parse_measure(text: str) -> tuple[tuple[str, float], ...]:
     """'resnet50=60,mlp=15' -> ((resnet50, 60.0), (mlp, 15.0)); every workload must exist."""
-    from gpuscout.measure.workloads import get_workload
+    from gpuscout.workloads import get_workload
 
     plan = []
     for item in (i.strip() for i in text.split(",") if i.strip()):

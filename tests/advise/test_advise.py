@@ -7,13 +7,12 @@ import random
 
 import pytest
 
-from gpuscout.advise import Request, Transformer, advise, fit, quick, transformer_bytes
+from gpuscout.advise import Request, Transformer, advise, memory_fit, quick, transformer_bytes
 from gpuscout.advise.checklist import parse_answers
 from gpuscout.advise.pareto import front
 from gpuscout.catalog import load_catalog
 from gpuscout.errors import UserError
-from gpuscout.predict.calibrate import fit as fit_efficiencies
-from gpuscout.predict.calibrate import published_points
+from gpuscout.predict.calibrate import fit_calibration, published_points
 from gpuscout.predict.profile import cached
 from gpuscout.price import Assumptions
 
@@ -39,7 +38,7 @@ def test_lora_7b_fits_a_24gb_card_at_small_batch() -> None:
     model = Transformer(7e9, 32, 4096, 32, seq_len=512, batch=1, mode="lora")
     parts = transformer_bytes(model)
     assert parts["frozen weights (16-bit)"] == 14e9
-    result = fit(parts, 24)
+    result = memory_fit(parts, 24)
     assert result.verdict == "fits" and result.need_gb < 24 * 0.9
 
 
@@ -55,10 +54,10 @@ def test_full_training_of_10b_does_not_fit_one_80gb_gpu() -> None:
     model = Transformer(10e9, 40, 5120, 40, seq_len=2048, batch=1, checkpointing=True)
     parts = transformer_bytes(model)
     assert sum(v for k, v in parts.items() if k != "activations") == 16 * 10e9  # 16 B/param
-    result = fit(parts, 80)
+    result = memory_fit(parts, 80)
     assert result.verdict != "fits"
     assert result.verdict.startswith("fits on") and result.gpus_needed == 4  # 160 GB / 4 + act.
-    assert fit(parts, 80, shardable=False).verdict == "does not fit"
+    assert memory_fit(parts, 80, shardable=False).verdict == "does not fit"
 
 
 def test_pareto_front_on_constructed_points() -> None:
@@ -76,7 +75,7 @@ def request_args():  # type: ignore[no-untyped-def]
     profile = cached("resnet50", {}, 256, "mixed_float16")
     assert profile is not None
     cat = load_catalog()
-    return profile, cat, fit_efficiencies(published_points(cat))
+    return profile, cat, fit_calibration(published_points(cat))
 
 
 def test_recommendation_respects_constraints(request_args) -> None:  # type: ignore[no-untyped-def]

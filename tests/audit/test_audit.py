@@ -184,7 +184,7 @@ def test_a_unit_that_does_not_fit_the_field_is_an_error(cat: Catalog) -> None:
 def test_without_the_measuring_code_the_fallback_counts_are_used(
     cat: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "gpuscout.measure.workloads", None)  # import now fails
+    monkeypatch.setitem(sys.modules, "gpuscout.workloads", None)  # import now fails
     assert workload_flops("resnet50") is FALLBACK["resnet50"]
     v = audit_speed(SpeedClaim("rtx-3090", "resnet50", "mixed_float16", 87), cat)
     assert v.verdict == "impossible"

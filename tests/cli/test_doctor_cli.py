@@ -13,7 +13,7 @@ import time
 
 from rich.console import Console
 
-from gpuscout.diagnosis import DoctorReport
+from gpuscout.diagnose.records import DoctorReport
 from gpuscout.report.doctor_view import print_doctor
 from tests.conftest import assert_user_errors, leftovers, run_cli
 

@@ -121,7 +121,7 @@ def test_a_worker_that_never_connects_fails_after_the_worker_timeout(tmp_path: P
 
 
 def _free_ports(n: int) -> list[int]:
-    from gpuscout.measure.distribute import free_ports
+    from gpuscout.scale.distribute import free_ports
 
     return free_ports(n)
 

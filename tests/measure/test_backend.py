@@ -8,8 +8,8 @@ import pytest
 
 from gpuscout.errors import UserError
 from gpuscout.measure import bench
-from gpuscout.measure.workloads import WORKLOADS
 from gpuscout.records import BenchConfig
+from gpuscout.workloads import WORKLOADS
 
 pytest.importorskip("tensorflow")
 DATA = Path(__file__).parent.parent / "data"

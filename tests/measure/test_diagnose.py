@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuscout.diagnosis import Fix, SoakConfig, Timing, verdict_for
+from gpuscout.diagnose.analysis import analyse, helped, measured_fix, rank
+from gpuscout.diagnose.records import Fix, SoakConfig, Timing, verdict_for
+from gpuscout.diagnose.soak import judge, window_noise
 from gpuscout.measure.batch_search import largest_fitting
-from gpuscout.measure.diagnose import analyse, helped, measured_fix, rank
-from gpuscout.measure.soak import judge, window_noise
 from gpuscout.measure.stats import mean_ci
 from gpuscout.records import GpuSummary, MonitorSummary
 

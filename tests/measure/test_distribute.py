@@ -8,11 +8,11 @@ import socket
 import pytest
 
 from gpuscout.errors import UserError
-from gpuscout.measure import distribute
-from gpuscout.measure.launch import combine
 from gpuscout.measure.monitor import nvml_indices
-from gpuscout.measure.sweep import sweep_configs
 from gpuscout.records import BenchConfig, Interval, RunResult, WorkerRun
+from gpuscout.scale import distribute
+from gpuscout.scale.launch import combine
+from gpuscout.scale.sweep import sweep_configs
 
 
 def test_devices_are_a_count_or_names_of_one_kind() -> None:

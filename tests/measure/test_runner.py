@@ -41,7 +41,7 @@ def test_memory_growth_is_turned_on_for_every_gpu() -> None:
     """A fake ``tf`` module: memory growth exists only on GPUs, and this machine has none."""
     from types import SimpleNamespace
 
-    from gpuscout.measure.tf_runtime import enable_memory_growth
+    from gpuscout.measure.backends.tensorflow.runtime import enable_memory_growth
 
     grown: list[str] = []
 

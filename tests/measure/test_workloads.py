@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuscout.errors import UserError
-from gpuscout.measure.workloads import WORKLOADS, get_workload, resnet50_forward_macs
+from gpuscout.workloads import WORKLOADS, get_workload, resnet50_forward_macs
 
 
 def test_registry_has_the_issue_workloads() -> None:
@@ -59,8 +59,8 @@ def test_unknown_workload_suggests() -> None:
 def test_analytic_flops_match_tensorflow_graph(name: str) -> None:
     """The formulas agree with the multiply-adds in TensorFlow's graph of the real model."""
     tf = pytest.importorskip("tensorflow")
-    from gpuscout.measure.tf_flops import training_flops_per_sample
-    from gpuscout.measure.tf_models import BUILDERS
+    from gpuscout.measure.backends.tensorflow.flops import training_flops_per_sample
+    from gpuscout.measure.backends.tensorflow.models import BUILDERS
 
     w = WORKLOADS[name]
     dims = w.resolve(w.tiny)

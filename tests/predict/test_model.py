@@ -9,7 +9,7 @@ import pytest
 from gpuscout.catalog import Catalog, load_catalog
 from gpuscout.errors import UserError
 from gpuscout.predict import Anchor, predict, scaling
-from gpuscout.predict.calibrate import Point, fit
+from gpuscout.predict.calibrate import Point, fit_calibration
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.roofline import Efficiency, samples_per_second, step_time
 
@@ -102,7 +102,7 @@ def test_fit_recovers_known_factors(cat: Catalog) -> None:
             profile = _profile(matmul, memory, precision)
             measured = samples_per_second(profile, gpu, truth)
             points.append(Point(gpu, profile, measured, "synthetic", gpu_id))
-    got = fit(points).efficiency
+    got = fit_calibration(points).efficiency
     for a, b in zip(got.as_tuple(), truth.as_tuple(), strict=True):
         assert a == pytest.approx(b, rel=1e-3)
 

@@ -1,9 +1,9 @@
-"""Advice: the articles' quick checklist, memory fit, and a full ranked recommendation.
+"""Advice: the articles' quick checklist, memory memory_fit, and a full ranked recommendation.
 Pure functions over the catalog, the predictor and the price model; no TensorFlow unless a
 profile must be traced."""
 
 from gpuscout.advise.checklist import QUESTIONS, quick
-from gpuscout.advise.memory import Transformer, fit, transformer_bytes
+from gpuscout.advise.memory import Transformer, memory_fit, transformer_bytes
 from gpuscout.advise.recommend import PRESETS, Request, advise
 
 __all__ = [
@@ -12,7 +12,7 @@ __all__ = [
     "Request",
     "Transformer",
     "advise",
-    "fit",
+    "memory_fit",
     "quick",
     "transformer_bytes",
 ]

@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.errors import UserError
 
 Mode = Literal["full", "lora", "qlora"]
-HEADROOM = 0.9  # of a GPU's memory usable by tensors (CUDA context, allocator fragmentation)
 SHARD_COUNTS = (2, 4, 8, 16, 32, 64)
 
 
@@ -48,7 +48,7 @@ class Transformer:
 
 
 @dataclass
-class Fit:
+class MemoryFit:
     need_gb: float
     breakdown_gb: dict[str, float]
     verdict: str  # "fits", "fits on N GPUs with sharding", "does not fit"
@@ -80,24 +80,24 @@ def transformer_bytes(m: Transformer) -> dict[str, float]:
     return {**states, "activations": per_layer * m.layers}
 
 
-def fit(breakdown: dict[str, float], memory_gb: float, shardable: bool = True) -> Fit:
+def memory_fit(breakdown: dict[str, float], memory_gb: float, shardable: bool = True) -> MemoryFit:
     """Fits on one GPU, on N with ZeRO-3/FSDP sharding of the model states, or not at all."""
-    usable = memory_gb * 1e9 * HEADROOM
+    usable = memory_gb * 1e9 * MEMORY_HEADROOM
     need = sum(breakdown.values())
     gb = {k: round(v / 1e9, 2) for k, v in breakdown.items()}
     if need <= usable:
-        return Fit(need / 1e9, gb, "fits", 1)
+        return MemoryFit(need / 1e9, gb, "fits", 1)
     if shardable:
         activations = breakdown.get("activations", 0.0)
         states = need - activations
         for n in SHARD_COUNTS:
             if states / n + activations <= usable:
-                return Fit(
+                return MemoryFit(
                     need / 1e9,
                     gb,
                     f"fits on {n} GPUs with sharding (ZeRO-3/FSDP)",
                     n,
                     [f"per GPU: {(states / n + activations) / 1e9:.1f} GB of {usable / 1e9:.1f}"],
                 )
-    return Fit(need / 1e9, gb, "does not fit", None, ["lower the batch or sequence length, "
+    return MemoryFit(need / 1e9, gb, "does not fit", None, ["lower the batch or sequence length, "
                "use activation checkpointing, LoRA/QLoRA, or more GPUs"])  # fmt: skip

@@ -15,7 +15,7 @@ from gpuscout.advise.pareto import front
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import predict
-from gpuscout.predict.calibrate import Fit
+from gpuscout.predict.calibrate import Calibration
 from gpuscout.predict.predictor import memory_needed
 from gpuscout.predict.profile import Profile
 from gpuscout.price.cost import Assumptions, Option, cost_line
@@ -102,7 +102,9 @@ def _prices(catalog: Catalog, gpu: Gpu, req: Request) -> list[tuple[str, float |
     return out
 
 
-def advise(req: Request, catalog: Catalog, calibration: Fit, assumptions: Assumptions) -> Advice:
+def advise(
+    req: Request, catalog: Catalog, calibration: Calibration, assumptions: Assumptions
+) -> Advice:
     """Ranked, explained options for the job in ``req``."""
     _check(req)
     need_gb = memory_needed(req.profile) / 1e9

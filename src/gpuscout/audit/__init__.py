@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from gpuscout.audit.claims import Claim, read_claims
 from gpuscout.audit.spec import SpecClaim, audit_spec
 from gpuscout.audit.speed import SpeedClaim, audit_speed
-from gpuscout.audit.verdict import Verdict
+from gpuscout.audit.verdict import ClaimVerdict
 from gpuscout.catalog import Catalog
 
 
-def audit(claims: Iterable[Claim], catalog: Catalog) -> list[Verdict]:
+def audit(claims: Iterable[Claim], catalog: Catalog) -> list[ClaimVerdict]:
     """The verdict on each claim, in order."""
     return [
         audit_spec(c, catalog) if isinstance(c, SpecClaim) else audit_speed(c, catalog)
@@ -21,9 +21,9 @@ def audit(claims: Iterable[Claim], catalog: Catalog) -> list[Verdict]:
 
 __all__ = [
     "Claim",
+    "ClaimVerdict",
     "SpecClaim",
     "SpeedClaim",
-    "Verdict",
     "audit",
     "audit_spec",
     "audit_speed",

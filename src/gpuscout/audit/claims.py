@@ -14,7 +14,7 @@ from pathlib import Path
 from gpuscout.audit.spec import SpecClaim, parse_spec
 from gpuscout.audit.speed import SpeedClaim
 from gpuscout.errors import UserError, did_you_mean
-from gpuscout.names import PRECISIONS
+from gpuscout.run_settings import PRECISIONS
 
 Claim = SpeedClaim | SpecClaim
 COLUMNS = (

@@ -62,7 +62,7 @@ def workload_flops(name: str, seq_len: int | None = None) -> WorkloadFlops:
         return WorkloadFlops(name, RESNET50_V15, 1_281_167, "images", RESNET50_V15_NOTE)
     base = "bert-base" if name == "bert-large" else name
     try:
-        from gpuscout.measure.workloads import BERT_LARGE, WORKLOADS
+        from gpuscout.workloads import BERT_LARGE, WORKLOADS
     except ImportError:  # catalog and audit shipped without the measuring code
         return _fallback(name, seq_len)
     if base not in WORKLOADS:

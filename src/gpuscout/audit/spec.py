@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gpuscout.audit.gpus import claim_gpus
-from gpuscout.audit.verdict import Verdict
+from gpuscout.audit.verdict import ClaimVerdict
 from gpuscout.catalog import FEATURES, Catalog, Gpu
 from gpuscout.errors import UserError, did_you_mean
 
@@ -95,15 +95,15 @@ def columns_for(field: str) -> tuple[str, ...]:
 _RANK = {"confirmed": 0, "unverifiable": 1, "contradicted": 2}
 
 
-def audit_spec(claim: SpecClaim, catalog: Catalog) -> Verdict:
+def audit_spec(claim: SpecClaim, catalog: Catalog) -> ClaimVerdict:
     """Confirmed, contradicted (with the catalog value, its source and the likely mix-up)."""
     gpus, notes = claim_gpus(catalog, claim.gpu)
     verdicts = [_audit_on(gpu, claim, catalog, list(notes)) for gpu in gpus]
     return min(verdicts, key=lambda v: _RANK[v.verdict])
 
 
-def _audit_on(gpu: Gpu, claim: SpecClaim, catalog: Catalog, assumptions: list[str]) -> Verdict:
-    out = Verdict(
+def _audit_on(gpu: Gpu, claim: SpecClaim, catalog: Catalog, assumptions: list[str]) -> ClaimVerdict:
+    out = ClaimVerdict(
         kind="spec",
         claim=claim.label or f"{gpu.name}: {claim.field} = {claim.value}",
         gpu_id=gpu.id,
@@ -136,7 +136,7 @@ def _audit_on(gpu: Gpu, claim: SpecClaim, catalog: Catalog, assumptions: list[st
     return out
 
 
-def _feature(out: Verdict, gpu: Gpu, feature: str, claimed: bool) -> Verdict:
+def _feature(out: ClaimVerdict, gpu: Gpu, feature: str, claimed: bool) -> ClaimVerdict:
     has = gpu.has(feature)
     out.numbers = {"claimed": "yes" if claimed else "no", "catalog": "yes" if has else "no"}
     out.verdict = "confirmed" if has == claimed else "contradicted"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from gpuscout.audit.flops import workload_flops
 from gpuscout.audit.gpus import claim_gpus
 from gpuscout.audit.published import best_mfu, best_on_gpu
-from gpuscout.audit.verdict import Verdict
+from gpuscout.audit.verdict import ClaimVerdict
 from gpuscout.catalog import Catalog, Gpu, peak_tflops
 from gpuscout.catalog.rates import training_tflops
 from gpuscout.errors import UserError
@@ -43,7 +43,7 @@ def _peak(gpu: Gpu, precision: str | None) -> tuple[float, str, str | None]:
     )
 
 
-def audit_speed(claim: SpeedClaim, catalog: Catalog) -> Verdict:
+def audit_speed(claim: SpeedClaim, catalog: Catalog) -> ClaimVerdict:
     """The verdict on one speed claim, with every number and assumption behind it."""
     if (claim.epoch_seconds is None) == (claim.samples_per_second is None):
         raise UserError(
@@ -55,7 +55,9 @@ def audit_speed(claim: SpeedClaim, catalog: Catalog) -> Verdict:
     return min(verdicts, key=lambda v: float(v.numbers["implied_mfu"] or 0.0))
 
 
-def _audit_on(gpu: Gpu, claim: SpeedClaim, catalog: Catalog, assumptions: list[str]) -> Verdict:
+def _audit_on(
+    gpu: Gpu, claim: SpeedClaim, catalog: Catalog, assumptions: list[str]
+) -> ClaimVerdict:
     work = workload_flops(claim.workload, claim.seq_len)
     unit = work.epoch_unit
     if claim.samples_per_second is not None:
@@ -81,7 +83,7 @@ def _audit_on(gpu: Gpu, claim: SpeedClaim, catalog: Catalog, assumptions: list[s
     mfu = tflops / peak
     precision = claim.precision or "any precision"
     label = claim.label or f"{gpu.name}, {claim.workload}, {precision}: {stated}"
-    out = Verdict(
+    out = ClaimVerdict(
         kind="speed",
         claim=label,
         gpu_id=gpu.id,

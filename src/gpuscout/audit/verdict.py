@@ -10,7 +10,7 @@ SpecVerdict = Literal["confirmed", "contradicted", "unverifiable"]
 
 
 @dataclass
-class Verdict:
+class ClaimVerdict:
     kind: Literal["speed", "spec"]
     claim: str
     gpu_id: str

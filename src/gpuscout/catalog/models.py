@@ -19,6 +19,10 @@ Count = Annotated[int | None, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
 Text = Annotated[str, Field(min_length=1)]
 
+# Of a GPU's memory, the share tensors can use (the rest: CUDA context, cuDNN workspaces,
+# allocator fragmentation). One figure for every memory check: advise, memory and predict.
+MEMORY_HEADROOM = 0.9
+
 _PARTIAL_DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 TENSOR_RATES = (

@@ -11,7 +11,7 @@ from typing import Any
 from gpuscout.cli.parser import positive_float, positive_int
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
-from gpuscout.names import PRECISIONS
+from gpuscout.run_settings import PRECISIONS
 
 
 def _duration(text: str) -> float:
@@ -107,10 +107,10 @@ def _quick(args: argparse.Namespace) -> int:
 def _full(args: argparse.Namespace) -> int:
     from gpuscout.advise import PRESETS, Request, advise
     from gpuscout.catalog import FEATURES, load_catalog
-    from gpuscout.measure.workloads import get_workload
-    from gpuscout.predict.calibrate import fit, published_points
+    from gpuscout.predict.calibrate import fit_calibration, published_points
     from gpuscout.predict.profile import get_profile
     from gpuscout.price import Assumptions
+    from gpuscout.workloads import get_workload
 
     catalog = load_catalog(args.catalog)
     workload = get_workload(args.workload)
@@ -148,7 +148,7 @@ def _full(args: argparse.Namespace) -> int:
         counts=counts,
         objective=args.objective or preset.get("objective", "balanced"),
     )
-    result = advise(request, catalog, fit(published_points(catalog)), Assumptions())
+    result = advise(request, catalog, fit_calibration(published_points(catalog)), Assumptions())
     result.ranked = result.ranked[: args.top]
     if args.preset:
         result.assumptions.insert(0, f"preset '{args.preset}': {preset}")
@@ -164,14 +164,14 @@ def _full(args: argparse.Namespace) -> int:
 
 
 def run_memory(args: argparse.Namespace) -> int:
-    from gpuscout.advise import Transformer, fit, transformer_bytes
+    from gpuscout.advise import Transformer, memory_fit, transformer_bytes
     from gpuscout.catalog import load_catalog
 
     catalog = load_catalog(args.catalog)
     gpus = [catalog.resolve(g).gpu for g in args.gpu] or list(catalog.gpus.values())
     if args.workload:
-        from gpuscout.measure.workloads import get_workload
         from gpuscout.predict.profile import get_profile
+        from gpuscout.workloads import get_workload
 
         w = get_workload(args.workload)
         profile = get_profile(w.name, w.resolve({}), args.batch_size or w.default_batch_gpu,
@@ -200,7 +200,7 @@ def run_memory(args: argparse.Namespace) -> int:
             f"{args.seq_len}, micro-batch {args.micro_batch}"
             + (", activation checkpointing" if args.checkpointing else "")
         )
-    results = [(g, fit(breakdown, g.memory_gb)) for g in gpus]
+    results = [(g, memory_fit(breakdown, g.memory_gb)) for g in gpus]
     if args.json:
         out = {
             "model": what,

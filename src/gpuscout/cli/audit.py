@@ -11,7 +11,7 @@ from typing import Any
 from gpuscout.cli.parser import positive_float, positive_int
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
-from gpuscout.names import PRECISIONS
+from gpuscout.run_settings import PRECISIONS
 
 
 def register(sub: Any) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuscout.cli.parser import non_negative_int, positive_float, positive_int, positive_ints
 from gpuscout.errors import UserError
-from gpuscout.names import LOOPS, PRECISIONS
+from gpuscout.run_settings import LOOPS, PRECISIONS
 
 if TYPE_CHECKING:
     from gpuscout.records import BenchConfig, RunResult
@@ -144,14 +144,10 @@ def add_publish_args(group: Any) -> None:
 
 def check_publish(args: argparse.Namespace) -> None:
     """Fail on a missing MLflow or an unwritable --tensorboard before measuring, not after."""
-    logdir = args.tensorboard
-    if logdir is not None:
-        try:
-            logdir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(
-                f"cannot write --tensorboard '{logdir}': {exc.strerror}.", "pass a writable folder."
-            ) from None
+    if args.tensorboard is not None:
+        from gpuscout.publish.to_tensorboard import check_logdir
+
+        check_logdir(args.tensorboard)
     if args.mlflow:
         import importlib.util
 
@@ -164,7 +160,7 @@ def check_publish(args: argparse.Namespace) -> None:
 def publish(result: RunResult, args: argparse.Namespace) -> RunResult:
     """Hand a stored run to TensorBoard and MLflow, as asked; say where it went on stderr."""
     if args.tensorboard is not None and result.id is not None:
-        from gpuscout.measure.tf_tensorboard import write_tensorboard
+        from gpuscout.publish.to_tensorboard import write_tensorboard
 
         folder = write_tensorboard(result, args.tensorboard)
         print(f"tensorboard: run {result.id} in {folder}", file=sys.stderr)
@@ -281,10 +277,10 @@ def show(result: RunResult, args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace, config: BenchConfig, store: Store, progress: Any) -> int:
-    from gpuscout.measure.distribute import parse_counts
-    from gpuscout.measure.sweep import scaling_sweep
     from gpuscout.report.console import stdout_console
     from gpuscout.report.scaling_table import print_sweep
+    from gpuscout.scale.distribute import parse_counts
+    from gpuscout.scale.sweep import scaling_sweep
 
     with progress:
         results = scaling_sweep(

@@ -24,11 +24,11 @@ def register(sub: Any) -> None:
 def run_calibrate(args: argparse.Namespace) -> int:
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.predict import stored_runs
-    from gpuscout.predict.calibrate import fit, published_points, run_points
+    from gpuscout.predict.calibrate import fit_calibration, published_points, run_points
 
     catalog = load_catalog(args.catalog)
     points = published_points(catalog) + run_points(stored_runs(args.db), catalog)
-    result = fit(points)
+    result = fit_calibration(points)
     rows = [
         {
             "point": p.label,

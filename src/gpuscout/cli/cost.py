@@ -11,7 +11,7 @@ from typing import Any
 from gpuscout.cli.parser import positive_float, positive_int
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
-from gpuscout.names import PRECISIONS
+from gpuscout.run_settings import PRECISIONS
 
 DEFAULT_OPTIONS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
 # The articles' cost table: 1000 GPU-hours on an RTX 3090; their hours and totals.
@@ -96,10 +96,10 @@ def _assumptions(args: argparse.Namespace) -> Any:
 def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[Any, float, str]:
     """(gpu, count) -> (speedup, scaling) from the predictor, and the job in reference
     GPU-hours."""
-    from gpuscout.measure.workloads import get_workload
     from gpuscout.predict import predict
-    from gpuscout.predict.calibrate import fit, published_points
+    from gpuscout.predict.calibrate import fit_calibration, published_points
     from gpuscout.predict.profile import get_profile
+    from gpuscout.workloads import get_workload
 
     workload = get_workload(args.workload)
     if (args.epochs is None) == (args.samples is None):
@@ -107,7 +107,7 @@ def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[
     samples = args.samples or args.epochs * workload.epoch_samples
     batch = args.batch_size or workload.default_batch_gpu
     profile = get_profile(workload.name, workload.resolve({}), batch, args.precision)
-    calibration = fit(published_points(catalog))
+    calibration = fit_calibration(published_points(catalog))
 
     def sps(gpu: Any, count: int) -> tuple[float, float]:
         (row,), _ = predict(profile, [gpu], [count], catalog, reference, 1, calibration=calibration)

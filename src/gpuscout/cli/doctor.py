@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from gpuscout.cli.parser import positive_float, positive_int
-from gpuscout.names import PRECISIONS
+from gpuscout.run_settings import PRECISIONS
 
 
 def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
@@ -78,8 +78,8 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from gpuscout.diagnosis import DoctorConfig
-    from gpuscout.measure.doctor import diagnose
+    from gpuscout.diagnose.doctor import diagnose
+    from gpuscout.diagnose.records import DoctorConfig
     from gpuscout.report.console import stdout_console
     from gpuscout.report.doctor_view import print_doctor
 

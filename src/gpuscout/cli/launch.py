@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuscout.cli import bench as bench_cmd
     from gpuscout.cli import build_parser
     from gpuscout.measure.benchmark import check
-    from gpuscout.measure.launch import launch
+    from gpuscout.scale.launch import launch
     from gpuscout.store import Store
 
     bench_args = bench_arguments(args.command)

@@ -11,7 +11,7 @@ from typing import Any
 from gpuscout.cli.parser import positive_float, positive_int
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
-from gpuscout.names import PRECISIONS
+from gpuscout.run_settings import PRECISIONS
 
 DEFAULT_GPUS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
 
@@ -121,7 +121,7 @@ def _predict_inference(args: argparse.Namespace) -> int:
     """One GPU's forward pass per batch: serving throughput and the model's share of latency."""
     from gpuscout.catalog import load_catalog
     from gpuscout.predict import predict
-    from gpuscout.predict.calibrate import fit, published_points
+    from gpuscout.predict.calibrate import fit_calibration, published_points
     from gpuscout.predict.profile import get_forward_profile
 
     if args.count != [(1, 1)] or args.from_run:
@@ -141,7 +141,13 @@ def _predict_inference(args: argparse.Namespace) -> int:
     )
     reference = catalog.resolve(args.reference).gpu
     rows, common = predict(
-        profile, gpus, [1], catalog, reference, 1, calibration=fit(published_points(catalog))
+        profile,
+        gpus,
+        [1],
+        catalog,
+        reference,
+        1,
+        calibration=fit_calibration(published_points(catalog)),
     )
     notes = [
         "inference, predicted: one forward pass per request batch, as 'bench --mode "
@@ -174,9 +180,9 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.mode == "inference":
         return _predict_inference(args)
     from gpuscout.catalog import load_catalog
-    from gpuscout.measure.workloads import get_workload
     from gpuscout.predict import anchor_from_run, predict
     from gpuscout.predict.profile import get_profile
+    from gpuscout.workloads import get_workload
 
     catalog = load_catalog(args.catalog)
     notes: list[str] = []
@@ -205,10 +211,10 @@ def run_predict(args: argparse.Namespace) -> int:
     if names != ["all"]:
         _check_precision(gpus, args.precision)
     runs = stored_runs(args.db)
-    from gpuscout.predict.calibrate import fit, published_points, run_points
+    from gpuscout.predict.calibrate import fit_calibration, published_points, run_points
 
     mine = run_points(runs, catalog)
-    calibration = fit(published_points(catalog) + mine)
+    calibration = fit_calibration(published_points(catalog) + mine)
     if mine:
         notes.append(f"calibration includes {len(mine)} of your stored GPU runs")
     anchor = None

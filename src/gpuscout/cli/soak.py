@@ -48,8 +48,8 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from gpuscout.diagnosis import SoakConfig
-    from gpuscout.measure.soak import soak
+    from gpuscout.diagnose.records import SoakConfig
+    from gpuscout.diagnose.soak import soak
     from gpuscout.report.console import stdout_console
     from gpuscout.report.soak_view import print_soak, progress_text
     from gpuscout.store import Store

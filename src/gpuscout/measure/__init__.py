@@ -1,8 +1,12 @@
-"""Measuring training speed. Only this package's ``tf_*`` and ``backend_tf`` modules import
-TensorFlow, and only when a measurement starts.
+"""Measuring training speed: the backend-neutral core.
 
-Names are imported lazily: ``gpuscout.measure.workloads`` (the FLOP counts ``audit`` needs)
-must not pull in the measuring machinery (SciPy, the store) with it.
+The protocol (warm-up, stopping rule), statistics, the result record, the child process that
+runs a measurement and the parent that watches it, the device monitor (NVML, psutil), the
+environment fingerprint, peaks, latency statistics and the batch search live here, free of
+any framework. Only ``measure/backends/<name>/`` imports TensorFlow or Keras, and only once a
+measurement starts (a test walks every module of the package and enforces this).
+
+Names are imported lazily, so importing this package pulls in nothing heavy.
 """
 
 from __future__ import annotations
@@ -10,14 +14,7 @@ from __future__ import annotations
 from gpuscout.lazy import lazy_getattr
 
 _EXPORTS = {
-    "WORKLOADS": "gpuscout.measure.workloads",
-    "Workload": "gpuscout.measure.workloads",
     "bench": "gpuscout.measure.benchmark",
-    "diagnose": "gpuscout.measure.doctor",
-    "get_workload": "gpuscout.measure.workloads",
-    "launch": "gpuscout.measure.launch",
-    "scaling_sweep": "gpuscout.measure.sweep",
-    "soak": "gpuscout.measure.soak",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure import distribute
 from gpuscout.measure.protocol import Progress
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec, parse_model_spec
-from gpuscout.measure.workloads import Workload, get_workload
 from gpuscout.records import BenchConfig, RunResult
+from gpuscout.scale import distribute
+from gpuscout.workloads import Workload, get_workload
 
 INTERRUPTED = "interrupted (Ctrl-C or a termination signal) before the end"
 
@@ -95,7 +95,7 @@ def _bench(
     on_progress: Callable[[Progress], None] | None,
     on_phase: Callable[[str], None] | None,
 ) -> RunResult:
-    from gpuscout.measure import backend_tf
+    from gpuscout.measure.backends.tensorflow import backend as backend_tf
 
     try:
         return backend_tf.run(config, workload, model_spec, on_progress, on_phase or _ignore)

@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
             result = bench(config, on_progress=on_progress, on_phase=on_phase, monitor=False)
             emit({"result": result.to_json_dict(), "step_times_s": result.step_times_s})
         else:
-            from gpuscout.measure.tf_runtime import import_tensorflow
+            from gpuscout.measure.backends.tensorflow.runtime import import_tensorflow
 
             import_tensorflow()  # before the job's modules import Keras: its chatter is hidden
             emit({"report": JOBS[job](payload, emit)})
@@ -93,13 +93,13 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _doctor(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    from gpuscout.measure.doctor import diagnose_here
+    from gpuscout.measure.backends.tensorflow.doctor_run import diagnose_here
 
     return diagnose_here(payload, emit)
 
 
 def _soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    from gpuscout.measure.tf_soak import run_soak
+    from gpuscout.measure.backends.tensorflow.soak import run_soak
 
     return run_soak(payload, emit)
 

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from gpuscout.measure.stats import CONFIDENCE
 from gpuscout.records import BenchConfig, Inference, Interval, LatencyPoint, RunResult
 
-CONFIDENCE = 0.95
 PERCENTILES = {"p50_s": 0.50, "p90_s": 0.90, "p99_s": 0.99}
 P999 = 0.999
 MIN_P999 = 1000  # fewer requests than this: p99.9 is not reported at all

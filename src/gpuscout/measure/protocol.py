@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpuscout.measure.stats import StepSummary, detect_warmup, summarize
+from gpuscout.measure.stats import TARGET_REL_CI, StepSummary, detect_warmup, summarize
 
 MIN_MEASURED_FOR_BUDGET_STOP = 2
 CHECK_EVERY_S = 0.1  # re-evaluate warm-up and the interval at most this often (wall time)
@@ -26,7 +26,7 @@ class StopRule:
     ``fixed_warmup`` replaces warm-up detection by a count of discarded steps."""
 
     budget_s: float | None = 60.0
-    target_rel_ci: float = 0.02
+    target_rel_ci: float = TARGET_REL_CI
     min_measured: int = 20
     min_measure_s: float = 2.0  # converge no sooner: throughput drifts over seconds
     fixed_steps: int | None = None

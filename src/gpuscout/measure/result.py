@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from gpuscout.measure.protocol import Outcome
+from gpuscout.measure.stats import TARGET_REL_CI
 from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
 
 CV_WARN = 0.07
@@ -24,7 +25,7 @@ OUTLIER_WARN = 0.05
 class Prepared:
     """Everything a measurement needs, built on the device, plus what was assumed."""
 
-    built: Any = None  # tf_models.Built
+    built: Any = None  # backends.tensorflow.models.Built
     dataset: Any = None  # tf.data.Dataset
     batch_size: int = 0
     flops_per_step: float | None = None
@@ -35,7 +36,7 @@ class Prepared:
     assumptions: list[str] = field(default_factory=list)
 
 
-def outcome_warnings(outcome: Outcome, target_rel_ci: float = 0.02) -> list[str]:
+def outcome_warnings(outcome: Outcome, target_rel_ci: float = TARGET_REL_CI) -> list[str]:
     """Warnings, each with what to do about it, for a measurement's outcome."""
     s = outcome.summary
     rel = s.rel_halfwidth
@@ -87,7 +88,7 @@ def compose(
     warnings: list[str],
     env: dict[str, Any],
     workload_name: str,
-    target_rel_ci: float = 0.02,
+    target_rel_ci: float = TARGET_REL_CI,
 ) -> RunResult:
     """The stored result of a finished measurement, with its warnings."""
     s, batch = outcome.summary, prep.batch_size

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure import distribute
 from gpuscout.measure.benchmark import INTERRUPTED, check, failed
 from gpuscout.measure.monitor import Monitor, attach, start_monitor
 from gpuscout.measure.protocol import Progress, StopRule
 from gpuscout.records import BenchConfig, MonitorSummary, RunResult
+from gpuscout.scale import distribute
 
 # No word from the child for this long means it hung: a first XLA compile can take minutes,
 # a wedged device or driver never answers.

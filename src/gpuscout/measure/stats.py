@@ -25,7 +25,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-CONFIDENCE = 0.95
+CONFIDENCE = 0.95  # of every interval gpuscout reports
+# Measuring stops once the median's interval is within +-2 % (bench's stopping rule).
+TARGET_REL_CI = 0.02
 MAD_TO_SIGMA = 1.4826
 OUTLIER_Z = 3.5
 WARMUP_WINDOW = 5

@@ -16,10 +16,10 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from gpuscout.catalog import Catalog, Gpu, Published
-from gpuscout.measure.workloads import BERT_LARGE
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Efficiency, samples_per_second
 from gpuscout.records import RunResult
+from gpuscout.workloads import BERT_LARGE
 
 # Published workload -> the profile that models it (batch of the shipped profile).
 _SHAPES: dict[str, tuple[str, dict[str, int], int]] = {
@@ -42,7 +42,7 @@ class Point:
 
 
 @dataclass(frozen=True)
-class Fit:
+class Calibration:
     efficiency: Efficiency
     points: tuple[Point, ...]
     log_errors: tuple[float, ...]  # log(modelled / measured) per point
@@ -112,7 +112,7 @@ def _errors(theta: Sequence[float], points: Sequence[Point]) -> np.ndarray:
     )
 
 
-def fit(points: Sequence[Point]) -> Fit:
+def fit_calibration(points: Sequence[Point]) -> Calibration:
     """Least-squares efficiencies (each between 1 % and 100 %) for these points."""
     if len(points) < 3:
         raise ValueError("at least 3 measurements are needed to fit 3 efficiencies")
@@ -120,4 +120,4 @@ def fit(points: Sequence[Point]) -> Fit:
         _errors, x0=[0.5, 0.5, 0.5], bounds=([0.01] * 3, [1.0] * 3), args=(points,)
     )
     eff = Efficiency(*(float(x) for x in result.x))
-    return Fit(eff, tuple(points), tuple(float(e) for e in _errors(result.x, points)))
+    return Calibration(eff, tuple(points), tuple(float(e) for e in _errors(result.x, points)))

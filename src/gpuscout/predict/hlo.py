@@ -3,7 +3,7 @@
 HLO is the program XLA actually compiles, with every shape resolved, so counting it counts
 what the hardware is asked to do — forward, backward and optimizer update — rather than what a
 formula assumes. This module parses HLO *text* and needs no TensorFlow; the text comes from
-``measure/tf_profile.py`` (``experimental_get_compiler_ir(stage="hlo")``).
+``measure/backends/tensorflow/hlo.py`` (``experimental_get_compiler_ir(stage="hlo")``).
 
 Op classes, as the roofline model uses them:
 

@@ -13,14 +13,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpuscout.catalog import Catalog, Gpu, peak_tflops
+from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.errors import UserError
 from gpuscout.predict import scaling
-from gpuscout.predict.calibrate import Fit, fit, published_points
+from gpuscout.predict.calibrate import Calibration, fit_calibration, published_points
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.roofline import Efficiency, step_time
 from gpuscout.records import RunResult
-
-MEMORY_HEADROOM = 0.9  # of the GPU's memory usable by tensors (the rest: CUDA context, cuDNN)
 
 
 @dataclass
@@ -104,7 +103,7 @@ def predict(
     anchor: Anchor | None = None,
     measured: dict[tuple[str, int], float] | None = None,
     measured_scaling: dict[tuple[str, int], float] | None = None,
-    calibration: Fit | None = None,
+    calibration: Calibration | None = None,
     network_gbit: float = 100.0,
 ) -> tuple[list[Prediction], list[str]]:
     """One prediction per GPU and count, and the assumptions common to all of them.
@@ -115,7 +114,7 @@ def predict(
     layouts = sorted(c if isinstance(c, tuple) else (1, c) for c in counts)
     if any(min(c) < 1 for c in layouts):
         raise UserError(f"GPU counts must be >= 1, got {list(counts)}.", "use e.g. --count 1,4,8.")
-    calibration = calibration or fit(published_points(catalog))
+    calibration = calibration or fit_calibration(published_points(catalog))
     eff = calibration.efficiency
     low_factor, high_factor = calibration.spread()
     scale, method = 1.0, "roofline on the HLO profile, efficiencies fitted to published data"

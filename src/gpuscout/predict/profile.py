@@ -54,7 +54,7 @@ def profile_key(
     workload: str, dims: Mapping[str, int], batch: int, precision: str, kind: str = "train"
 ) -> str:
     """The cache key; ``dims`` are resolved first, so defaults given or omitted match."""
-    from gpuscout.measure.workloads import get_workload
+    from gpuscout.workloads import get_workload
 
     suffix = "" if kind == "train" else f"/{kind}"
     if workload.startswith("model:"):  # a user's model: the name carries its file's hash
@@ -109,9 +109,9 @@ def _filename(key: str) -> str:
 
 def compute(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> Profile:
     """Trace the step with TensorFlow and count its HLO (seconds; no device time)."""
-    from gpuscout.measure.tf_profile import step_hlo
-    from gpuscout.measure.workloads import get_workload
+    from gpuscout.measure.backends.tensorflow.hlo import step_hlo
     from gpuscout.predict.hlo import step_cost
+    from gpuscout.workloads import get_workload
 
     resolved = get_workload(workload).resolve(dims)
     ir = step_hlo(workload, resolved, batch, precision)
@@ -166,7 +166,7 @@ def get_user_profile(model_spec: str, batch: int, precision: str) -> Profile:
     name = user_model_name(model_spec)
     found = cached(name, {}, batch, precision)
     if found is None:
-        from gpuscout.measure.tf_profile import user_step_hlo
+        from gpuscout.measure.backends.tensorflow.hlo import user_step_hlo
         from gpuscout.predict.hlo import step_cost
 
         ir = user_step_hlo(model_spec, batch, precision)
@@ -191,13 +191,13 @@ def get_forward_profile(
 ) -> Profile:  # fmt: skip
     """The forward pass's profile (one inference call at ``batch``), cached after the first
     trace (which needs TensorFlow)."""
-    from gpuscout.measure.tf_profile import forward_hlo
+    from gpuscout.measure.backends.tensorflow.hlo import forward_hlo
     from gpuscout.predict.hlo import step_cost
 
     if model_spec is not None:
         name, resolved = user_model_name(model_spec), {}
     else:
-        from gpuscout.measure.workloads import get_workload
+        from gpuscout.workloads import get_workload
 
         assert workload is not None
         name, resolved = workload, get_workload(workload).resolve(dims)

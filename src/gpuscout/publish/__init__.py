@@ -1,2 +1,2 @@
-"""Sending stored runs to other tools: MLflow here; TensorBoard lives in the measuring backend
-(``gpuscout.measure.tf_tensorboard``) because its writer is TensorFlow's."""
+"""Sending stored runs to other tools: TensorBoard and MLflow, from one set of timestamped
+series (``series``)."""

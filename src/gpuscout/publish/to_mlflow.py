@@ -1,5 +1,6 @@
 """A stored run as an MLflow run (``--mlflow``): its settings as parameters, its figures as
-metrics, every step time and the monitor's series as metric histories.
+metrics, every step time and the monitor's series as metric histories, each value stamped
+with the time it happened (``publish.series``).
 
 MLflow is optional and not installed with gpuscout; where it is, the tracking server is
 MLflow's own choice (``MLFLOW_TRACKING_URI``, else ./mlruns), as with any MLflow client.
@@ -7,11 +8,11 @@ MLflow's own choice (``MLFLOW_TRACKING_URI``, else ./mlruns), as with any MLflow
 
 from __future__ import annotations
 
-import time
 import warnings
 from typing import Any
 
 from gpuscout.errors import UserError
+from gpuscout.publish.series import Scalar, run_scalars
 from gpuscout.records import RunResult
 
 BATCH = 1000
@@ -32,6 +33,12 @@ def _metrics(r: RunResult) -> dict[str, float]:
     return {k: float(v) for k, v in r.headline().items() if v is not None}
 
 
+def _metric_name(s: Scalar) -> str:
+    """MLflow's names for the series: ``step_time_s``, ``step_samples_per_second``,
+    ``monitor.NAME`` (the headline figures are logged by name)."""
+    return f"monitor.{s.name}" if s.group == "monitor" else f"{s.group}_{s.name}"
+
+
 def log_mlflow(result: RunResult) -> str:
     """Log ``result`` as one MLflow run; return the MLflow run id."""
     try:
@@ -45,17 +52,11 @@ def log_mlflow(result: RunResult) -> str:
         warnings.simplefilter("ignore")
         with mlflow.start_run(run_name=f"gpuscout run {result.id}: {result.workload}") as run:
             mlflow.log_params(_params(result))
-            now = int(time.time() * 1000)  # MLflow's timestamps: ms since the epoch
-            history = [Metric("step_time_s", v, now, i) for i, v in enumerate(result.step_times_s)]
-            timeline = result.monitor_timeline
-            for column, values in timeline.items():
-                if column == "t":
-                    continue
-                history += [
-                    Metric(f"monitor.{column}", v, now, round(t * 1000))
-                    for t, v in zip(timeline["t"], values, strict=False)
-                    if v is not None and t is not None
-                ]
+            history = [
+                Metric(_metric_name(s), s.value, round(s.wall_time_s * 1000), s.step)
+                for s in run_scalars(result)
+                if s.group != "run"
+            ]
             client = mlflow.MlflowClient()
             for start in range(0, len(history), BATCH):  # the tracking API's limit per call
                 client.log_batch(run.info.run_id, metrics=history[start : start + BATCH])

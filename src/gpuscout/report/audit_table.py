@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from gpuscout.audit import Verdict
+from gpuscout.audit import ClaimVerdict
 
 STYLE = {
     "impossible": "bold red",
@@ -21,7 +21,7 @@ def _num(v: float | str | None, fmt: str) -> str:
     return "" if v is None or isinstance(v, str) else format(v, fmt)
 
 
-def _speed_table(rows: list[tuple[int, Verdict]]) -> Table:
+def _speed_table(rows: list[tuple[int, ClaimVerdict]]) -> Table:
     table = Table(title="gpuscout audit · speed claims", title_justify="left")
     for name in ("#", "claim", "verdict", "implied /s per GPU", "implied TFLOP/s"):
         table.add_column(name, justify="right" if name[0] in "#i" else "left")
@@ -42,7 +42,7 @@ def _speed_table(rows: list[tuple[int, Verdict]]) -> Table:
     return table
 
 
-def _spec_table(rows: list[tuple[int, Verdict]]) -> Table:
+def _spec_table(rows: list[tuple[int, ClaimVerdict]]) -> Table:
     table = Table(title="gpuscout audit · spec claims", title_justify="left")
     for name in ("#", "claim", "verdict", "claimed", "catalog"):
         table.add_column(name, justify="right" if name in ("#", "claimed") else "left")
@@ -63,7 +63,7 @@ def _spec_table(rows: list[tuple[int, Verdict]]) -> Table:
     return table
 
 
-def print_verdicts(verdicts: list[Verdict], console: Console) -> None:
+def print_verdicts(verdicts: list[ClaimVerdict], console: Console) -> None:
     numbered = list(enumerate(verdicts, 1))
     speed = [(i, v) for i, v in numbered if v.kind == "speed"]
     spec = [(i, v) for i, v in numbered if v.kind == "spec"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from gpuscout.diagnosis import DoctorReport, Fix, Timing
-from gpuscout.measure.diagnose import helped
+from gpuscout.diagnose.analysis import helped
+from gpuscout.diagnose.records import DoctorReport, Fix, Timing
 from gpuscout.units import fmt_rate, fmt_seconds
 
 

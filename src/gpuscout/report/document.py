@@ -16,7 +16,7 @@ from gpuscout.advise.recommend import Advice, Request, advise
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import predict
-from gpuscout.predict.calibrate import Fit, fit, published_points, run_points
+from gpuscout.predict.calibrate import Calibration, fit_calibration, published_points, run_points
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.price import Assumptions
 from gpuscout.records import RunResult
@@ -128,10 +128,10 @@ def _ranking(
     workload_name: str,
     runs: list[RunResult],
     catalog: Catalog,
-    calibration: Fit,
+    calibration: Calibration,
     notes: list[str],
 ) -> tuple[Ranking | None, Profile | None]:
-    from gpuscout.measure.workloads import WORKLOADS
+    from gpuscout.workloads import WORKLOADS
 
     workload = WORKLOADS.get(workload_name)
     ok = [
@@ -244,7 +244,7 @@ def _measured_curves(runs: list[RunResult]) -> list[Curve]:
     return curves
 
 
-def _predicted_curves(profile: Profile, catalog: Catalog, calibration: Fit) -> list[Curve]:
+def _predicted_curves(profile: Profile, catalog: Catalog, calibration: Calibration) -> list[Curve]:
     curves = []
     for gpu_id in SCALING_GPUS:
         gpu = catalog.gpus.get(gpu_id)
@@ -336,7 +336,7 @@ def build_report(
     if main is None and by_workload:
         main = max(by_workload, key=lambda name: len(by_workload[name]))
     # One fit for every prediction in the report: published data and these runs' GPU runs.
-    calibration = fit(published_points(catalog) + run_points(runs, catalog))
+    calibration = fit_calibration(published_points(catalog) + run_points(runs, catalog))
     report = Report(title, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), runs, [])
     main_profile = None
     for name, members in by_workload.items():
@@ -363,13 +363,13 @@ def _price(
     report: Report,
     profile: Profile,
     catalog: Catalog,
-    calibration: Fit,
+    calibration: Calibration,
     epochs: float | None,
     answers: list[bool] | None,
     assumptions: Assumptions,
     notes: list[str],
 ) -> None:
-    from gpuscout.measure.workloads import WORKLOADS
+    from gpuscout.workloads import WORKLOADS
 
     workload = WORKLOADS[profile.workload]
     reference = catalog.resolve(REFERENCE).gpu

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from gpuscout.diagnosis import SoakReport
+from gpuscout.diagnose.records import SoakReport
 from gpuscout.units import fmt_seconds
 
 COLOURS = {"pass": "green", "fail": "red", "incomplete": "yellow"}

@@ -11,11 +11,11 @@ import uuid
 from collections.abc import Callable
 
 from gpuscout.errors import UserError
-from gpuscout.measure import distribute
 from gpuscout.measure.benchmark import INTERRUPTED, check
 from gpuscout.measure.protocol import Progress
 from gpuscout.measure.runner import run_isolated
 from gpuscout.records import BenchConfig, RunResult, Scaling
+from gpuscout.scale import distribute
 
 
 def sweep_configs(config: BenchConfig, counts: list[int]) -> list[BenchConfig]:

@@ -14,8 +14,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from gpuscout.diagnosis import SoakConfig
-from gpuscout.measure import backend_tf, tf_runtime, tf_train
+from gpuscout.diagnose.records import SoakConfig
+from gpuscout.measure.backends.tensorflow import backend as backend_tf
+from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
+from gpuscout.measure.backends.tensorflow import train as tf_train
 from gpuscout.measure.benchmark import check, is_oom
 from gpuscout.measure.stats import detect_warmup
 

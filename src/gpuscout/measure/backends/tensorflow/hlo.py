@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuscout.measure import tf_runtime
-from gpuscout.measure.workloads import get_workload
+from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
+from gpuscout.workloads import get_workload
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def _size(var: Any) -> int:
 def step_hlo(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> StepIR:
     """HLO text of one training step of ``workload`` (with ``dims``) at ``batch``."""
     tf = tf_runtime.import_tensorflow()
-    from gpuscout.measure.tf_models import BUILDERS
+    from gpuscout.measure.backends.tensorflow.models import BUILDERS
 
     w = get_workload(workload)
     resolved = w.resolve(dims)
@@ -53,7 +53,7 @@ def step_hlo(workload: str, dims: Mapping[str, int], batch: int, precision: str)
 def user_step_hlo(model_spec: str, batch: int, precision: str) -> StepIR:
     """HLO of one training step of the user's model (``FILE.py:FUNCTION`` or ``FILE.keras``)."""
     tf = tf_runtime.import_tensorflow()
-    from gpuscout.measure import tf_user
+    from gpuscout.measure.backends.tensorflow import user_model as tf_user
     from gpuscout.measure.user_spec import parse_model_spec
 
     spec = parse_model_spec(model_spec)
@@ -72,7 +72,7 @@ def user_step_hlo(model_spec: str, batch: int, precision: str) -> StepIR:
 def _trace(tf: Any, build: Callable[[], tuple[Any, Any, Any]], precision: str) -> StepIR:
     import keras
 
-    from gpuscout.measure.tf_train import train_step_function
+    from gpuscout.measure.backends.tensorflow.train import train_step_function
 
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("float32" if precision == "fp32" else precision)
@@ -103,8 +103,8 @@ def live_step_hlo(model: Any, batch: int, precision: str) -> StepIR:
     tf = tf_runtime.import_tensorflow()
     import keras
 
-    from gpuscout.measure import tf_user
-    from gpuscout.measure.tf_models import Built
+    from gpuscout.measure.backends.tensorflow import user_model as tf_user
+    from gpuscout.measure.backends.tensorflow.models import Built
 
     built, _ = tf_user.prepare_user_model(model)
     loss, optimizer = built.loss, built.optimizer
@@ -133,7 +133,7 @@ def forward_hlo(
     keras.mixed_precision.set_global_policy("float32" if precision == "fp32" else precision)
     try:
         if model_spec is not None:
-            from gpuscout.measure import tf_user
+            from gpuscout.measure.backends.tensorflow import user_model as tf_user
             from gpuscout.measure.user_spec import parse_model_spec
 
             model = tf_user.load_model(parse_model_spec(model_spec))
@@ -143,7 +143,7 @@ def forward_hlo(
             )
             x: Any = inputs[0] if len(inputs) == 1 else list(inputs)
         else:
-            from gpuscout.measure.tf_models import BUILDERS
+            from gpuscout.measure.backends.tensorflow.models import BUILDERS
 
             assert workload is not None
             w = get_workload(workload)

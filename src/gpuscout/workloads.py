@@ -2,7 +2,7 @@
 
 Deliberately free of TensorFlow: listing workloads, validating a name or projecting an epoch
 must not pay for importing TensorFlow. The Keras code that builds each model lives in
-``tf_models.py`` and is looked up by name only when a measurement starts.
+``measure/backends/tensorflow/models.py`` and is looked up by name only when a measurement starts.
 
 FLOPs are *training* FLOPs per sample, counted as 3 x the forward pass's multiply-adds x 2
 (forward, plus backward for activations and for weights); biases, activations, normalisation

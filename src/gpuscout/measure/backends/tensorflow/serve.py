@@ -1,5 +1,5 @@
 """The TensorFlow side of ``bench --mode inference``: build the model and its inputs on the
-device, serve them (``tf_inference``), and compose the stored run (``latency``)."""
+device, serve them (``inference``), and compose the stored run (``latency``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from typing import Any
 import numpy as np
 
 from gpuscout.errors import UserError
-from gpuscout.measure import environment, latency, tf_data, tf_inference, tf_runtime
+from gpuscout.measure import environment, latency
+from gpuscout.measure.backends.tensorflow import data as tf_data
+from gpuscout.measure.backends.tensorflow import inference as tf_inference
+from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.user_spec import ModelSpec
-from gpuscout.measure.workloads import Workload
 from gpuscout.records import BenchConfig, RunResult
+from gpuscout.workloads import Workload
 
 DEFAULT_BATCH_SIZES = [1, 8, 32]
 
@@ -42,7 +45,7 @@ def run_inference(
     on_phase("building the model")
     with tf.device(device.tf_name):
         if model_spec is not None:
-            from gpuscout.measure import tf_user
+            from gpuscout.measure.backends.tensorflow import user_model as tf_user
 
             model = tf_user.load_model(model_spec)
             if len(model.inputs) > 1 and "saved_model" in p.paths:
@@ -62,7 +65,7 @@ def run_inference(
             assumptions.append("inputs: random, shaped and typed as the model's inputs")
         else:
             assert workload is not None
-            from gpuscout.measure.tf_models import BUILDERS
+            from gpuscout.measure.backends.tensorflow.models import BUILDERS
 
             dims = workload.resolve(config.dims)
             model = BUILDERS[workload.name](dims).model

@@ -16,14 +16,17 @@ from typing import Any
 import keras
 import psutil
 
-from gpuscout.diagnosis import DoctorConfig, Timing
-from gpuscout.measure import tf_data, tf_runtime, tf_train, tf_user
+from gpuscout.diagnose.analysis import timing
+from gpuscout.diagnose.records import DoctorConfig, Timing
+from gpuscout.measure.backends.tensorflow import data as tf_data
+from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
+from gpuscout.measure.backends.tensorflow import train as tf_train
+from gpuscout.measure.backends.tensorflow import user_model as tf_user
+from gpuscout.measure.backends.tensorflow.models import BUILDERS, Built
 from gpuscout.measure.benchmark import is_oom
-from gpuscout.measure.diagnose import timing
 from gpuscout.measure.protocol import Protocol, StopRule
-from gpuscout.measure.tf_models import BUILDERS, Built
 from gpuscout.measure.user_spec import parse_model_spec
-from gpuscout.measure.workloads import get_workload
+from gpuscout.workloads import get_workload
 
 CPU_MEMORY_GUARD = 0.6  # on a CPU, a batch using more of the RAM than this "does not fit"
 

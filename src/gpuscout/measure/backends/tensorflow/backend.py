@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpuscout.errors import UserError
-from gpuscout.measure import distribute, environment, tf_data, tf_runtime
+from gpuscout.measure import environment
+from gpuscout.measure.backends.tensorflow import data as tf_data
+from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.protocol import Outcome, Progress, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
-from gpuscout.measure.workloads import Workload
 from gpuscout.records import BenchConfig, Distribution, RunResult
+from gpuscout.scale import distribute
+from gpuscout.workloads import Workload
 
 if TYPE_CHECKING:
-    from gpuscout.measure import tf_distribute
+    from gpuscout.measure.backends.tensorflow import strategy as tf_distribute
 
 
 def _synthetic_dataset(tf: Any, x: Any, y: Any) -> Any:
@@ -41,7 +44,7 @@ def _synthetic_dataset(tf: Any, x: Any, y: Any) -> Any:
 def _prepare_builtin(
     tf: Any, workload: Workload, config: BenchConfig, batch: int, prep: Prepared
 ) -> None:
-    from gpuscout.measure.tf_models import BUILDERS
+    from gpuscout.measure.backends.tensorflow.models import BUILDERS
 
     dims = workload.resolve(config.dims)
     builder = BUILDERS[workload.name]
@@ -73,7 +76,8 @@ def _prepare_builtin(
 def _prepare_user(
     tf: Any, spec: ModelSpec, config: BenchConfig, batch: int, prep: Prepared
 ) -> None:
-    from gpuscout.measure import tf_flops, tf_user
+    from gpuscout.measure.backends.tensorflow import flops as tf_flops
+    from gpuscout.measure.backends.tensorflow import user_model as tf_user
 
     model = tf_user.load_model(spec)
     prep.built, notes = tf_user.prepare_user_model(model)
@@ -140,10 +144,12 @@ def _measure(
 ) -> RunResult:
     import keras
 
-    from gpuscout.measure import tf_distribute  # imports Keras: only once TensorFlow is up
+    from gpuscout.measure.backends.tensorflow import (
+        strategy as tf_distribute,  # imports Keras: only once TensorFlow is up
+    )
 
     if config.mode == "inference":
-        from gpuscout.measure.backend_inference import run_inference
+        from gpuscout.measure.backends.tensorflow.serve import run_inference
 
         device = tf_runtime.resolve_device(tf, config.device)
         keras.utils.set_random_seed(config.seed)
@@ -235,7 +241,8 @@ def _train(
     sync: Callable[[], None],
 ) -> Outcome:
     """Time the steps with the loop ``config`` asks for."""
-    from gpuscout.measure import tf_distribute, tf_train
+    from gpuscout.measure.backends.tensorflow import strategy as tf_distribute
+    from gpuscout.measure.backends.tensorflow import train as tf_train
 
     if replicas is not None:
         with replicas.strategy.scope():

@@ -17,7 +17,7 @@ import keras
 import numpy as np
 
 from gpuscout.errors import UserError
-from gpuscout.measure.tf_models import Built
+from gpuscout.measure.backends.tensorflow.models import Built
 from gpuscout.measure.user_spec import FunctionSpec, ModelSpec
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import keras
 
+from gpuscout.measure.backends.tensorflow.models import Built
 from gpuscout.measure.protocol import Outcome, Protocol
-from gpuscout.measure.tf_models import Built
 
 
 def _with_loss_scaling(optimizer: Any, precision: str) -> Any:

@@ -1,7 +1,7 @@
 """TensorFlow set-up shared by the measuring code: import, devices, precision, memory, peaks.
 
-This is one of the few modules allowed to import TensorFlow; nothing outside ``measure/``
-imports it, and ``measure/__init__`` does not import this module.
+Like every module of ``measure/backends/tensorflow``, it may import TensorFlow; nothing outside
+``measure/backends/`` may.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 
 import keras
 
-from gpuscout.measure.workloads import Dims
+from gpuscout.workloads import Dims
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuscout.measure import distribute
 from gpuscout.measure.benchmark import failed
 from gpuscout.records import BenchConfig, Distribution, RunResult, WorkerRun
+from gpuscout.scale import distribute
 
 FAIL_GRACE_S = 15.0
 TERM_GRACE_S = 5.0

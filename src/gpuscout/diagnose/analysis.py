@@ -1,7 +1,8 @@
 """What the doctor's measurements say: the input-pipeline verdict and the fixes' speedups.
 
-Pure arithmetic on :class:`~gpuscout.diagnosis.Timing` records, free of TensorFlow, so that every
-verdict and ranking is unit-tested on planted timings. The measuring lives in ``tf_doctor``.
+Pure arithmetic on :class:`~gpuscout.diagnose.records.Timing` records, free of TensorFlow, so
+that every verdict and ranking is unit-tested on planted timings. The measuring lives in
+``measure/backends/tensorflow/doctor``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from gpuscout.diagnosis import Fix, PipelineAnalysis, Timing, verdict_for
+from gpuscout.diagnose.records import Fix, PipelineAnalysis, Timing, verdict_for
 from gpuscout.measure.protocol import Outcome
 from gpuscout.measure.stats import mean_ci, summarize
 from gpuscout.units import fmt_seconds

@@ -11,10 +11,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpuscout.names import Precision
 from gpuscout.records import BenchConfig, MonitorSummary
+from gpuscout.run_settings import Precision
 
-Verdict = Literal["input-bound (highly)", "input-bound (moderately)", "device-bound"]
+PipelineVerdict = Literal["input-bound (highly)", "input-bound (moderately)", "device-bound"]
 HIGHLY_INPUT_BOUND = 0.20  # of the step time spent waiting for input
 MODERATELY_INPUT_BOUND = 0.05
 
@@ -65,7 +65,7 @@ class PipelineAnalysis(_Record):
     step: Timing  # training on one batch already on the device
     together: Timing  # the two as a training loop runs them
     input_wait_fraction: float  # of the together step, waiting for input
-    verdict: Verdict
+    verdict: PipelineVerdict
     device_busy_fraction: float | None = None  # GPU: NVML utilization during "together"
     busiest_core_data: float | None = None  # CPU: the busiest core while only data ran
     explanation: str
@@ -100,11 +100,11 @@ class DoctorReport(_Record):
     monitor: MonitorSummary | None = None
 
     @property
-    def verdict(self) -> Verdict:
+    def verdict(self) -> PipelineVerdict:
         return self.analysis.verdict
 
 
-def verdict_for(wait_fraction: float) -> Verdict:
+def verdict_for(wait_fraction: float) -> PipelineVerdict:
     if wait_fraction >= HIGHLY_INPUT_BOUND:
         return "input-bound (highly)"
     if wait_fraction >= MODERATELY_INPUT_BOUND:

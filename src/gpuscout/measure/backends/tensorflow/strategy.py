@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure import distribute
-from gpuscout.measure.distribute import MULTI_WORKER, Plan
+from gpuscout.measure.backends.tensorflow.models import Built
+from gpuscout.measure.backends.tensorflow.train import train_step_function
 from gpuscout.measure.protocol import Outcome, Protocol
-from gpuscout.measure.tf_models import Built
-from gpuscout.measure.tf_train import train_step_function
+from gpuscout.scale import distribute
+from gpuscout.scale.distribute import MULTI_WORKER, Plan
 
 
 @dataclass(frozen=True)

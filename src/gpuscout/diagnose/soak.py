@@ -1,11 +1,11 @@
 """``soak``: does training stay fast and correct for a long run? Pass, fail, and the evidence.
 
-:func:`soak` is the public entry: it runs the loop (``tf_soak``) in a measuring child while the
-parent's monitor watches the devices, then :func:`judge` weighs what both saw. The verdict
-fails on what ruins a long run: a NaN/Inf loss, an out-of-memory or other crash, uncorrected
-ECC or XID errors, or throughput that sank by more than ``max_drift`` between the first and
-the last window. Throttling is evidence, not by itself a failure: it fails the run only
-through the throughput it costs.
+:func:`soak` is the public entry: it runs the loop (``measure/backends/tensorflow/soak``) in a
+measuring child while the parent's monitor watches the devices, then :func:`judge` weighs what
+both saw. The verdict fails on what ruins a long run: a NaN/Inf loss, an out-of-memory or other
+crash, uncorrected ECC or XID errors, or throughput that sank by more than ``max_drift``
+between the first and the last window. Throttling is evidence, not by itself a failure: it
+fails the run only through the throughput it costs.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from gpuscout.diagnosis import SoakConfig, SoakReport, Timing
+from gpuscout.diagnose.analysis import timing_of
+from gpuscout.diagnose.records import SoakConfig, SoakReport, Timing
 from gpuscout.measure.benchmark import check
-from gpuscout.measure.diagnose import timing_of
 from gpuscout.measure.monitor import monitor_warnings
 from gpuscout.measure.runner import STALL_S, run_child
 from gpuscout.measure.stats import summarize

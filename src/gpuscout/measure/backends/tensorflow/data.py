@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuscout.measure.workloads import Dims, Workload
+from gpuscout.workloads import Dims, Workload
 
 KNOBS = ("prefetch", "parallel", "cache")
 IN_MEMORY_BYTES = 256 * 2**20  # generated data kept in memory for a built-in workload
@@ -66,7 +66,7 @@ def builtin(
 
 def generated(tf: Any, built: Any, batch: int, knobs: Knobs, seed: int) -> Pipeline:
     """For a user's model without ``--data``: random samples shaped like its inputs."""
-    from gpuscout.measure.tf_user import synthetic_user_batch
+    from gpuscout.measure.backends.tensorflow.user_model import synthetic_user_batch
 
     rng = np.random.default_rng(seed)
     x, y, notes = synthetic_user_batch(built.model, built.loss, 16 * batch, rng)
@@ -128,7 +128,7 @@ def _slow_demo(
 
 def user(tf: Any, data_spec: str, knobs: Knobs, batch: int | None) -> Pipeline:
     """The user's ``--data`` function's dataset with ``knobs`` applied, and its batch size."""
-    from gpuscout.measure import tf_user
+    from gpuscout.measure.backends.tensorflow import user_model as tf_user
     from gpuscout.measure.user_spec import parse_function_spec
 
     spec = parse_function_spec(data_spec, "--data")
