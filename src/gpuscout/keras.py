@@ -6,7 +6,10 @@
 It times every batch (end to end, as your loop pays for it: input included), drops the warm-up
 it detects, samples the device monitor, stores the run in gpuscout's results database, and at
 the end prints the throughput with its 95% interval and, from gpuscout's predictor, the
-expected speed on other GPUs. The class lives in the TensorFlow backend
+expected speed on other GPUs. Without ``batch_size`` (Keras does not tell callbacks) it measures
+steps/s and stores no samples/s, so no ranking or calibration can take steps for samples. The
+run is stored under the workload ``fit:MODEL_NAME``; a failure to store it is printed, never
+raised. The class lives in the TensorFlow backend
 (``measure.backends.tensorflow.callback``), the one place allowed to import Keras.
 """
 

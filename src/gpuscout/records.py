@@ -17,6 +17,10 @@ SCHEMA_VERSION = 1
 
 Status = Literal["ok", "oom", "error"]
 
+# The workload of a run timed by ScoutCallback inside the user's own ``model.fit``: "fit:NAME",
+# NAME being the Keras model's name. Not a built-in workload, so nothing can model it.
+FIT_PREFIX = "fit:"
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -25,7 +29,7 @@ class _Record(BaseModel):
 class BenchConfig(_Record):
     """What to measure and how. ``None`` means "choose for the device" (and say so)."""
 
-    workload: str = "mlp"
+    workload: str = "mlp"  # a built-in workload's name; "fit:NAME" for a ScoutCallback run
     model: str | None = None  # FILE.py:FUNCTION or FILE.keras; overrides workload
     data: str | None = None  # FILE.py:FUNCTION returning a tf.data.Dataset
     loop: Loop = "custom"
@@ -100,6 +104,7 @@ class GpuSummary(_Record):
     pcie_replays: int | None = None
     energy_j: float | None = None
     xid_errors: list[int] = Field(default_factory=list)
+    lost: bool = False  # NVML answered "GPU is lost": it fell off the bus during the run
 
 
 class MonitorSummary(_Record):
@@ -118,6 +123,9 @@ class MonitorSummary(_Record):
     cpu_cores: int | None = None
     gpus: list[GpuSummary] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list)
+    # What went wrong in the monitoring itself: NVML errors other than "not supported" and "no
+    # more events", and the sampling thread's exception if it died (sampling stopped there).
+    errors: list[str] = Field(default_factory=list)
 
 
 class WorkerRun(_Record):

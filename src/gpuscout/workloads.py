@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from gpuscout import articles
 from gpuscout.errors import UserError, did_you_mean
 
 Dims = Mapping[str, int]
@@ -43,6 +44,10 @@ class Workload:
     settable: tuple[str, ...] = field(default=())
     # A real input pipeline of its own (tf_data.PIPELINES), used instead of synthetic data.
     has_pipeline: bool = False
+    # The job priced when the user names none (scout, report): a training run someone would
+    # recognise for this model, in epochs, and where that number comes from (printed with it).
+    default_epochs: float = 1.0
+    default_epochs_why: str = "one epoch"
 
     def resolve(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Defaults with ``overrides`` applied; unknown or non-positive values are user errors."""
@@ -130,19 +135,28 @@ WORKLOADS: dict[str, Workload] = {
     for w in (
         Workload(
             name="mlp",
-            description="The articles' seed model: Input(780) -> Dense(128, relu) -> "
-            "Dropout(0.2) -> Dense(10, softmax); Adam; sparse categorical cross-entropy.",
+            description="The seed model of article 000 (see gpuscout.articles): "
+            f"Input({articles.SEED_MLP_INPUTS}) -> Dense({articles.SEED_MLP_HIDDEN}, relu) -> "
+            f"Dropout({articles.SEED_MLP_DROPOUT:g}) -> Dense({articles.SEED_MLP_CLASSES}, "
+            "softmax); Adam; sparse categorical cross-entropy. Epoch = 60,000 samples, an "
+            "MNIST-sized training set (the article names no data set).",
             epoch_samples=60_000,
             epoch_unit="samples",
             default_batch_gpu=256,
             default_batch_cpu=256,
-            dims={"inputs": 780, "hidden": 128, "classes": 10},
+            dims={
+                "inputs": articles.SEED_MLP_INPUTS,
+                "hidden": articles.SEED_MLP_HIDDEN,
+                "classes": articles.SEED_MLP_CLASSES,
+            },
             tiny={},
             input_shape=lambda d: (d["inputs"],),
             input_dtype="float32",
             label_shape=(),
             flops_per_sample=_mlp_flops,
             flops_note="analytic, exact for the dense layers",
+            default_epochs=20,
+            default_epochs_why="20 epochs, as Keras' classic MNIST MLP example trains",
         ),
         Workload(
             name="cnn-small",
@@ -159,6 +173,8 @@ WORKLOADS: dict[str, Workload] = {
             label_shape=(),
             flops_per_sample=_cnn_small_flops,
             flops_note="analytic, exact for the conv and dense layers",
+            default_epochs=20,
+            default_epochs_why="20 epochs, a short CIFAR-10-sized training run",
         ),
         Workload(
             name="resnet50",
@@ -176,6 +192,9 @@ WORKLOADS: dict[str, Workload] = {
             flops_per_sample=_resnet50_flops,
             flops_note="analytic, exact for the conv and dense layers: 3.86 GMAC forward at 224 px "
             "(Keras' ResNet50 is v1, stride on the 1x1 conv; the 4.1 GMAC often quoted is v1.5)",
+            default_epochs=90,
+            default_epochs_why="90 epochs, the standard ImageNet schedule for ResNet-50 (He et "
+            "al. 2016; Goyal et al. 2017)",
         ),
         Workload(
             name="bert-base",
@@ -202,6 +221,8 @@ WORKLOADS: dict[str, Workload] = {
             flops_per_sample=_bert_flops,
             flops_note="analytic: 6 x non-embedding parameters per token plus attention",
             settable=("seq_len",),
+            default_epochs=3,
+            default_epochs_why="3 epochs, within the 2-4 the BERT paper recommends for fine-tuning",
         ),
         Workload(
             name="input-bound-demo",
@@ -212,7 +233,13 @@ WORKLOADS: dict[str, Workload] = {
             epoch_unit="samples",
             default_batch_gpu=256,
             default_batch_cpu=128,
-            dims={"inputs": 780, "hidden": 128, "classes": 10, "samples": 2048, "work": 8},
+            dims={
+                "inputs": articles.SEED_MLP_INPUTS,
+                "hidden": articles.SEED_MLP_HIDDEN,
+                "classes": articles.SEED_MLP_CLASSES,
+                "samples": 2048,
+                "work": 8,
+            },
             tiny={"samples": 512, "work": 4},
             input_shape=lambda d: (d["inputs"],),
             input_dtype="float32",

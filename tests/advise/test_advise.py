@@ -103,3 +103,28 @@ def test_impossible_constraints_say_why(request_args) -> None:  # type: ignore[n
         advise(req, cat, calibration, Assumptions())
     with pytest.raises(UserError, match="budget must be positive"):
         advise(Request(profile, 1e6, "images", budget_usd=0), cat, calibration, Assumptions())
+
+
+def test_the_checklist_and_the_recommendation_say_why_they_differ() -> None:
+    """A 90-epoch ResNet-50: the checklist (1 yes) says RTX 4090, the recommendation ranks by
+    time x cost; the report sets the best RTX 4090 option beside advice #1."""
+    from gpuscout.advise.checklist import versus_advice
+
+    cat = load_catalog()
+    profile = cached("resnet50", {"image_size": 224, "classes": 1000}, 256, "mixed_float16")
+    assert profile is not None
+    calibration = fit_calibration(published_points(cat))
+    advice = advise(Request(profile, 90 * 1_281_167, "images"), cat, calibration, Assumptions())
+    first = advice.ranked[0]
+    answer = quick([False, True, False, False])
+    text = versus_advice(answer, advice.ranked, "balanced")
+    if first.gpu == "rtx-4090":
+        assert "agree" in text
+    else:
+        assert "answer different questions" in text and "never prices the job" in text
+        assert f"{first.count} x {first.gpu} ({first.provider})" in text
+        assert "the best RTX 4090 option, " in text and " x rtx-4090 (" in text
+    # A data-center answer is matched by A100/H100 options; an empty ranking says nothing.
+    dc = versus_advice(quick([True] * 4), advice.ranked, "fastest")
+    assert "A100/H100" in dc and ("agree" in dc or "fastest first" in dc)
+    assert versus_advice(answer, [], "balanced") == ""

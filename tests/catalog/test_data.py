@@ -47,7 +47,7 @@ def test_every_gpu_the_catalog_promises_is_there(cat: Catalog) -> None:
 
 
 def test_every_row_has_a_source_and_a_retrieval_date(cat: Catalog) -> None:
-    rows = [*cat.gpus.values(), *cat.prices, *cat.published]
+    rows = [*cat.gpus.values(), *cat.prices, *cat.published, *cat.busbw]
     assert len(rows) > 100
     for row in rows:
         assert len(row.source) > 10, row
@@ -150,3 +150,22 @@ def test_price_age_counts_from_the_observation(cat: Catalog) -> None:
     assert month.age_days(dt.date(2025, 6, 11)) == 10  # a month-only date counts from the 1st
     undated = next(p for p in cat.prices if p.observed_on is None)
     assert undated.age_days() is None and undated.observed_text() == "not dated"
+
+
+def test_measured_nccl_bandwidths_are_shipped_with_their_sources(cat: Catalog) -> None:
+    """The bus bandwidths the scaling model uses, as data: each row's GPU has the link it was
+    measured over, joining at least as many GPUs as the measurement had."""
+    shipped = {(b.gpu_id, b.link): b.busbw_gb_per_s for b in cat.busbw}
+    assert shipped == {
+        ("a100-40gb-sxm", "nvlink"): 230.0,
+        ("a100-80gb-sxm", "nvlink"): 230.0,
+        ("h100-sxm", "nvlink"): 370.0,
+        ("h200", "nvlink"): 475.0,
+        ("h100-pcie", "nvlink"): 116.0,
+    }
+    for b in cat.busbw:
+        gpu = cat.gpus[b.gpu_id]
+        if b.link == "nvlink":
+            assert gpu.nvlink_gb_per_s_total and (gpu.nvlink_max_gpus or 0) >= b.gpu_count, b
+            assert b.busbw_gb_per_s <= gpu.nvlink_gb_per_s_total, b
+        assert "nccl" in (b.source + (b.note or "")).lower() or "NCCL" in b.source, b

@@ -142,3 +142,52 @@ def test_rows_written_as_csv_load_back_identical(tmp_path: Path) -> None:
     path = _write(tmp_path / "copy.csv", rows)
     again = load_catalog([str(path)]).gpus
     assert again == shipped
+
+
+def test_a_measured_nccl_bandwidth_of_your_own_replaces_the_shipped_one(tmp_path: Path) -> None:
+    from gpuscout.predict import scaling
+
+    row = {
+        "gpu_id": "a100-80gb-sxm",
+        "link": "nvlink",
+        "gpu_count": "8",
+        "collective": "all_reduce",
+        "busbw_gb_per_s": "190",
+        "note": "our DGX, nccl-tests all_reduce_perf -b 1G",
+        "source": "our cluster, 2026-11-30",
+        "retrieved_on": "2026-11-30",
+    }
+    path = _write(tmp_path / "busbw.csv", [row])
+    gpu = load_catalog().gpus["a100-80gb-sxm"]
+    shipped = scaling.link(gpu, 8, catalog=load_catalog())
+    mine = scaling.link(gpu, 8, catalog=load_catalog([str(path)]))
+    assert shipped.busbw_gb_per_s == 230.0 and "reference research" in shipped.assumption
+    assert mine.busbw_gb_per_s == 190.0 and "our cluster, 2026-11-30" in mine.assumption
+    bad = _write(tmp_path / "bad.csv", [dict(row, gpu_count="1")])
+    with pytest.raises(UserError, match=r"bad.csv: line 2, column 'gpu_count'"):
+        load_catalog([str(bad)])
+
+
+def test_a_gpu_without_board_power_prints_the_power_assumed(tmp_path: Path) -> None:
+    """The energy of a user's GPU row without tdp_w uses one stated default, never silently."""
+    from gpuscout.catalog.models import ASSUMED_TDP_W
+    from tests.conftest import run_cli
+
+    path = _write(tmp_path / "gpus.csv", [dict(_shipped_row("rtx-4090"), tdp_w="")])
+    said = f"rtx-4090: no board power (tdp_w) in its catalog row: {ASSUMED_TDP_W:g} W assumed"
+    cost = run_cli(
+        "cost", "--gpu-hours", "100", "--option", "rtx-4090=0.5", "--catalog", str(path),
+        "--json", block_tf=True,
+    )  # fmt: skip
+    assert cost.code == 0, cost.err
+    (option,) = cost.json()["options"]
+    assert any(said in note for note in option["notes"])
+    assert option["energy_kwh"] == pytest.approx(option["hours"] * ASSUMED_TDP_W * 0.8 / 1000)
+    advice = run_cli(
+        "advise", "--workload", "resnet50", "--epochs", "10", "--catalog", str(path), "--json",
+        block_tf=True,
+    )  # fmt: skip
+    assert advice.code == 0, advice.err
+    assert any(said in note for note in advice.json()["assumptions"])
+    shipped = run_cli("advise", "--workload", "resnet50", "--epochs", "10", "--json")
+    assert not any("no board power" in n for n in shipped.json()["assumptions"])

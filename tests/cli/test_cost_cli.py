@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import assert_user_errors, run_cli
 
 
@@ -13,7 +15,7 @@ def test_the_articles_cost_table_with_consistent_arithmetic() -> None:
     assert rows[("rtx-3090", 1)]["hours"] == 1000 and rows[("rtx-3090", 1)]["total_usd"] == 500
     four = rows[("rtx-3090", 4)]
     assert round(four["hours"], 1) == round(1000 / (4 * 0.68), 1)  # 367.6 h, not the articles' 300
-    assert any("the articles say 300 h" in n for n in four["notes"])
+    assert any("article 001 says 300 h" in n for n in four["notes"])
     a100x4 = rows[("a100-40gb-sxm", 4)]
     assert round(a100x4["total_usd"]) == round(1000 / (1.78 * 4 * 0.92) * 7.20)
     for o in out["options"]:
@@ -43,3 +45,24 @@ def test_bad_input() -> None:
         (("cost", "--workload", "resnet50"), "--epochs or --samples"),
     ]
     assert_user_errors(cases)
+
+
+def test_the_articles_cost_table_is_sourced_data() -> None:
+    """The table lives in the catalog's data files, every row with its source and date."""
+    from gpuscout.articles import COST_EXAMPLE_GPU_HOURS
+    from gpuscout.catalog.articles_cost import articles_cost
+
+    rows = articles_cost()
+    assert [(r.gpu_id, r.count) for r in rows] == [
+        ("rtx-3090", 1), ("rtx-3090", 4), ("a100-40gb-sxm", 1), ("a100-40gb-sxm", 4),
+    ]  # fmt: skip
+    for r in rows:
+        assert r.source.startswith("article 001") and r.retrieved_on
+        assert r.claimed_total_usd == pytest.approx(r.claimed_hours * r.usd_per_hour)
+    # The table is internally consistent only for the reference row (see articles.py errors).
+    own = [COST_EXAMPLE_GPU_HOURS / (r.speedup_vs_reference * r.count * r.scaling_efficiency)
+           for r in rows]  # fmt: skip
+    assert [round(h) for h in own] == [1000, 368, 562, 153]
+    assert [r.claimed_hours for r in rows] == [1000, 300, 550, 160]
+    shown = run_cli("cost", "--example", "articles", block_tf=True)
+    assert shown.code == 0 and "articles_cost.csv" in shown.out and "368 h" in shown.out

@@ -27,7 +27,11 @@ def test_doctor_calls_the_demo_input_bound_and_measures_each_fix() -> None:
     assert {"name", "speedup", "code"} <= set(fixes[0])
     by_name = {f["name"]: f for f in fixes}
     # The demo's slow step is its Python preprocessing on every epoch: caching it is the fix.
-    assert by_name["cache"]["speedup"] > 1.5
+    # Said by the measured 95% interval (its lower bound above 1), not by a speed picked here.
+    cache = by_name["cache"]
+    assert cache["speedup_low"] is not None and cache["speedup_high"] is not None, cache
+    assert cache["speedup_low"] <= cache["speedup"] <= cache["speedup_high"]
+    assert cache["speedup_low"] > 1.0, cache
     measured = [f for f in fixes if f["speedup"] is not None]
     to_apply = [f["speedup"] for f in measured if not f["in_baseline"]]
     assert to_apply == sorted(to_apply, reverse=True)  # ranked by measured speedup
@@ -37,7 +41,8 @@ def test_doctor_calls_the_demo_input_bound_and_measures_each_fix() -> None:
         expected = 1 / ratio if f["in_baseline"] else ratio
         assert abs(f["speedup"] - expected) < 1e-9 * expected, f
         assert f["code"]
-    assert any(f["name"].startswith("mixed precision") for f in fixes)
+    mixed = [f for f in fixes if f["name"].startswith("mixed precision")]
+    assert mixed and all("in_baseline" not in f["note"] for f in mixed)  # a field, not a word
     assert data["batch_search"] and data["largest_batch"] >= data["batch_size"]
     # The same report in the terminal: the verdict word, the ranking and the code.
     out = io.StringIO()

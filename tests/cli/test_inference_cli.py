@@ -4,6 +4,7 @@ a loaded SavedModel, stored, listed, shown, and bad input refused before TensorF
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import assert_user_errors, run_cli
 
@@ -15,7 +16,6 @@ def test_cnn_small_latency_table_best_point_and_runs_list(tmp_path: Path) -> Non
     assert r.code == 0, r.err
     assert "gpuscout bench --mode inference · cnn-small" in r.out
     assert "p99 [95% CI]" in r.out and "p99 < 50 ms" in r.out
-    assert "best operating point under p99 50 ms: batch" in r.out
     listed = run_cli("runs", "list", block_tf=True)
     assert "cnn-small (inference)" in listed.out
     shown = run_cli("runs", "show", "1", "--json", "--steps", block_tf=True).json()
@@ -26,12 +26,33 @@ def test_cnn_small_latency_table_best_point_and_runs_list(tmp_path: Path) -> Non
         assert p["p50_s"]["median"] <= p["p90_s"]["median"] <= p["p99_s"]["median"]
         assert p["samples_per_second"] == pytest_approx(p["batch_size"] * p["requests_per_second"])
     assert shown["mode"] == "inference" and shown["loop"] == "inference"
+    best = _shown_best(shown["inference"], 0.050)
+    if best is None:
+        assert "no point is shown to keep p99 under 50 ms" in r.out
+    else:
+        assert f"best operating point under p99 50 ms: batch {best['batch_size']}," in r.out
     md = tmp_path / "report.md"  # a report of inference runs only: their table, no ranking
     reported = run_cli("report", "--md", str(md), block_tf=True)
     assert reported.code == 0, reported.err
     text = md.read_text()
     assert "## Inference latency (measured)" in text and "| tf.function" in text
     assert "## Ranking" in text and "(predicted)" not in text
+
+
+def _shown_best(inf: dict[str, Any], slo_s: float) -> dict[str, Any] | None:
+    """The best point, checked against the measured intervals rather than a speed assumed
+    here: a point meets the SLO exactly when its p99's upper bound is under it, and the best
+    is the most samples/s of those (None when none is shown to meet it)."""
+    for p in inf["points"]:
+        high = p["p99_s"]["ci_high"]
+        assert p["meets_slo"] is (high is not None and high <= slo_s), p
+    meeting = [i for i, p in enumerate(inf["points"]) if p["meets_slo"]]
+    if not meeting:
+        assert inf["best"] is None
+        return None
+    rates = [inf["points"][i]["samples_per_second"] for i in meeting]
+    assert inf["points"][inf["best"]]["samples_per_second"] == max(rates)
+    return dict(inf["points"][inf["best"]])
 
 
 def pytest_approx(value: float) -> object:
@@ -49,9 +70,11 @@ def test_mlp_through_a_saved_model_beside_the_function_with_a_rate() -> None:
     assert [(p["path"], p["batch_size"], p["concurrency"]) for p in inf["points"]] == [
         (path, b, c) for path in ("tf.function", "saved_model") for b in (1, 16) for c in (1, 2)
     ]
-    best = inf["points"][inf["best"]]  # an mlp request takes ~1 ms: 100 ms is always met
-    assert best["meets_slo"] is True
-    assert inf["devices_needed"] == -(-1_000_000 // best["samples_per_second"])
+    best = _shown_best(inf, 0.100)
+    if best is None:  # nothing shown to meet 100 ms: no point to size devices at
+        assert inf["devices_needed"] is None
+    else:
+        assert inf["devices_needed"] == -(-1_000_000 // best["samples_per_second"])
 
 
 def test_predict_inference_uses_the_forward_pass_and_says_so() -> None:

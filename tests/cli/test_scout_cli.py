@@ -20,7 +20,15 @@ def test_scout_measures_reports_and_summarises(tmp_path: Path) -> None:
     assert [r["workload"] for r in listed] == ["mlp"] and listed[0]["status"] == "ok"
     page = html.read_text()
     assert page.count('<figure class="chart"') >= 3 and "ci &lt;scout&gt;" in page
-    assert "## Advice" in md.read_text()
+    text = md.read_text()
+    assert "## Advice" in text
+    # The default job is epochs a user recognises, said as an assumption, not GPU-hours.
+    assert "job: 20 epochs of mlp (1.20 M samples)" in res.out
+    assert "assumption (default job for mlp: 20 epochs" in res.out
+    # The checklist and advice #1 are set side by side with the reason they differ.
+    assert "why they differ: " in res.out or "agree" in res.out
+    assert "never prices the job" in text or "agree" in text
+    assert "## Sources" in text and "article 001, '性能对比测试" in text
 
 
 def test_scout_bad_input_is_one_line() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import keras
@@ -53,3 +54,49 @@ def test_without_a_batch_size_it_reports_steps_and_can_keep_nothing(tmp_path: Pa
     _model().fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[cb])
     assert cb.result is not None and cb.result.id is None
     assert "steps/s" in printed[0]
+
+
+def test_without_a_batch_size_the_stored_run_has_no_samples_per_second(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    x, y = rng.random((512, 20), dtype=np.float32), rng.integers(0, 3, 512)
+    printed: list[str] = []
+    db = tmp_path / "runs.sqlite"
+    model = _model()
+    cb = ScoutCallback(db=db, predict_on=("h100-sxm",), print_fn=printed.append)
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[cb])
+    assert cb.result is not None and cb.result.id is not None
+    with Store(db) as store:
+        stored = store.get(cb.result.id)
+        listed = store.list()[0]
+    assert stored.workload == stored.config.workload == f"fit:{model.name}"
+    assert stored.config.batch_size is None and stored.batch_size == 0
+    assert stored.samples_per_second is None and listed.samples_per_second is None
+    assert "steps/s [95% CI" in printed[0] and "samples/s" not in printed[0].splitlines()[0]
+
+
+def test_a_store_that_refuses_the_write_is_printed_and_training_returns(tmp_path: Path) -> None:
+    """The database opens but refuses the insert, as a full disk or a lock would (here a
+    trigger, planted in the real SQLite file, aborts every insert)."""
+    db = tmp_path / "runs.sqlite"
+    Store(db).close()  # created and migrated
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "CREATE TRIGGER refuse BEFORE INSERT ON runs "
+        "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+    )
+    conn.commit()
+    conn.close()
+    rng = np.random.default_rng(0)
+    x, y = rng.random((256, 20), dtype=np.float32), rng.integers(0, 3, 256)
+    printed: list[str] = []
+    cb = ScoutCallback(batch_size=16, db=db, predict_on=(), print_fn=printed.append)
+    history = _model().fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[cb])
+    assert len(history.history["loss"]) == 1  # fit returned normally
+    assert cb.result is not None and cb.result.status == "ok" and cb.result.id is None
+    assert "samples/s [95% CI" in printed[0]
+    assert (
+        f"gpuscout: the run was not stored: cannot write to the database '{db}': "
+        "database or disk is full." in printed[0]
+    )
+    with Store(db) as store:
+        assert store.list() == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -163,3 +165,32 @@ def test_verdict_thresholds_are_the_issues() -> None:
     assert verdict_for(0.2) == "input-bound (highly)"
     assert verdict_for(0.05) == "input-bound (moderately)"
     assert verdict_for(0.0499) == "device-bound"
+
+
+def test_the_mixed_precisions_offered_and_why_the_others_are_not() -> None:
+    from gpuscout.measure.backends.tensorflow.doctor_run import _precisions
+    from gpuscout.measure.backends.tensorflow.runtime import Device
+    from gpuscout.measure.environment import cpu_has_native_bf16
+
+    def on(kind: str, cc: tuple[int, int] | None) -> SimpleNamespace:
+        return SimpleNamespace(device=Device(f"{kind}:0", kind, "a device", cc))
+
+    [(policy, why_not)] = _precisions(on("CPU", None), "fp32")  # this machine's own CPU
+    assert policy == "mixed_bfloat16"
+    if cpu_has_native_bf16():
+        assert why_not is None
+    else:
+        assert why_not == (
+            "this CPU has no bfloat16 arithmetic (AVX512-BF16 or AMX): "
+            "it would be emulated, slower than fp32"
+        )
+    assert _precisions(on("GPU", (6, 1)), "fp32") == [
+        ("mixed_float16", "compute capability (6, 1) has no tensor cores")
+    ]
+    assert _precisions(on("GPU", (7, 5)), "fp32") == [
+        ("mixed_float16", None),
+        ("mixed_bfloat16", "bfloat16 needs compute capability 8.0+"),
+    ]
+    assert _precisions(on("GPU", (9, 0)), "mixed_bfloat16") == [
+        ("mixed_bfloat16", "the baseline already uses it")
+    ]

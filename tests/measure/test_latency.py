@@ -9,6 +9,7 @@ import pytest
 from gpuscout.comparison import compare
 from gpuscout.measure.latency import best, devices_needed, inference_result, point, quantile
 from gpuscout.records import BenchConfig
+from gpuscout.report.latency_table import latency_table
 from tests.store.test_store import _result
 
 
@@ -68,3 +69,25 @@ def test_an_inference_run_stores_its_table_and_raw_latencies() -> None:
     comparison = compare(_result(), run.model_copy(update={"workload": "mlp"}))
     assert not comparison.comparable
     assert "mode" in [d.what for d in comparison.differences if d.blocks]
+
+
+def test_the_table_says_not_shown_where_too_few_requests_support_a_figure() -> None:
+    rng = np.random.default_rng(2)
+    config = BenchConfig(mode="inference", batch_sizes=[1, 8, 32, 64], slo_ms=50.0)
+    served = [  # (path, batch, clients, latencies, seconds): p99 under / over the 50 ms SLO
+        ("tf.function", 1, 1, list(0.002 + 0.008 * rng.random(50)), 1.0),  # 50: no p99 bound
+        ("tf.function", 8, 1, list(0.004 + 0.002 * rng.random(2000)), 10.0),  # shown under
+        ("tf.function", 32, 1, list(0.080 + 0.010 * rng.random(2000)), 170.0),  # shown over
+        ("tf.function", 64, 1, list(0.200 + 0.010 * rng.random(50)), 10.0),  # over, no bound
+    ]
+    run = inference_result(config, "CPU:0", "mlp", served, [], {})
+    assert run.inference is not None
+    few = run.inference.points[0]
+    assert few.p99_s.ci_high is None and few.p999_s is None and few.meets_slo is False
+    table = latency_table(run)
+    column = {str(c.header): [str(cell) for cell in c._cells] for c in table.columns}
+    assert column["p99 < 50 ms"] == ["not shown (too few requests)", "yes", "no", "no"]
+    assert column["p99.9"][0] == "not shown (too few requests)"
+    assert column["p99.9"][1].endswith("ms")  # 2,000 requests: shown
+    assert column["p99 [95% CI]"][0].endswith("- not shown]")  # a lower bound, no upper
+    assert column["p99 [95% CI]"][1].count("ms") == 3  # median and both bounds

@@ -1,4 +1,6 @@
-"""The device monitor: NVML parsed from a recorded fake (no GPU here), CPU sampled for real."""
+"""The device monitor: NVML parsed from a recorded fake (no GPU here, and NVML has no CPU
+equivalent to run instead), CPU sampled for real. Faults a recording cannot hold (a GPU lost
+mid-run, an unknown NVML error, a library that raises) are planted in the fake."""
 
 from __future__ import annotations
 
@@ -8,9 +10,13 @@ import time
 
 import pytest
 
-from gpuscout.measure.monitor import Monitor, monitor_warnings
+from gpuscout.diagnose.records import SoakConfig
+from gpuscout.diagnose.soak import judge
+from gpuscout.measure.monitor import Monitor, attach, monitor_warnings
 from gpuscout.measure.nvml import Nvml, open_nvml
-from tests.measure.fake_nvml import FakeNvml, NoDriver
+from tests.measure.fake_nvml import UNKNOWN, FakeNvml, NoDriver
+from tests.measure.test_diagnose import STEADY, _raw
+from tests.store.test_store import _result
 
 
 def test_nvml_layer_parses_the_recorded_fake_into_si_units() -> None:
@@ -104,3 +110,54 @@ def test_the_background_thread_samples_and_stops() -> None:
     mon.stop()
     assert mon.summary().samples > 0
     assert mon._thread is None
+
+
+def test_the_xid_reader_takes_only_timeout_as_nothing_happened() -> None:
+    quiet = Nvml(FakeNvml())
+    assert quiet.xid_errors() == [] and quiet.errors == {}  # "Timeout": no event waiting
+    broken = Nvml(FakeNvml(event_error=UNKNOWN))
+    assert broken.xid_errors() == [] and broken.xid_errors() == []
+    assert broken.errors == {"NVML error reading XID events: Unknown Error": 2}
+
+
+def test_xids_are_matched_to_their_gpu_by_address_not_by_handle_object() -> None:
+    # The fake, like pynvml, gives an event a new handle object for the same device.
+    nvml = Nvml(FakeNvml())
+    for _ in range(4):  # the recording plants XID 79 on GPU 0 after sample 3
+        nvml.read(0)
+    assert nvml.xid_errors() == [(0, 79)]
+
+
+def test_a_gpu_lost_mid_run_is_recorded_warned_and_fails_a_soak() -> None:
+    mon = Monitor(nvml_lib=FakeNvml(lost_from={0: 3}))
+    for _ in range(5):
+        mon.sample()
+    mon.stop()
+    s = mon.summary()
+    h100, rtx = s.gpus
+    assert h100.lost and not rtx.lost
+    assert "NVML error reading GPU 0: GPU is lost (30 times)" in s.errors  # 10 queries x 3
+    assert "NVML error reading XID events: GPU is lost (a GPU fell off the bus) (3 times)" in (
+        s.errors
+    )
+    warnings = monitor_warnings(s)
+    assert any(w.startswith("GPU 0 was lost during the run") for w in warnings)
+    assert not any(w.startswith("GPU 1 was lost") for w in warnings)
+    assert "device monitor: NVML error reading GPU 0: GPU is lost (30 times)." in warnings
+    soak = judge(_raw(STEADY, STEADY), SoakConfig(minutes=1), s)
+    assert soak.verdict == "fail"
+    assert "GPU 0: lost during the soak (NVML: GPU is lost)" in soak.reasons
+    assert any(e.startswith("warning: GPU 0 was lost") for e in soak.evidence)
+
+
+def test_a_sampling_thread_that_dies_leaves_its_exception_on_the_run() -> None:
+    mon = Monitor(hz=50, nvml_lib=FakeNvml(crash_at=3)).start()
+    assert mon._thread is not None
+    mon._thread.join(timeout=30)  # it dies on its fourth sample
+    assert not mon._thread.is_alive()
+    run = attach(_result(), mon)  # stops the monitor: no exception escapes
+    assert run.monitor is not None and run.monitor.samples == 3
+    died = run.monitor.errors[0]
+    assert died.startswith("the device monitor stopped") and "s into the run" in died
+    assert "(RuntimeError: planted: the library broke)" in died
+    assert f"device monitor: {died}." in run.warnings

@@ -72,7 +72,7 @@ def test_more_gpus_never_lower_total_throughput(cat: Catalog) -> None:
             step1 = 0.05
             last: dict[str, float] = {}
             for n in range(2, 17):
-                link = scaling.link(gpu, n)
+                link = scaling.link(gpu, n, catalog=cat)
                 stepn = scaling.step_seconds(step1, grad_bytes, n, link.busbw_gb_per_s)
                 throughput = n / stepn
                 assert throughput >= last.get(link.name, 0.0)
@@ -81,8 +81,8 @@ def test_more_gpus_never_lower_total_throughput(cat: Catalog) -> None:
 
 
 def test_nvlink_beats_pcie_for_big_gradients(cat: Catalog) -> None:
-    nvlink = scaling.link(cat.gpus["a100-40gb-sxm"], 8)
-    pcie = scaling.link(cat.gpus["a100-40gb-pcie"], 8)  # bridge joins 2 GPUs, not 8
+    nvlink = scaling.link(cat.gpus["a100-40gb-sxm"], 8, catalog=cat)
+    pcie = scaling.link(cat.gpus["a100-40gb-pcie"], 8, catalog=cat)  # bridge joins 2 GPUs, not 8
     assert nvlink.name == "NVLink" and pcie.name == "PCIe Gen4"
     t_nv = scaling.step_seconds(0.1, 1.4e9, 8, nvlink.busbw_gb_per_s)
     t_pcie = scaling.step_seconds(0.1, 1.4e9, 8, pcie.busbw_gb_per_s)
@@ -128,3 +128,11 @@ def test_anchored_prediction_reproduces_the_anchor(cat: Catalog) -> None:
 def test_counts_below_one_are_refused(cat: Catalog) -> None:
     with pytest.raises(UserError, match="GPU counts must be >= 1"):
         predict(_profile(1e12, 1e9), [cat.gpus["t4"]], [0], cat, cat.gpus["t4"], 1000)
+
+
+def test_measured_bus_bandwidths_come_from_the_catalog_with_their_source(cat: Catalog) -> None:
+    h200 = scaling.link(cat.gpus["h200"], 8, catalog=cat)
+    assert h200.busbw_gb_per_s == 475.0 and "nccl-tests issue #272" in h200.assumption
+    assert "measured on 8 x h200" in h200.assumption
+    assumed = scaling.link(cat.gpus["b200"], 8, catalog=cat)  # no measurement shipped
+    assert "assumed 80% of NVLink" in assumed.assumption

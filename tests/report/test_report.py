@@ -121,6 +121,10 @@ def test_html_is_self_contained_escaped_and_complete(written: dict[str, str]) ->
     assert tags.count("svg") == len(charts)
     rows = [a.get("class") for t, a in page.tags if t == "tr" and a.get("class")]
     assert "measured" in rows and "predicted" in rows
+    # the checklist's answer and advice #1 side by side, with why they differ; the sources
+    ids = [a.get("id") for _, a in page.tags]
+    assert "checklist-vs-advice" in ids and "sources" in ids
+    assert "never prices the job" in written["html"] and "article 000, " in written["html"]
 
 
 def test_report_errors_are_one_line(tmp_path: Path) -> None:

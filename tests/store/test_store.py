@@ -15,6 +15,7 @@ import pytest
 from gpuscout.errors import UserError
 from gpuscout.records import BenchConfig, Interval, RunResult
 from gpuscout.store import Store, schema
+from gpuscout.store import db as db_module
 
 
 def _result(i: int = 0) -> RunResult:
@@ -149,3 +150,21 @@ def test_a_v1_database_is_migrated_to_the_latest_without_losing_runs(tmp_path: P
         assert store.get(new.id or 0).monitor_timeline == timeline
     con = sqlite3.connect(path)
     assert con.execute("select value from gpuscout_meta").fetchone() == (str(schema.LATEST),)
+
+
+def test_a_write_the_database_refuses_is_a_user_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds the write lock past the busy timeout: one line, not a traceback."""
+    monkeypatch.setattr(db_module, "BUSY_TIMEOUT_MS", 100)
+    path = tmp_path / "r.sqlite"
+    with Store(path) as store:
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(UserError, match=r"cannot write to the database .*: database is lo"):
+                store.save(_result())
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert store.save(_result()).id == 1  # the lock gone, it writes again

@@ -1,4 +1,5 @@
-"""Advice: the articles' quick checklist, memory memory_fit, and a full ranked recommendation.
+"""Advice: the articles' quick checklist (gpuscout.articles), memory fit, and a full ranked
+recommendation.
 Pure functions over the catalog, the predictor and the price model; no TensorFlow unless a
 profile must be traced."""
 

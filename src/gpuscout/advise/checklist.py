@@ -1,23 +1,24 @@
-"""The source articles' four-question checklist, exactly, and what it leaves out.
+"""The articles' four-question checklist (:mod:`gpuscout.articles`), exactly, and what it
+leaves out.
 
 Three or more "yes" -> a data-center GPU (A100/H100 class); otherwise an RTX 4090. The rule is
 reproduced as stated so users can compare; the blind spots are then named, because the rule
 never asks whether the model fits in memory, what the run costs, or when it must be done.
+When a full recommendation is made for the same job, :func:`versus_advice` says why the two
+answers differ: they answer different questions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from gpuscout import articles
 from gpuscout.errors import UserError
+from gpuscout.units import fmt_hours, fmt_usd
 
-QUESTIONS = (
-    "Is the model larger than 10B parameters?",
-    "Does a single training run take more than 24 hours?",
-    "Is multi-tenant isolation or fine-grained GPU sharing needed?",
-    "Does inference have an SLA of 99.99% or more?",
-)
+QUESTIONS = articles.CHECKLIST_QUESTIONS
 MISSED = (
     "memory fit: a 10B+ model does not fit one 80 GB GPU for full training (16 bytes per "
     "parameter with Adam), while LoRA on a 7B model fits a 24 GB RTX 4090 — "
@@ -65,11 +66,63 @@ def quick(answers: list[bool]) -> QuickAnswer:
     if len(answers) != len(QUESTIONS):
         raise UserError(f"the checklist has {len(QUESTIONS)} questions.", None)
     yes = sum(answers)
-    recommendation = "A100/H100 (data-center class)" if yes >= 3 else "RTX 4090"
+    enough = articles.CHECKLIST_YES_FOR_DATACENTER
+    recommendation = articles.CHECKLIST_DATACENTER if yes >= enough else articles.CHECKLIST_DEFAULT
     return QuickAnswer(
         answers=answers,
         yes_count=yes,
         recommendation=recommendation,
-        rule="3 or more 'yes' -> data-center class (A100/H100), otherwise RTX 4090 (the articles)",
+        rule=f"{enough} or more 'yes' -> {articles.CHECKLIST_DATACENTER}, otherwise "
+        f"{articles.CHECKLIST_DEFAULT} (articles 000 and 002, see gpuscout.articles)",
         missed=list(MISSED),
+    )
+
+
+class Option(Protocol):
+    """What :func:`versus_advice` reads of a recommendation's option (``Candidate``)."""
+
+    gpu: str
+    count: int
+    provider: str
+    hours: float
+    total_usd: float
+
+
+def _is_checklist_gpu(answer: str, gpu_id: str) -> bool:
+    return gpu_id.startswith(articles.CHECKLIST_GPU_IDS.get(answer, ()))
+
+
+def versus_advice(answer: QuickAnswer, ranked: Sequence[Option], objective: str) -> str:
+    """Why the checklist's answer and the first recommended option differ, or that they agree.
+
+    The checklist is a rule of thumb from four yes/no questions: it never prices the job or
+    asks how fast an option finishes it. The recommendation predicts and prices this job on
+    every option in the catalog and ranks them by ``objective``, so where they differ the
+    sentence sets the best option of the checklist's kind beside the first one.
+    """
+    if not ranked:
+        return ""
+    first = ranked[0]
+    label = f"{first.count} x {first.gpu} ({first.provider})"
+    if _is_checklist_gpu(answer.recommendation, first.gpu):
+        return (
+            f"The checklist's answer ({answer.recommendation}) and the first recommended "
+            f"option ({label}) agree."
+        )
+    ranking = "by time x cost" if objective == "balanced" else f"{objective} first"
+    why = (
+        f"The checklist says {answer.recommendation} and the recommendation {label} because "
+        "they answer different questions: the checklist is the articles' rule of thumb from "
+        "four yes/no questions and never prices the job or asks how fast it finishes; the "
+        f"recommendation predicts and prices this job on every option and ranks them {ranking}"
+    )
+    same = [c for c in ranked if _is_checklist_gpu(answer.recommendation, c.gpu)]
+    if not same:
+        return f"{why}. No {answer.recommendation} option was priced for this job."
+    best = same[0]
+    return (
+        f"{why}: {label} takes {fmt_hours(first.hours)} for {fmt_usd(first.total_usd)}; the "
+        f"best {answer.recommendation} option, {best.count} x {best.gpu} ({best.provider}), "
+        f"takes {fmt_hours(best.hours)} for {fmt_usd(best.total_usd)} "
+        f"(#{ranked.index(best) + 1})."
     )

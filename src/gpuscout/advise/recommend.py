@@ -19,10 +19,11 @@ from gpuscout.predict.calibrate import Calibration
 from gpuscout.predict.predictor import memory_needed
 from gpuscout.predict.profile import Profile
 from gpuscout.price.cost import Assumptions, Option, cost_line
+from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_usd
 
 Objective = Literal["cheapest", "fastest", "balanced"]
 PRESETS: dict[str, dict[str, Any]] = {
-    # The articles' user segments, as constraints and an objective.
+    # The user segments of article 001 (gpuscout.articles), as constraints and an objective.
     "individual": {"objective": "cheapest", "owned": True, "require": set()},
     "sme": {"objective": "cheapest", "owned": False, "require": set()},
     "large-model": {"objective": "fastest", "owned": False, "require": {"nvlink", "ecc"}},
@@ -134,7 +135,7 @@ def advise(
                     count=row.count,
                     speedup=1.0,
                     scaling=row.scaling_efficiency,
-                    tdp_w=gpu.tdp_w or 300.0,
+                    tdp_w=gpu.board_power_w()[0],
                     consumer=gpu.market == "consumer",
                     provider=provider,
                     usd_per_hour=None if per_gpu is None else per_gpu * row.count,
@@ -175,13 +176,15 @@ def advise(
     for c in ranked:
         _explain(c, req, catalog)
     notes = [
-        f"job: {req.samples:,.0f} {req.unit} of {req.profile.workload} ({req.profile.precision}, "
-        f"batch {req.profile.batch} per GPU)",
+        f"job: {fmt_count(req.samples)} {req.unit} of {req.profile.workload} "
+        f"({req.profile.precision}, batch {req.profile.batch} per GPU)",
         f"objective: {req.objective}; counts {', '.join(map(str, req.counts))}",
         calibration.describe(),
         f"memory: {need_gb:.1f} GB per GPU needed (weights, gradients, optimizer state, "
         "activations; from the compiled step)",
         *assumptions.describe().values(),
+        # the energy of a GPU without a board power in its row: the assumed one, said once
+        *dict.fromkeys(n for c in ranked if (n := catalog.gpus[c.gpu].board_power_w()[1])),
     ]
     return Advice(ranked, best_front, dict(rejected), notes)
 
@@ -198,8 +201,8 @@ def _key(objective: Objective, items: list[Candidate]) -> Any:
 
 def _explain(c: Candidate, req: Request, catalog: Catalog) -> None:
     gpu = catalog.gpus[c.gpu]
-    c.reasons.append(f"{c.hours:,.1f} h at {c.samples_per_second:,.0f} {req.unit}/s")
-    c.reasons.append(f"${c.total_usd:,.0f} ({c.provider}, ${c.usd_per_hour:,.2f}/h)")
+    c.reasons.append(f"{fmt_hours(c.hours)} at {fmt_rate(c.samples_per_second)} {req.unit}/s")
+    c.reasons.append(f"{fmt_usd(c.total_usd)} ({c.provider}, ${c.usd_per_hour:,.2f}/h)")
     if req.deadline_hours is not None:
         c.reasons.append(f"meets the {req.deadline_hours:g} h deadline")
     if req.budget_usd is not None:

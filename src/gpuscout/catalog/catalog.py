@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpuscout.catalog.files import Table, read_table, validated
-from gpuscout.catalog.models import Gpu, Price, Published
+from gpuscout.catalog.models import Busbw, Gpu, Price, Published
 from gpuscout.catalog.names import Resolved, Resolver
 from gpuscout.catalog.skypilot import read_skypilot
 from gpuscout.errors import UserError, did_you_mean
@@ -32,6 +32,7 @@ class Catalog:
     origin: dict[str, str]  # gpu id -> "built-in" or the user file that supplied the row
     files: list[str]  # the user's files applied, in order
     skipped: dict[str, int] = field(default_factory=dict)  # SkyPilot accelerators not known
+    busbw: list[Busbw] = field(default_factory=list)  # measured NCCL bus bandwidths
     _resolver: Resolver | None = None
 
     @property
@@ -48,6 +49,12 @@ class Catalog:
         """The GPU for a name a driver reports ("NVIDIA A100-SXM4-40GB"), or None."""
         found = self.resolver.find(device_name)
         return found.gpu if found else None
+
+    def measured_busbw(self, gpu_id: str, link: str) -> Busbw | None:
+        """The measured NCCL bus bandwidth of this GPU over this link ("nvlink", "pcie"), or
+        None; where several rows match, the last loaded (a user's file over the shipped row)."""
+        rows = [b for b in self.busbw if b.gpu_id == gpu_id and b.link == link]
+        return rows[-1] if rows else None
 
     def prices_for(self, gpu_id: str) -> list[Price]:
         return [p for p in self.prices if p.gpu_id == gpu_id]
@@ -76,7 +83,12 @@ def load_catalog(extra: Sequence[str] = ()) -> Catalog:
 @functools.lru_cache(maxsize=8)
 def _load(paths: tuple[str, ...]) -> Catalog:
     base = data_dir()
-    builtin = [base / "gpus.csv", base / "prices.csv", base / "published_training.csv"]
+    builtin = [
+        base / "gpus.csv",
+        base / "prices.csv",
+        base / "published_training.csv",
+        base / "nccl_busbw.csv",
+    ]
     mine = _expand(paths)
     tables = [(read_table(p), BUILTIN) for p in builtin]
     tables += [(read_table(p), str(p)) for p in mine]
@@ -114,7 +126,7 @@ def _add(cat: Catalog, table: Table, origin: str) -> None:
             cat.origin[row.id] = origin
             cat._resolver = None
             continue
-        assert isinstance(row, Price | Published)
+        assert isinstance(row, Price | Published | Busbw)
         if row.gpu_id not in cat.gpus:
             raise UserError(
                 f"{table.path}: line {line}, column 'gpu_id': '{row.gpu_id}' is not in the "
@@ -123,5 +135,7 @@ def _add(cat: Catalog, table: Table, origin: str) -> None:
             )
         if isinstance(row, Price):
             cat.prices.append(row)
+        elif isinstance(row, Busbw):
+            cat.busbw.append(row)
         else:
             cat.published.append(row)

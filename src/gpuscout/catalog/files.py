@@ -14,11 +14,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from gpuscout.catalog.models import Gpu, Price, Published
+from gpuscout.catalog.models import Busbw, Gpu, Price, Published
 from gpuscout.errors import UserError, did_you_mean
 
-FileKind = Literal["gpus", "prices", "published", "skypilot"]
-MODELS: dict[str, type[BaseModel]] = {"gpus": Gpu, "prices": Price, "published": Published}
+FileKind = Literal["gpus", "prices", "published", "busbw", "skypilot"]
+MODELS: dict[str, type[BaseModel]] = {
+    "gpus": Gpu,
+    "prices": Price,
+    "published": Published,
+    "busbw": Busbw,
+}
 SKYPILOT_COLUMNS = frozenset({"InstanceType", "AcceleratorName", "AcceleratorCount", "Price"})
 _FIELD_TABLE = "see the field table in the catalog README (gpuscout/catalog/data/v1/README.md)"
 
@@ -62,9 +67,12 @@ def _kind(path: Path, header: list[str]) -> FileKind:
         return "prices"
     if {"gpu_id", "throughput"} <= columns:
         return "published"
+    if {"gpu_id", "busbw_gb_per_s"} <= columns:
+        return "busbw"
     raise UserError(
         f"{path}: cannot tell what this CSV holds from its columns ({', '.join(header[:6])}...).",
         "a GPU file needs 'id' and 'fp32_tflops', a price file 'gpu_id', 'provider' and 'kind', "
+        "an NCCL bandwidth file 'gpu_id' and 'busbw_gb_per_s', "
         f"a SkyPilot catalog 'InstanceType', 'AcceleratorName', 'AcceleratorCount', 'Price'; "
         f"{_FIELD_TABLE}.",
     )

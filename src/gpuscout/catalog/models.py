@@ -23,6 +23,10 @@ Text = Annotated[str, Field(min_length=1)]
 # allocator fragmentation). One figure for every memory check: advise, memory and predict.
 MEMORY_HEADROOM = 0.9
 
+# Board power assumed for a GPU whose row gives none (only a user's row can lack it: every
+# shipped row has its tdp_w), for the energy figures of costs. Printed wherever it is used.
+ASSUMED_TDP_W = 300.0
+
 _PARTIAL_DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 TENSOR_RATES = (
@@ -187,6 +191,16 @@ class Gpu(_Row):
             return bool(self.sparsity_2to4)
         raise KeyError(feature)
 
+    def board_power_w(self) -> tuple[float, str | None]:
+        """Watts for the energy a job uses, and the assumption to print when the row has no
+        ``tdp_w`` (None when it has one)."""
+        if self.tdp_w:
+            return self.tdp_w, None
+        return ASSUMED_TDP_W, (
+            f"{self.id}: no board power (tdp_w) in its catalog row: {ASSUMED_TDP_W:g} W assumed "
+            "for the energy figures"
+        )
+
 
 FEATURES = ("bf16", "ecc", "fp4", "fp8", "mig", "nvlink", "sparsity", "tf32")
 
@@ -253,4 +267,18 @@ class Published(_Row):
     throughput: Positive
     unit: Text
     note: str | None = None
+    retrieved_on: dt.date
+
+
+class Busbw(_Row):
+    """A measured NCCL bus bandwidth (nccl-tests' ``busbw``) of GPUs in one machine, which the
+    data-parallel scaling model uses instead of a share of the link's line rate."""
+
+    gpu_id: Text
+    link: Literal["nvlink", "pcie"]
+    gpu_count: Annotated[int, Field(ge=2)]  # GPUs in the measurement
+    collective: Literal["all_reduce"]
+    busbw_gb_per_s: Positive
+    note: str | None = None
+    source: Text
     retrieved_on: dt.date

@@ -7,6 +7,7 @@ Imports here stay light (argparse, no TensorFlow, no rich until a command runs),
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -51,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from gpuscout.measure.lifeline import from_environment
+
+    from_environment()  # a worker of 'gpuscout launch' dies with its launcher
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -62,7 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        sys.stdout.flush()  # a reader that left shows here, not as a failed flush at exit
+        return code
+    except BrokenPipeError:
+        return _reader_left()
     except UserError as exc:
         print(f"gpuscout: error: {exc.one_line()}", file=sys.stderr)
         return exc.exit_code
@@ -72,6 +80,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpuscout: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_left() -> int:
+    """The reader of stdout closed it early (``gpuscout specs --json | head -1``): stop quietly.
+
+    stdout is pointed at /dev/null so that Python's own flush at exit does not fail again, and
+    the exit code is 141 (128 + SIGPIPE), what the shell reports for any Unix tool that a
+    closed pipe stopped (``yes | head -1``): 0 would claim the whole output was delivered, and
+    a script under ``set -o pipefail`` sees gpuscout end like the tools it is piped with.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (embedded, captured)
+        pass
+    return 141  # 128 + SIGPIPE (13)
 
 
 def entry() -> None:

@@ -8,7 +8,7 @@ import re
 import sys
 from typing import Any
 
-from gpuscout.cli.parser import positive_float, positive_int
+from gpuscout.cli.parser import EPOCHS, SAMPLES, positive_float, positive_int
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
@@ -29,11 +29,15 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "advise", help="which GPU: the articles' checklist, or a full recommendation"
     )
-    p.add_argument("--quick", action="store_true", help="the articles' four-question checklist")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="the four-question checklist of articles 000 and 002 (gpuscout.articles)",
+    )
     p.add_argument("--answers", help="yes/no x4 in order, e.g. yes,no,yes,no (else asked)")
     p.add_argument("--workload", help="a built-in workload for the full recommendation")
-    p.add_argument("--epochs", type=positive_float)
-    p.add_argument("--samples", type=positive_float)
+    p.add_argument("--epochs", type=EPOCHS)
+    p.add_argument("--samples", type=SAMPLES)
     p.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
     p.add_argument("-b", "--batch-size", type=positive_int)
     p.add_argument("--deadline", type=_duration, help="e.g. 48h, 2d")
@@ -170,12 +174,14 @@ def run_memory(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)
     gpus = [catalog.resolve(g).gpu for g in args.gpu] or list(catalog.gpus.values())
     if args.workload:
+        from gpuscout.limits import check_fits_a_gpu
         from gpuscout.predict.profile import get_profile
         from gpuscout.workloads import get_workload
 
         w = get_workload(args.workload)
-        profile = get_profile(w.name, w.resolve({}), args.batch_size or w.default_batch_gpu,
-                              args.precision)  # fmt: skip
+        batch = args.batch_size or w.default_batch_gpu
+        check_fits_a_gpu(w.name, w.resolve({}), batch, args.precision, "train", catalog)
+        profile = get_profile(w.name, w.resolve({}), batch, args.precision)
         breakdown = {
             "weights": float(profile.param_bytes),
             "gradients": float(profile.param_bytes),

@@ -27,11 +27,13 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from gpuscout.predict.calibrate import fit_calibration, published_points, run_points
 
     catalog = load_catalog(args.catalog)
-    points = published_points(catalog) + run_points(stored_runs(args.db), catalog)
-    result = fit_calibration(points)
+    mine, left_out = run_points(stored_runs(args.db), catalog)
+    result = fit_calibration(published_points(catalog) + mine)
     rows = [
         {
             "point": p.label,
+            "measured_batch": p.measured_batch,
+            "modelled_batch": p.modelled_batch,
             "measured": p.measured,
             "modelled": p.measured * math.exp(err),
             "error": math.exp(err) - 1,
@@ -39,7 +41,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
         for p, err in zip(result.points, result.log_errors, strict=True)
     ]
     if args.json:
-        out = {"efficiency": vars(result.efficiency), "fit": result.describe(), "points": rows}
+        out = {
+            "efficiency": vars(result.efficiency),
+            "fit": result.describe(),
+            "points": rows,
+            "left_out": left_out,
+        }
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
@@ -48,11 +55,14 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from gpuscout.report.console import stdout_console
 
     table = Table(title=f"gpuscout calibrate · {result.describe()}", title_justify="left")
-    for name in ("measurement", "measured /s", "modelled /s", "error"):
+    columns = ("measurement", "batch measured", "batch modelled", "measured /s", "modelled /s")
+    for name in (*columns, "error"):
         table.add_column(name, justify="left" if name == "measurement" else "right")
     for row in rows:
         table.add_row(
             str(row["point"]),
+            "?" if row["measured_batch"] is None else str(row["measured_batch"]),
+            str(row["modelled_batch"]),
             f"{row['measured']:,.0f}",
             f"{row['modelled']:,.0f}",
             f"{row['error']:+.0%}",
@@ -61,4 +71,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
     console.print(table)
     low, high = result.spread()
     console.print(f"prediction range from these errors: x{low:.2f} to x{high:.2f}")
+    console.print(
+        "assumption: each published row is modelled at its workload's profile batch per GPU "
+        "(batch modelled); the source's own batch (batch measured, ? = not stated) can differ",
+        highlight=False,
+    )
+    for note in left_out:
+        console.print(note, highlight=False)
     return 0

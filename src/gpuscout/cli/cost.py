@@ -8,29 +8,22 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from gpuscout.articles import COST_EXAMPLE_GPU_HOURS, REFERENCE_GPU
 from gpuscout.cli.parser import positive_float, positive_int
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
 
 DEFAULT_OPTIONS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
-# The articles' cost table: 1000 GPU-hours on an RTX 3090; their hours and totals.
-ARTICLES = {
-    "options": ["rtx-3090x1=0.50", "rtx-3090x4=2.00", "a100-40gbx1=1.80", "a100-40gbx4=7.20"],
-    "speedup": ["a100-40gb=1.78"],
-    "scaling": ["rtx-3090x4=0.68", "a100-40gb-sxmx4=0.92"],
-    "claimed": {
-        ("rtx-3090", 1): (1000, 500),
-        ("rtx-3090", 4): (300, 600),
-        ("a100-40gb-sxm", 1): (550, 990),
-        ("a100-40gb-sxm", 4): (160, 1152),
-    },
-}
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("cost", help="time and money of a training job across GPUs and providers")
-    p.add_argument("--example", choices=("articles",), help="the source articles' cost table")
+    p.add_argument(
+        "--example", choices=("articles",),
+        help="the cost table of article 001 (see gpuscout.articles), with its own speed and "
+        "scaling figures",
+    )  # fmt: skip
     job = p.add_argument_group("the job (one of)")
     job.add_argument("--gpu-hours", type=positive_float, help="GPU-hours on the reference GPU")
     job.add_argument("--workload", help="a built-in workload, with --epochs or --samples")
@@ -38,7 +31,10 @@ def register(sub: Any) -> None:
     job.add_argument("--samples", type=positive_float)
     p.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
     p.add_argument("-b", "--batch-size", type=positive_int)
-    p.add_argument("--reference", default="rtx-3090", help="the GPU the job is measured on")
+    p.add_argument(
+        "--reference", default=REFERENCE_GPU,
+        help=f"the GPU the job is measured on (default {REFERENCE_GPU}, the articles')",
+    )  # fmt: skip
     p.add_argument(
         "--option",
         action="append",
@@ -99,6 +95,7 @@ def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[
     from gpuscout.predict import predict
     from gpuscout.predict.calibrate import fit_calibration, published_points
     from gpuscout.predict.profile import get_profile
+    from gpuscout.units import fmt_count, fmt_hours, fmt_rate
     from gpuscout.workloads import get_workload
 
     workload = get_workload(args.workload)
@@ -121,26 +118,36 @@ def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[
 
     hours = samples / ref_sps / 3600
     what = (
-        f"{samples:,.0f} {workload.epoch_unit} of {workload.name} ({args.precision}, batch "
-        f"{batch}/GPU) = {hours:,.1f} h on one {reference.id} (predicted {ref_sps:,.0f}/s)"
+        f"{fmt_count(samples)} {workload.epoch_unit} of {workload.name} ({args.precision}, "
+        f"batch {batch}/GPU) = {fmt_hours(hours)} on one {reference.id} (predicted "
+        f"{fmt_rate(ref_sps)}/s)"
     )
     return predicted, hours, what
 
 
 def run_cost(args: argparse.Namespace) -> int:
+    from gpuscout.articles import BY_KEY
     from gpuscout.catalog import load_catalog
     from gpuscout.price import cost_options
     from gpuscout.price.options import build_options, parse_option, parse_pairs
+    from gpuscout.units import fmt_hours, fmt_usd
 
     catalog = load_catalog(args.catalog)
     claimed: dict[tuple[str, int], tuple[float, float]] = {}
     if args.example == "articles":
-        args.gpu_hours = args.gpu_hours or 1000.0
-        args.option = args.option or ARTICLES["options"]
-        args.speedup = args.speedup or ARTICLES["speedup"]
-        args.scaling = args.scaling or ARTICLES["scaling"]
+        from gpuscout.catalog.articles_cost import articles_cost
+
+        rows = articles_cost()
+        args.gpu_hours = args.gpu_hours or COST_EXAMPLE_GPU_HOURS
+        args.option = args.option or [r.option() for r in rows]
+        args.speedup = args.speedup or sorted(
+            {f"{r.gpu_id}={r.speedup_vs_reference:g}" for r in rows if r.speedup_vs_reference != 1}
+        )
+        args.scaling = args.scaling or [
+            f"{r.gpu_id}x{r.count}={r.scaling_efficiency:g}" for r in rows if r.count > 1
+        ]
         args.no_failures = True
-        claimed = ARTICLES["claimed"]  # type: ignore[assignment]
+        claimed = {(r.gpu_id, r.count): (r.claimed_hours, r.claimed_total_usd) for r in rows}
     reference = catalog.resolve(args.reference).gpu
     if (args.gpu_hours is None) == (args.workload is None):
         raise UserError(
@@ -169,17 +176,18 @@ def run_cost(args: argparse.Namespace) -> int:
             hours, usd = claimed[(line.gpu, line.count)]
             if abs(hours - line.hours) / line.hours > 0.02:
                 line.notes.append(
-                    f"the articles say {hours:g} h / ${usd:,.0f}; their own speed and scaling "
-                    f"give {line.hours:,.0f} h / ${line.total_usd:,.0f}"
+                    f"article 001 says {hours:g} h / ${usd:,.0f}; its own speed and scaling "
+                    f"give {fmt_hours(line.hours)} / {fmt_usd(line.total_usd)}"
                 )
             else:
-                line.notes.append(f"matches the articles ({hours:g} h, ${usd:,.0f})")
+                line.notes.append(f"matches article 001 ({hours:g} h, ${usd:,.0f})")
     described = {"job": job, **assumptions.describe()}
     if claimed:
         described["source"] = (
-            "the articles' cost table: prices per hour as given; speed and scaling from the "
-            "articles themselves (A100 1.78x an RTX 3090; 68 % scaling on 4 x 3090 over PCIe, "
-            "92 % on 4 x A100 over NVLink); failures left out as the articles do"
+            f"the cost table of {BY_KEY['001'].cite()}, shipped as catalog/data/v1/"
+            "articles_cost.csv: prices per hour as given; speed and scaling from the article "
+            "itself (A100 1.78x an RTX 3090; 68% scaling on 4 x 3090 over PCIe, its 92% for "
+            "8 x A100 over NVLink applied to 4); failures left out as the article does"
         )
     if args.json:
         out = {"assumptions": described, "options": [line.to_json_dict() for line in lines]}

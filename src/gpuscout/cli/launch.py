@@ -8,6 +8,13 @@ from typing import Any
 from gpuscout.cli.bench import add_note_arg
 from gpuscout.cli.parser import positive_int
 from gpuscout.errors import UserError
+from gpuscout.limits import (
+    MAX_WORKERS,
+    WORKER_BYTES,
+    WORKERS_PER_CORE,
+    check_workers,
+    usable_cores,
+)
 
 # bench options the launcher sets for each worker, or owns itself
 OWNED = (
@@ -22,9 +29,24 @@ def register(sub: Any) -> None:
         help="run a benchmark as N workers on this machine (MultiWorkerMirroredStrategy)",
         description="Start N local workers of 'gpuscout bench' on free loopback ports, as N "
         "machines would run 'gpuscout bench --workers ... --task-index i', and store one "
-        "combined run. Example: gpuscout launch --workers 2 -- bench --workload mlp --steps 50",
+        "combined run. More workers than this machine can take (about "
+        f"{WORKER_BYTES / 1e9:g} GB of memory each, at most {WORKERS_PER_CORE} per CPU core) "
+        "are refused before any starts, unless --force. "
+        "Example: gpuscout launch --workers 2 -- bench --workload mlp --steps 50",
     )
-    p.add_argument("--workers", type=positive_int, required=True, help="how many workers")
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        required=True,
+        help=f"how many workers (at most {MAX_WORKERS}; more than this machine can take are "
+        "refused, see --force)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help=f"start them even when they exceed this machine: more than {WORKERS_PER_CORE} per "
+        f"CPU core, or {WORKER_BYTES / 1e9:g} GB each beyond the memory available",
+    )
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("-q", "--quiet", action="store_true", help="one line per run")
@@ -52,6 +74,7 @@ def bench_arguments(command: list[str]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import psutil
     from rich.console import Console
 
     from gpuscout.cli import bench as bench_cmd
@@ -64,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     parsed = build_parser().parse_args(["bench", *bench_args])
     config = bench_cmd.config_from_args(parsed)
     check(config)  # bad bench options fail here, before any worker starts
+    # nor may the workers take more than this machine has (unless --force)
+    check_workers(args.workers, psutil.virtual_memory().available, usable_cores(), args.force)
     store = Store(args.db)
     bench_cmd.stop_on_signals()
     err = Console(stderr=True)

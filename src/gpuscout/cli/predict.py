@@ -8,6 +8,7 @@ import statistics
 import sys
 from typing import Any
 
+from gpuscout.articles import REFERENCE_GPU
 from gpuscout.cli.parser import positive_float, positive_int
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
@@ -57,7 +58,7 @@ def register(sub: Any) -> None:
         help="network between nodes, Gb/s per node (default 100)",
     )  # fmt: skip
     p.add_argument("--epoch-samples", type=positive_int, help="epoch size (default: workload's)")
-    p.add_argument("--reference", default="rtx-3090", help="relative speeds against this GPU")
+    p.add_argument("--reference", default=REFERENCE_GPU, help="relative speeds against this GPU")
     p.add_argument("--from-run", type=positive_int, metavar="ID", help="anchor on a stored run")
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -132,6 +133,12 @@ def _predict_inference(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)
     batch = args.batch_size or 1
     dims = {"seq_len": args.seq_len} if args.seq_len else {}
+    if args.workload:  # before tracing: no GPU holds the step's largest activation
+        from gpuscout.limits import check_fits_a_gpu
+        from gpuscout.workloads import get_workload
+
+        resolved = get_workload(args.workload).resolve(dims)
+        check_fits_a_gpu(args.workload, resolved, batch, args.precision, "forward", catalog)
     profile = get_forward_profile(args.workload, args.model, dims, batch, args.precision)
     names = [g for g in args.gpus.split(",") if g.strip()]
     gpus = (
@@ -180,6 +187,7 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.mode == "inference":
         return _predict_inference(args)
     from gpuscout.catalog import load_catalog
+    from gpuscout.limits import check_fits_a_gpu
     from gpuscout.predict import anchor_from_run, predict
     from gpuscout.predict.profile import get_profile
     from gpuscout.workloads import get_workload
@@ -200,7 +208,9 @@ def run_predict(args: argparse.Namespace) -> int:
         workload = get_workload(args.workload)
         dims = {"seq_len": args.seq_len} if args.seq_len else {}
         batch = args.batch_size or workload.default_batch_gpu
-        profile = get_profile(workload.name, workload.resolve(dims), batch, args.precision)
+        resolved = workload.resolve(dims)
+        check_fits_a_gpu(workload.name, resolved, batch, args.precision, "train", catalog)
+        profile = get_profile(workload.name, resolved, batch, args.precision)
         epoch, unit = args.epoch_samples or workload.epoch_samples, workload.epoch_unit
     names = [g for g in args.gpus.split(",") if g.strip()]
     if names == ["all"]:
@@ -213,10 +223,11 @@ def run_predict(args: argparse.Namespace) -> int:
     runs = stored_runs(args.db)
     from gpuscout.predict.calibrate import fit_calibration, published_points, run_points
 
-    mine = run_points(runs, catalog)
+    mine, left_out = run_points(runs, catalog)
     calibration = fit_calibration(published_points(catalog) + mine)
     if mine:
         notes.append(f"calibration includes {len(mine)} of your stored GPU runs")
+    notes += left_out
     anchor = None
     if args.from_run:
         from gpuscout.store import Store

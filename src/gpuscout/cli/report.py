@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpuscout.cli.parser import positive_float
+from gpuscout.cli.parser import EPOCHS
 from gpuscout.cli.runs import parse_ids
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
@@ -25,8 +25,9 @@ def _answers(text: str) -> list[bool]:
 def add_job_args(p: argparse.ArgumentParser) -> None:
     """The job a report prices and the checklist's answers (shared with ``scout``)."""
     p.add_argument(
-        "--epochs", type=positive_float,
-        help="price this many epochs (default: the articles' job, 1000 hours on one RTX 3090)",
+        "--epochs", type=EPOCHS,
+        help="price this many epochs of the main workload (default: the workload's usual run, "
+        "e.g. 90 for resnet50, 20 for mlp; printed as an assumption)",
     )  # fmt: skip
     p.add_argument(
         "--answers", type=_answers,

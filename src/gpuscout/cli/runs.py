@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from gpuscout.cli.parser import positive_int
+from gpuscout.errors import UserError
 
 
 def register(sub: Any) -> None:
@@ -110,6 +111,11 @@ def run_import(args: argparse.Namespace) -> int:
     from gpuscout.store import Store
     from gpuscout.store.exchange import read_runs
 
+    if not args.file.strip():  # Path("") would be the current directory
+        raise UserError(
+            "no file to import: the name is empty.",
+            "pass a JSON file written by 'gpuscout runs export'.",
+        )
     runs = read_runs(Path(args.file))  # all validated before the database is touched
     with Store(args.db) as store:
         saved = store.save_many(runs)

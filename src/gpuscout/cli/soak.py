@@ -11,7 +11,7 @@ from typing import Any
 
 from gpuscout.cli.bench import stop_on_signals
 from gpuscout.cli.doctor import add_target_options, target_fields
-from gpuscout.cli.parser import positive_float
+from gpuscout.cli.parser import SOAK_MINUTES, positive_float
 
 EXIT = {"pass": 0, "fail": 1, "incomplete": 3}
 
@@ -32,7 +32,12 @@ def register(sub: Any) -> None:
         "Exit code: 0 pass, 1 fail, 3 incomplete.",
     )
     add_target_options(p, data=False)
-    p.add_argument("--minutes", type=positive_float, default=10.0, help="how long (default 10)")
+    p.add_argument(
+        "--minutes",
+        type=SOAK_MINUTES,
+        default=10.0,
+        help="how long (default 10, at most a week: 10080)",
+    )
     p.add_argument(
         "--max-drift",
         type=_fraction,

@@ -147,6 +147,8 @@ def judge(raw: dict[str, Any], config: SoakConfig, monitor: MonitorSummary | Non
                 reasons.append(f"GPU {g.index}: {g.ecc_uncorrected} uncorrected ECC error(s)")
             if g.xid_errors:
                 reasons.append(f"GPU {g.index}: XID error(s) {sorted(set(g.xid_errors))}")
+            if g.lost:
+                reasons.append(f"GPU {g.index}: lost during the soak (NVML: GPU is lost)")
             evidence.append(
                 f"GPU {g.index}: max {g.temperature_max_c or 0:.0f} °C, SM clock min "
                 f"{g.sm_clock_min_mhz or 0:.0f} / mean {g.sm_clock_mean_mhz or 0:.0f} MHz, clock "

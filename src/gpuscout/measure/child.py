@@ -14,14 +14,13 @@ import json
 import os
 import signal
 import sys
-import threading
-import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
 from gpuscout.measure.benchmark import bench
+from gpuscout.measure.lifeline import die_with_parent
 from gpuscout.measure.protocol import Progress
 from gpuscout.records import BenchConfig
 
@@ -30,7 +29,9 @@ def main(argv: list[str]) -> int:
     # The parent forwards Ctrl-C as SIGINT on purpose: take it even where this process was
     # started with SIGINT ignored (a background job of a non-interactive shell).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    _die_with_parent(int(argv[1]) if len(argv) > 1 else os.getppid())
+    # Never outlive the gpuscout process that started this one (a worker blocked in a
+    # collective would otherwise wait for ever): see gpuscout.measure.lifeline.
+    die_with_parent(int(argv[1]) if len(argv) > 1 else os.getppid())
     channel = os.fdopen(int(argv[0]), "w", buffering=1)
 
     def emit(message: dict[str, Any]) -> None:
@@ -66,30 +67,6 @@ def main(argv: list[str]) -> int:
         emit({"error": f"{type(exc).__name__}: {exc}"})
         return 1
     return 0
-
-
-def _die_with_parent(parent: int) -> None:
-    """Never outlive the gpuscout process that started this one.
-
-    The child runs in its own session (so a terminal's Ctrl-C reaches it once, through the
-    parent), so nothing else would stop it if the parent were killed: a worker blocked in a
-    collective waits for ever and ignores SIGTERM. On Linux the kernel kills it
-    (PR_SET_PDEATHSIG); elsewhere a thread watches for the parent to go.
-    """
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before that took effect
-            os.kill(os.getpid(), signal.SIGKILL)
-        return
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=watch, name="gpuscout-parent-watch", daemon=True).start()
 
 
 def _doctor(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:

@@ -5,6 +5,11 @@ one, so that sampling never competes with the training step for the child's inte
 Memory stays bounded however long it runs: summary figures are running aggregates, and the
 timeline keeps at most ``max_samples`` points, thinning itself 2:1 when full, so a 12-hour soak
 keeps an evenly spaced picture of the whole run instead of only its last minutes.
+
+Monitoring never costs a measurement, but it never fails silently either: if the sampling
+thread raises, the exception is kept and the run carries it as a warning (what the monitor did
+not see after it is missing, not "fine"); NVML errors other than an absent feature are counted
+and reported the same way.
 """
 
 from __future__ import annotations
@@ -108,6 +113,10 @@ class Monitor:
         self._events: dict[int, set[str]] = defaultdict(set)
         self._xids: dict[int, list[int]] = defaultdict(list)
         self._samples = 0
+        self._died: str | None = None  # the sampling thread's exception, once it has died
+        self._nvml_errors: dict[str, int] = {}  # snapshots of Nvml.errors and Nvml.lost,
+        self._lost: set[int] = set()  # kept after NVML is closed
+        self._unnamed_xids: list[int] = []  # XIDs on a device NVML's handle did not match
         psutil.cpu_percent(percpu=True)  # prime: the first call has no interval to measure
         self._process_cpu(0.0)
 
@@ -124,7 +133,23 @@ class Monitor:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
+            if not self._sample_or_keep_error():
+                return
+
+    def _sample_or_keep_error(self) -> bool:
+        """One sample; on an exception, keep it for the summary and say False (stop sampling:
+        the monitor's state after an unexpected error is not trusted)."""
+        try:
             self.sample()
+        except Exception as exc:  # anything: a dying monitor must not take the run with it
+            with self._lock:
+                self._died = (
+                    f"the device monitor stopped {self.clock() - self._start:.1f} s into the run "
+                    f"({type(exc).__name__}: {exc}): throttling, ECC and XID errors after that "
+                    "went unseen"
+                )
+            return False
+        return True
 
     def stop(self) -> None:
         """Stop sampling (idempotent) and release NVML."""
@@ -133,7 +158,8 @@ class Monitor:
             self._thread.join()
             self._thread = None
         if self.nvml is not None:
-            self.sample()  # a last reading, so counters' deltas cover the very end
+            if self._died is None:
+                self._sample_or_keep_error()  # a last reading: counters' deltas cover the end
             self.nvml.close()
             self.nvml = None
 
@@ -190,7 +216,12 @@ class Monitor:
                 if r.clock_event_bits:
                     self._events[i].update(clock_event_names(r.clock_event_bits))
             for index, xid in xids:
-                self._xids[index].append(xid)
+                if index >= 0:
+                    self._xids[index].append(xid)
+                else:
+                    self._unnamed_xids.append(xid)
+            if self.nvml is not None:
+                self._nvml_errors, self._lost = dict(self.nvml.errors), set(self.nvml.lost)
             for key, value in row.items():
                 self._aggs[key].add(value)
             self._keep(row)
@@ -235,7 +266,18 @@ class Monitor:
                 cpu_cores=psutil.cpu_count(),
                 gpus=gpus,
                 notices=list(self.notices),
+                errors=self._errors(),
             )
+
+    def _errors(self) -> list[str]:
+        """The monitor's own faults, worst first (called under the lock)."""
+        out = [self._died] if self._died else []
+        out += [f"{what} ({n} times)" if n > 1 else what for what, n in self._nvml_errors.items()]
+        if self._unnamed_xids:
+            out.append(
+                f"XID error(s) {sorted(set(self._unnamed_xids))} on a GPU NVML's event did not name"
+            )
+        return out
 
     def _gpu_summary(self, i: int) -> GpuSummary:
         a = {k.split(".", 1)[1]: v for k, v in self._aggs.items() if k.startswith(f"gpu{i}.")}
@@ -267,6 +309,7 @@ class Monitor:
             pcie_replays=whole(get("pcie_replays").delta),
             energy_j=get("energy_j").delta,
             xid_errors=list(self._xids.get(i, [])),
+            lost=i in self._lost,
         )
 
     def timeline_columns(self) -> dict[str, list[float | None]]:
@@ -306,6 +349,13 @@ def monitor_warnings(summary: MonitorSummary) -> list[str]:
                 f"GPU {g.index} raised XID error(s) {sorted(set(g.xid_errors))}: the driver saw a "
                 "fault; see NVIDIA's XID catalog and dmesg."
             )
+        if g.lost:
+            out.append(
+                f"GPU {g.index} was lost during the run (NVML: GPU is lost): it fell off the bus, "
+                "so the figure is not this GPU's steady speed; check power, seating and dmesg "
+                "(XID 79), then reset or reboot."
+            )
+    out += [f"device monitor: {e}." for e in summary.errors]
     return out
 
 

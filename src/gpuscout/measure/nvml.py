@@ -3,12 +3,16 @@
 A thin layer over ``pynvml`` (the nvidia-ml-py package) that turns its calls into plain
 numbers in SI-ish units (bytes, MHz, W, °C, J) and never raises for a query a GPU does not
 support: a GeForce card has no ECC counters, an old driver no energy counter, and that must not
-stop the monitor. The module object is injected, so the tests drive this layer with a recorded
-fake (there is no GPU on the test machines).
+stop the monitor. An error that is not "not supported" (a GPU that fell off the bus, an unknown
+driver error) is not an absent feature, though: it is counted in :attr:`Nvml.errors` and
+"GPU is lost" marks the device in :attr:`Nvml.lost`, so the run can say so. The module object is
+injected, so the tests drive this layer with a recorded fake (there is no GPU on the test
+machines).
 """
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +43,12 @@ _SM_CLOCK = 1  # NVML_CLOCK_SM
 _GPU_TEMPERATURE = 0  # NVML_TEMPERATURE_GPU
 _UNCORRECTED, _CORRECTED, _VOLATILE = 1, 0, 0  # NVML_MEMORY_ERROR_TYPE_*, NVML_VOLATILE_ECC
 _XID_EVENT = 8  # nvmlEventTypeXidCriticalError
+# NVML return codes (nvml.h, NVML_ERROR_*). pynvml's NVMLError carries one as ``value``.
+_INVALID_ARGUMENT, _NOT_SUPPORTED, _NO_PERMISSION, _FUNCTION_NOT_FOUND = 2, 3, 4, 13
+_TIMEOUT = 10  # from nvmlEventSetWait: no event arrived, i.e. nothing happened
+_GPU_IS_LOST = 15
+# Codes that mean "this device or driver does not offer that reading": an absent feature.
+_ABSENT = frozenset({_INVALID_ARGUMENT, _NOT_SUPPORTED, _NO_PERMISSION, _FUNCTION_NOT_FOUND})
 
 
 @dataclass(frozen=True)
@@ -67,9 +77,14 @@ class Nvml:
 
     def __init__(self, lib: Any) -> None:
         self.lib = lib
+        # Errors that are not an absent feature, "what happened" -> how many times (bounded: a
+        # lost GPU fails every query of every sample, and that is one line, not thousands).
+        self.errors: dict[str, int] = {}
+        self.lost: set[int] = set()  # indices of the devices NVML called lost
         lib.nvmlInit()
         count = int(lib.nvmlDeviceGetCount())
         self.handles = [lib.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        self._addresses = [_address(h) for h in self.handles]
         self.names = [_text(lib.nvmlDeviceGetName(h)) for h in self.handles]
         self.max_sm_clock_mhz = [
             self._query(lambda h: float(lib.nvmlDeviceGetMaxClockInfo(h, _SM_CLOCK)), h)
@@ -84,8 +99,15 @@ class Nvml:
     def _query(self, fn: Any, handle: Any) -> Any:
         try:
             return fn(handle)
-        except self.lib.NVMLError:
-            return None  # not supported on this device or driver
+        except self.lib.NVMLError as exc:
+            code = _code(exc)
+            if code not in _ABSENT:
+                index = self.index_of(handle)
+                if code == _GPU_IS_LOST and index >= 0:
+                    self.lost.add(index)
+                where = f"GPU {index}" if index >= 0 else "a GPU"
+                self._record(f"NVML error reading {where}: {exc}")
+            return None  # no reading, whatever the reason; the reason is recorded above
 
     def read(self, index: int) -> GpuReading:
         lib, h, q = self.lib, self.handles[index], self._query
@@ -114,10 +136,20 @@ class Nvml:
             energy_j=energy / 1000.0 if energy is not None else None,  # NVML reports mJ
         )
 
+    def index_of(self, handle: Any) -> int:
+        """The NVML index of a device handle, -1 if it is none of ours."""
+        address = _address(handle)
+        return self._addresses.index(address) if address in self._addresses else -1
+
+    def _record(self, what: str) -> None:
+        self.errors[what] = self.errors.get(what, 0) + 1
+
     def xid_errors(self) -> list[tuple[int, int]]:
         """Critical XID events since the last call, as (device index, XID); [] if unreadable.
 
-        Registering for events needs a driver that allows it (not all containers do).
+        Registering for events needs a driver that allows it (not all containers do). Waiting
+        ends with NVML's "timeout" when no event is left: that alone means nothing happened;
+        any other error (the GPU is lost, an unknown error) is recorded in :attr:`errors`.
         """
         lib = self.lib
         if self._events is None:
@@ -133,9 +165,13 @@ class Nvml:
         try:
             while True:
                 event = lib.nvmlEventSetWait_v2(self._events, 0)
-                index = self.handles.index(event.device) if event.device in self.handles else -1
-                found.append((index, int(event.eventData)))
-        except lib.NVMLError:  # a timeout: no more events waiting
+                found.append((self.index_of(event.device), int(event.eventData)))
+        except lib.NVMLError as exc:
+            if _code(exc) != _TIMEOUT:  # not "no more events": something went wrong
+                if _code(exc) == _GPU_IS_LOST:
+                    self._record(f"NVML error reading XID events: {exc} (a GPU fell off the bus)")
+                else:
+                    self._record(f"NVML error reading XID events: {exc}")
             return found
 
     def close(self) -> None:
@@ -166,6 +202,21 @@ def open_nvml(lib: Any = None) -> tuple[Nvml | None, str | None]:
         nvml.close()
         return None, "GPU not monitored: NVML sees no GPU"
     return nvml, None
+
+
+def _code(exc: BaseException) -> int | None:
+    """NVML's return code of a pynvml error (None if it carries none)."""
+    value = getattr(exc, "value", None)
+    return value if isinstance(value, int) else None
+
+
+def _address(handle: Any) -> Any:
+    """What identifies a device handle. pynvml's handles are ctypes pointers, which compare as
+    objects, and an event's handle is a new object for the same device: compare addresses."""
+    try:
+        return ctypes.cast(handle, ctypes.c_void_p).value
+    except ctypes.ArgumentError:
+        return handle
 
 
 def _text(value: Any) -> str:

@@ -3,7 +3,8 @@
 On a GPU the peak comes from its datasheet, through the sourced GPU catalog
 (:mod:`gpuscout.catalog`). On a CPU no datasheet number is trustworthy (turbo, AVX frequency
 offsets, SMT), so the peak is *measured* once per precision with a large matmul and cached on
-disk. This module holds that cache.
+disk. This module holds that cache and the matmul's size, so the size measured and the size the
+run's ``peak_source`` names are one number.
 """
 
 from __future__ import annotations
@@ -12,6 +13,19 @@ import json
 from pathlib import Path
 
 import platformdirs
+
+
+def cpu_matmul_size(precision: str) -> int:
+    """The side of the square matmul that measures the CPU peak for ``precision``: smaller for
+    the mixed precisions, because a CPU without native half-precision arithmetic emulates it and
+    a 2048x2048 product would take seconds per try."""
+    return 2048 if precision == "fp32" else 1024
+
+
+def cpu_peak_source(precision: str) -> str:
+    """Where a measured CPU peak comes from, naming the size actually multiplied."""
+    n = cpu_matmul_size(precision)
+    return f"measured: best {precision} {n}x{n} matmul on this CPU (cached)"
 
 
 def _cache_file() -> Path:

@@ -28,6 +28,11 @@ from gpuscout.scale import distribute
 # a wedged device or driver never answers.
 STALL_S = 900.0
 INTERRUPT_GRACE_S = 30.0  # how long an interrupted child gets to report what it measured
+# The phase the backend reports while it builds the model (a user's builder included, which may
+# never return): it gets the --seconds budget, and at least BUILD_MIN_S (building a built-in
+# workload takes a few seconds on a CPU; the first trace and compile come later, in the steps).
+BUILDING = "building the model"
+BUILD_MIN_S = 30.0
 
 
 @dataclass
@@ -146,6 +151,14 @@ def run_isolated(
         "cannot be reached at its address (firewall, wrong host)"
     )
     deadlines = {distribute.CONNECTING: (config.worker_timeout_s, why)}
+    build_s = build_limit(config)
+    if build_s < stall_s:
+        deadlines[BUILDING] = (
+            build_s,
+            f"building the model took more than {build_s:g} s (the limit for building is the "
+            f"--seconds budget, at least {BUILD_MIN_S:g} s): a model builder that never "
+            "returns, or one slower than that",
+        )
     run = run_child(
         "bench",
         config.model_dump(mode="json"),
@@ -169,6 +182,11 @@ def run_isolated(
     else:
         result = failed(config, "error", run.failure or "no result")
     return attach(result, run.monitor)
+
+
+def build_limit(config: BenchConfig) -> float:
+    """Seconds the child may spend building the model: the run's budget, at least BUILD_MIN_S."""
+    return max(BUILD_MIN_S, config.seconds or 0.0)
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,12 @@ from scipy.optimize import least_squares
 from gpuscout.catalog import Catalog, Gpu, Published
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Efficiency, samples_per_second
-from gpuscout.records import RunResult
+from gpuscout.records import FIT_PREFIX, RunResult
 from gpuscout.workloads import BERT_LARGE
 
-# Published workload -> the profile that models it (batch of the shipped profile).
+# Published workload -> the profile that models it: workload, dims, and the batch per GPU of the
+# shipped profile, which is the batch every published row of it is modelled at, whatever batch
+# the source ran (``gpuscout calibrate`` prints both, per row).
 _SHAPES: dict[str, tuple[str, dict[str, int], int]] = {
     "resnet50": ("resnet50", {}, 256),
     "bert-base": ("bert-base", {}, 32),
@@ -39,6 +41,12 @@ class Point:
     source_id: str
     label: str
     workload: str = ""  # as the source names it (resnet50, bert-base, bert-large)
+    measured_batch: int | None = None  # per GPU, as measured (None: the source does not say)
+
+    @property
+    def modelled_batch(self) -> int:
+        """Per GPU, as modelled: the profile's batch."""
+        return self.profile.batch
 
 
 @dataclass(frozen=True)
@@ -72,22 +80,56 @@ def published_points(catalog: Catalog) -> list[Point]:
     return points
 
 
-def run_points(runs: Sequence[RunResult], catalog: Catalog) -> list[Point]:
-    """The user's stored GPU runs of built-in workloads whose step profile is at hand."""
-    points = []
+def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point], list[str]]:
+    """The user's stored GPU runs that can be calibration points, and a note for each GPU run
+    that cannot (grouped by reason), so a run left out is never left out silently.
+
+    A point needs a catalog GPU, samples/s, one device, training, and the step profile of a
+    built-in workload at that batch and precision, shipped or cached: never traced here, as
+    computing one needs TensorFlow. CPU runs and inference runs are no points, and no news.
+    """
+    from gpuscout.workloads import WORKLOADS
+
+    points: list[Point] = []
+    left_out: dict[str, list[str]] = {}
     for run in runs:
-        gpu = catalog.find_device(str(run.env.get("device_name") or ""))
-        if gpu is None or run.status != "ok" or run.samples_per_second is None:
+        if run.status != "ok" or run.mode != "train" or not run.device.startswith("GPU"):
             continue
-        if run.config.model or run.replicas > 1 or run.mode != "train":  # one GPU's training
+        device = str(run.env.get("device_name") or run.device)
+        gpu = catalog.find_device(device)
+        reason = None
+        profile = None
+        if gpu is None:
+            reason = f"its GPU '{device}' is not in the catalog"
+        elif run.samples_per_second is None:
+            reason = "it measured steps/s only (ScoutCallback without batch_size), not samples/s"
+        elif run.workload.startswith(FIT_PREFIX) or run.config.model:
+            reason = "your own model: gpuscout keeps no step profile of it to model it with"
+        elif run.workload not in WORKLOADS:
+            reason = f"'{run.workload}' is not a built-in workload"
+        elif run.replicas > 1:
+            reason = f"it ran on {run.replicas} devices; calibration models one GPU"
+        else:
+            profile = cached(run.workload, run.config.dims, run.batch_size, run.precision)
+            if profile is None:
+                reason = (
+                    f"no step profile of {run.workload} at batch {run.batch_size}, "
+                    f"{run.precision} is at hand (gpuscout predict --workload {run.workload} "
+                    f"--batch-size {run.batch_size} --precision {run.precision} traces one, "
+                    "with TensorFlow, and keeps it)"
+                )
+        if reason is not None or gpu is None or profile is None or run.samples_per_second is None:
+            left_out.setdefault(f"{run.workload}: {reason}", []).append(str(run.id))
             continue
-        profile = cached(run.workload, run.config.dims, run.batch_size, run.precision)
-        if profile is not None:
-            label = f"{gpu.id} {run.workload} {run.precision} (your run {run.id})"
-            points.append(
-                Point(gpu, profile, run.samples_per_second.median, "stored", label, run.workload)
-            )
-    return points
+        label = f"{gpu.id} {run.workload} {run.precision} (your run {run.id})"
+        measured = run.samples_per_second.median
+        point = Point(gpu, profile, measured, "stored", label, run.workload, run.batch_size)
+        points.append(point)
+    notes = [
+        f"not in the calibration: your run{'s' if len(ids) > 1 else ''} {', '.join(ids)} ({why})"
+        for why, ids in left_out.items()
+    ]
+    return points, notes
 
 
 def _point(catalog: Catalog, row: Published) -> Point | None:
@@ -100,8 +142,9 @@ def _point(catalog: Catalog, row: Published) -> Point | None:
     if profile is None:
         return None
     label = f"{row.gpu} {row.workload} {row.precision} ({row.source_id})"
+    gpu = catalog.gpus[row.gpu_id]
     return Point(
-        catalog.gpus[row.gpu_id], profile, row.throughput, row.source_id, label, row.workload
+        gpu, profile, row.throughput, row.source_id, label, row.workload, row.batch_size_per_gpu
     )
 
 

@@ -60,8 +60,10 @@ def anchor_from_run(run: RunResult, profile: Profile, catalog: Catalog) -> Ancho
     device = str(run.env.get("device_name") or run.device)
     gpu = catalog.find_device(device)
     problems = []
-    if run.status != "ok" or run.samples_per_second is None:
+    if run.status != "ok":
         problems.append(f"it did not succeed (status {run.status})")
+    elif run.samples_per_second is None:
+        problems.append("it measured steps/s only (no batch size given), not samples/s")
     if run.mode != "train":
         problems.append("it measured inference, not training")
     if gpu is None:
@@ -147,7 +149,7 @@ def predict(
         best: tuple[float, int] = (0.0, 0)
         for nodes, per_node in layouts:
             n = nodes * per_node
-            link = scaling.link(gpu, per_node, nodes, network_gbit)
+            link = scaling.link(gpu, per_node, nodes, network_gbit, catalog=catalog)
             stepn = scaling.step_seconds(
                 est.seconds, profile.gradient_bytes(), n, link.busbw_gb_per_s
             )

@@ -7,27 +7,20 @@ cannot hide.
 
 The backward pass is taken as 2/3 of the step (it does twice the forward's FLOPs), and
 gradients leave in 25 MB buckets, so at least the last bucket's reduction is never hidden.
-Bus bandwidths are NCCL ``busbw`` figures: measured ones where the catalog's research found
-them, otherwise a stated fraction of the link's line rate. Every figure used is printed.
+Bus bandwidths are NCCL ``busbw`` figures: measured ones from the catalog's data
+(``nccl_busbw.csv``, each row with its source; a user's catalog file can add or replace them),
+otherwise a stated fraction of the link's line rate. Every figure used is printed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuscout.catalog import Gpu
+from gpuscout.catalog import Catalog, Gpu
 
 BUCKET_BYTES = 25e6
 LATENCY_S = 10e-6  # per ring hop
 BACKWARD_SHARE = 2 / 3
-# Measured all-reduce bus bandwidth (GB/s) within one NVLink domain, with the source.
-NVLINK_BUSBW: dict[str, tuple[float, str]] = {
-    "a100-40gb-sxm": (230.0, "NCCL busbw ~230 GB/s on 8 A100 SXM (catalog reference notes)"),
-    "a100-80gb-sxm": (230.0, "NCCL busbw ~230 GB/s on 8 A100 SXM (catalog reference notes)"),
-    "h100-sxm": (370.0, "NCCL ring busbw ~370 GB/s on 8 H100 SXM (catalog reference notes)"),
-    "h200": (475.0, "8x H200 all_reduce busbw ~475 GB/s (NVIDIA/nccl-tests#272)"),
-    "h100-pcie": (116.0, "2x H100 PCIe over an NVLink bridge: ~116 GB/s (NVIDIA/nccl#1161)"),
-}
 NVLINK_LINE_SHARE = 0.8  # of the per-direction line rate, where nothing was measured
 PCIE_GB_PER_S_PER_DIRECTION = {3: 16.0, 4: 32.0, 5: 64.0}  # x16 line rate
 PCIE_SHARE_P2P = 0.7
@@ -42,10 +35,13 @@ class Link:
     assumption: str
 
 
-def link(gpu: Gpu, n: int, nodes: int = 1, network_gbit: float = 100.0) -> Link:
+def link(
+    gpu: Gpu, n: int, nodes: int = 1, network_gbit: float = 100.0, *, catalog: Catalog
+) -> Link:
     """The interconnect a ring over ``nodes`` machines of ``n`` GPUs runs at: the slowest of
-    the links inside a machine and, across machines, the network."""
-    inside = _in_node(gpu, n)
+    the links inside a machine and, across machines, the network. ``catalog`` holds the
+    measured bus bandwidths."""
+    inside = _in_node(gpu, n, catalog)
     if nodes <= 1:
         return inside
     net = network_gbit / 8 * NETWORK_SHARE
@@ -59,12 +55,24 @@ def link(gpu: Gpu, n: int, nodes: int = 1, network_gbit: float = 100.0) -> Link:
     )
 
 
-def _in_node(gpu: Gpu, n: int) -> Link:
+def _measured(catalog: Catalog, gpu: Gpu, link: str, name: str) -> Link | None:
+    row = catalog.measured_busbw(gpu.id, link)
+    if row is None:
+        return None
+    return Link(
+        row.busbw_gb_per_s,
+        name,
+        f"{name}: NCCL {row.collective} busbw {row.busbw_gb_per_s:g} GB/s, measured on "
+        f"{row.gpu_count} x {gpu.id} ({row.source})",
+    )
+
+
+def _in_node(gpu: Gpu, n: int, catalog: Catalog) -> Link:
     nvlink = gpu.nvlink_gb_per_s_per_direction or 0.0
     if nvlink and n <= (gpu.nvlink_max_gpus or 0):
-        if gpu.id in NVLINK_BUSBW:
-            bw, source = NVLINK_BUSBW[gpu.id]
-            return Link(bw, "NVLink", source)
+        measured = _measured(catalog, gpu, "nvlink", "NVLink")
+        if measured is not None:
+            return measured
         bw = nvlink * NVLINK_LINE_SHARE
         return Link(
             bw,
@@ -72,6 +80,9 @@ def _in_node(gpu: Gpu, n: int) -> Link:
             f"assumed {NVLINK_LINE_SHARE:.0%} of NVLink's {nvlink:g} GB/s per direction",
         )
     gen = gpu.pcie_gen or 4
+    measured = _measured(catalog, gpu, "pcie", f"PCIe Gen{gen}")
+    if measured is not None:
+        return measured
     line = PCIE_GB_PER_S_PER_DIRECTION.get(gen, 32.0)
     share = PCIE_SHARE_NO_P2P if gpu.market == "consumer" else PCIE_SHARE_P2P
     why = "no P2P on GeForce: through host memory" if gpu.market == "consumer" else "with P2P"

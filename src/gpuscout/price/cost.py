@@ -1,7 +1,7 @@
 """Pricing a training job over options (GPU x count x provider, or owned hardware).
 
-A job is a number of GPU-hours on a reference GPU (how the articles put it) or a number of
-samples with a predicted speed. For each option:
+A job is a number of GPU-hours on a reference GPU (how article 001's cost table puts it, see
+gpuscout.articles) or a number of samples with a predicted speed. For each option:
 
     wall hours   = reference GPU-hours / (speedup x count x scaling efficiency)
     cloud $      = wall hours x $/hour of the whole option (energy included in the price)

@@ -115,13 +115,16 @@ def build_options(
                 )
             price = found * spec.count
             notes.append(f"${found:g}/GPU-hour, cheapest on-demand price in the catalog")
+        tdp_w, assumed_power = gpu.board_power_w()
+        if assumed_power:
+            notes.append(assumed_power)
         options.append(
             Option(
                 gpu_id=gpu.id,
                 count=spec.count,
                 speedup=speedup,
                 scaling=scaling,
-                tdp_w=gpu.tdp_w or 300.0,
+                tdp_w=tdp_w,
                 consumer=gpu.market == "consumer",
                 provider=spec.provider
                 or ("cloud" if spec.usd_per_hour else _cheapest_provider(catalog, gpu) or "cloud"),

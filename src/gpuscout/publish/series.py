@@ -38,7 +38,7 @@ def run_scalars(result: RunResult) -> list[Scalar]:
         remaining -= seconds
         wall = end - remaining
         out.append(Scalar("step", "time_s", seconds, i, wall))
-        if seconds > 0:
+        if seconds > 0 and result.batch_size > 0:  # 0: batch not known, no samples/s
             out.append(Scalar("step", "samples_per_second", result.batch_size / seconds, i, wall))
     for name, value in result.headline().items():
         if value is not None:

@@ -1,4 +1,4 @@
-"""A stored run as TensorBoard scalars (``--tensorboard DIR``), as the articles' TensorBoard
+"""A stored run as TensorBoard scalars (``--tensorboard DIR``), as article 000's TensorBoard
 callback would show it: every step's time and throughput, the run's summary figures, and the
 device monitor's series (:func:`gpuscout.publish.series.run_scalars`).
 

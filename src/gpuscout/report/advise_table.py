@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuscout.advise.recommend import Advice
+from gpuscout.units import fmt_hours, fmt_usd
 
 
 def print_advice(advice: Advice, console: Console) -> None:
@@ -16,13 +17,13 @@ def print_advice(advice: Advice, console: Console) -> None:
         table.add_row(
             str(i),
             f"{c.count} x {c.gpu} ({c.provider})" + (" *" if c.pareto else ""),
-            f"{c.hours:,.1f} h",
-            f"${c.total_usd:,.0f}",
+            fmt_hours(c.hours),
+            fmt_usd(c.total_usd),
             "; ".join(c.reasons),
         )
     console.print(table)
     front = ", ".join(
-        f"{c.count}x{c.gpu}@{c.provider} {c.hours:,.1f} h ${c.total_usd:,.0f}"
+        f"{c.count}x{c.gpu}@{c.provider} {fmt_hours(c.hours)} {fmt_usd(c.total_usd)}"
         for c in advice.pareto
     )
     console.print(f"* Pareto front (time vs cost): {front}", highlight=False)

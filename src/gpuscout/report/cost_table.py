@@ -5,10 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from gpuscout.price import CostLine
-
-
-def _hours(h: float) -> str:
-    return f"{h:,.0f} h" if h >= 10 else f"{h:.1f} h"
+from gpuscout.units import fmt_hours, fmt_sig, fmt_usd
 
 
 def cost_table(lines: list[CostLine], job: str) -> Table:
@@ -19,7 +16,9 @@ def cost_table(lines: list[CostLine], job: str) -> Table:
     table.add_column("notes")
     for line in lines:
         rework = (
-            f"{_hours(line.rework_hours)} · ${line.rework_usd:,.0f}" if line.rework_hours else ""
+            f"{fmt_hours(line.rework_hours)} · {fmt_usd(line.rework_usd)}"
+            if line.rework_hours
+            else ""
         )
         owned = line.provider == "owned"
         even = (
@@ -27,16 +26,19 @@ def cost_table(lines: list[CostLine], job: str) -> Table:
             if line.break_even_months
             else ""
         )
-        energy = f"{line.energy_kwh:,.0f} kWh" + (f" (${line.energy_usd:,.0f})" if owned else "")
+        energy = f"{fmt_sig(line.energy_kwh)} kWh" + (
+            f" ({fmt_usd(line.energy_usd)})" if owned else ""
+        )
         table.add_row(
             f"{line.count} x {line.gpu} ({line.provider})",
             f"${line.usd_per_hour:,.2f}",
-            f"{_hours(line.hours)} ({line.hours / 24:.1f} d)",
-            f"${line.total_usd:,.0f}",
+            fmt_hours(line.hours)
+            + (f" ({fmt_sig(line.hours / 24)} d)" if line.hours >= 48 else ""),
+            fmt_usd(line.total_usd),
             energy,
             rework,
-            f"${line.delay_usd:,.0f}" if line.delay_usd else "",
-            f"${line.effective_usd:,.0f}",
+            fmt_usd(line.delay_usd) if line.delay_usd else "",
+            fmt_usd(line.effective_usd),
             "; ".join(line.notes) + even,
         )
     return table

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from gpuscout.articles import PIPELINE_STARVED_BELOW
 from gpuscout.diagnose.analysis import helped
 from gpuscout.diagnose.records import DoctorReport, Fix, Timing
+from gpuscout.measure.monitor import monitor_warnings
 from gpuscout.units import fmt_rate, fmt_seconds
 
 
@@ -65,7 +68,11 @@ def print_doctor(report: DoctorReport, console: Console) -> None:
         f"training loop {_timing(a.together)}"
     )
     if a.device_busy_fraction is not None:
-        rule = "below the articles' 60% rule of thumb" if a.device_busy_fraction < 0.6 else ""
+        rule = (
+            f"below article 001's {PIPELINE_STARVED_BELOW:.0%} rule of thumb"
+            if a.device_busy_fraction < PIPELINE_STARVED_BELOW
+            else ""
+        )
         console.print(f"  GPU busy {a.device_busy_fraction:.0%} during the loop (NVML) {rule}")
     if a.busiest_core_data is not None:
         console.print(
@@ -85,8 +92,11 @@ def print_doctor(report: DoctorReport, console: Console) -> None:
             f"{b} {'fits' if ok else 'does not fit'}" for b, ok in report.batch_search
         )
         console.print(f"batch search: {tried}")
-    for notice in report.monitor.notices if report.monitor else []:
-        console.print(f"note: {notice}")
+    if report.monitor is not None:
+        for warning in monitor_warnings(report.monitor):  # throttling, a lost GPU, ...
+            console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+        for notice in report.monitor.notices:
+            console.print(f"note: {notice}")
     console.print("[bold]assumptions[/bold]")
     for note in report.assumptions:
         console.print(f"  · {note}")

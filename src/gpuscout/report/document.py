@@ -2,7 +2,8 @@
 
 The HTML and the Markdown report show the same tables because both render this one record.
 Measured and predicted values never share a row: every ranking row says which it is, and a
-measured row says the set-up it was measured with, since it is rarely the articles' set-up.
+measured row says the set-up it was measured with, since it is rarely the articles' set-up
+(the articles: :mod:`gpuscout.articles`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
-from gpuscout.advise.checklist import QUESTIONS, QuickAnswer, quick
+from gpuscout import articles
+from gpuscout.advise.checklist import QUESTIONS, QuickAnswer, quick, versus_advice
 from gpuscout.advise.recommend import Advice, Request, advise
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
@@ -19,11 +21,11 @@ from gpuscout.predict import predict
 from gpuscout.predict.calibrate import Calibration, fit_calibration, published_points, run_points
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.price import Assumptions
-from gpuscout.records import RunResult
+from gpuscout.records import FIT_PREFIX, RunResult
+from gpuscout.units import fmt_count, fmt_hours
 
-REFERENCE = "rtx-3090"  # the articles' reference GPU (relative speeds are against it)
-ARTICLES_GPU_HOURS = 1000.0  # the articles' cost example: 1000 hours on one RTX 3090
-PREDICT_PRECISION = "mixed_float16"  # the articles' set-up (ResNet-50, batch 256, mixed)
+REFERENCE = articles.REFERENCE_GPU  # relative speeds are against it
+PREDICT_PRECISION = articles.BENCHMARK_PRECISION  # the predicted rows' set-up
 SCALING_COUNTS = (1, 2, 4, 8)
 SCALING_GPUS = ("rtx-4090", "a100-80gb-sxm", "h100-sxm")
 Kind = Literal["measured", "predicted"]
@@ -31,7 +33,7 @@ Kind = Literal["measured", "predicted"]
 
 @dataclass(frozen=True)
 class RankRow:
-    """One line of the ranking table the articles drew, measured or predicted."""
+    """One line of the ranking table article 001 drew, measured or predicted."""
 
     gpu: str
     kind: Kind
@@ -90,6 +92,9 @@ class Report:
     advice: Advice | None = None
     quick: QuickAnswer | None = None
     quick_basis: list[str] = field(default_factory=list)
+    quick_vs_advice: str = ""  # why the checklist and advice #1 differ (or that they agree)
+    # Who "the articles" are: one citation per article (gpuscout.articles).
+    sources: list[str] = field(default_factory=articles.sources)
     curves: list[Curve] = field(default_factory=list)
     timelines: list[Timeline] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
@@ -139,6 +144,17 @@ def _ranking(
         for r in runs
         if r.status == "ok" and r.samples_per_second is not None and r.mode == "train"
     ]
+    steps_only = [
+        str(r.id)
+        for r in runs
+        if r.status == "ok" and r.samples_per_second is None and r.mode == "train"
+    ]
+    if steps_only:  # ScoutCallback without batch_size: a rate per step is not one per sample
+        notes.append(
+            f"{workload_name}: run{'s' if len(steps_only) > 1 else ''} {', '.join(steps_only)} "
+            "not ranked: no batch size was given, "
+            "so it measured steps/s, not samples/s (ScoutCallback(batch_size=...) measures both)"
+        )
     reference = catalog.resolve(REFERENCE).gpu
     rows: list[RankRow] = []
     profile = None
@@ -181,7 +197,13 @@ def _ranking(
             )
         notes.append(
             f"{workload_name}: predicted rows are for {profile.precision}, batch "
-            f"{profile.batch} per GPU (the articles' set-up)"
+            f"{profile.batch} per GPU (the set-up of article 001's ranking)"
+        )
+    elif workload is None and workload_name.startswith(FIT_PREFIX):
+        notes.append(
+            f"'{workload_name}' is your own model, timed by ScoutCallback in model.fit: the "
+            "report predicts no GPUs for it (ScoutCallback(batch_size=...) prints predictions "
+            "when training ends)"
         )
     elif workload is None:
         notes.append(
@@ -302,11 +324,16 @@ def _quick(
     """The checklist, answered from the job where it can be and assumed 'no' elsewhere."""
     if answers is not None:
         return quick(answers), ["answers as given (--answers)"]
-    derived = [profile.params > 10e9, hours_reference > 24, False, False]
+    derived = [
+        profile.params > articles.CHECKLIST_PARAMS,
+        hours_reference > articles.CHECKLIST_RUN_HOURS,
+        False,
+        False,
+    ]
     basis = [
         f"{QUESTIONS[0]} {'yes' if derived[0] else 'no'}: {profile.params:,} parameters",
-        f"{QUESTIONS[1]} {'yes' if derived[1] else 'no'}: {hours_reference:,.0f} h on one "
-        f"{REFERENCE}",
+        f"{QUESTIONS[1]} {'yes' if derived[1] else 'no'}: {fmt_hours(hours_reference)} on one "
+        f"{REFERENCE} (predicted)",
         f"{QUESTIONS[2]} assumed no (say otherwise with --answers)",
         f"{QUESTIONS[3]} assumed no (say otherwise with --answers)",
     ]
@@ -336,7 +363,9 @@ def build_report(
     if main is None and by_workload:
         main = max(by_workload, key=lambda name: len(by_workload[name]))
     # One fit for every prediction in the report: published data and these runs' GPU runs.
-    calibration = fit_calibration(published_points(catalog) + run_points(runs, catalog))
+    mine, left_out = run_points(runs, catalog)
+    calibration = fit_calibration(published_points(catalog) + mine)
+    notes += left_out
     report = Report(title, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), runs, [])
     main_profile = None
     for name, members in by_workload.items():
@@ -376,20 +405,28 @@ def _price(
     (ref_row,), _ = predict(
         profile, [reference], [1], catalog, reference, 1, calibration=calibration
     )
-    if epochs is not None:
-        samples = epochs * workload.epoch_samples
-        report.job = f"{epochs:g} epochs of {workload.name} ({samples:,.0f} {workload.epoch_unit})"
-    else:
-        samples = ARTICLES_GPU_HOURS * 3600 * ref_row.samples_per_second
-        report.job = (
-            f"the articles' job: {ARTICLES_GPU_HOURS:,.0f} hours of {workload.name} on one "
-            f"{reference.name} ({samples:,.0f} {workload.epoch_unit} at the predicted "
-            f"{ref_row.samples_per_second:,.0f}/s)"
+    if epochs is None:
+        epochs = workload.default_epochs
+        notes.append(
+            f"default job for {workload.name}: {workload.default_epochs_why} (price another "
+            "with --epochs N)"
         )
+    samples = epochs * workload.epoch_samples
+    report.job = (
+        f"{epochs:g} epochs of {workload.name} ({fmt_count(samples)} {workload.epoch_unit})"
+    )
     hours_reference = samples / ref_row.samples_per_second / 3600
+    if hours_reference < 1 / 60:
+        notes.append(
+            f"the job takes {fmt_hours(hours_reference)} on one {REFERENCE} (predicted): on any "
+            "GPU it costs next to nothing, so the choice hardly matters for it; price a longer "
+            "job with --epochs N"
+        )
     report.quick, report.quick_basis = _quick(profile, hours_reference, answers)
     request = Request(profile=profile, samples=samples, unit=workload.epoch_unit)
     try:
         report.advice = advise(request, catalog, calibration, assumptions)
     except UserError as exc:  # e.g. fits no GPU: the report says so instead of failing
         notes.append(f"no full recommendation: {exc.problem}")
+        return
+    report.quick_vs_advice = versus_advice(report.quick, report.advice.ranked, request.objective)

@@ -1,4 +1,9 @@
-"""The latency table of ``bench --mode inference`` and its best operating point."""
+"""The latency table of ``bench --mode inference`` and its best operating point.
+
+A figure the requests cannot support is printed as not shown, never as a guess or a bare "no":
+p99.9 needs about a thousand requests, a percentile's interval needs enough requests beyond it,
+and "meets the SLO" means its p99's upper bound is under the target.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +11,32 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpuscout.records import Interval, RunResult
+from gpuscout.records import Interval, LatencyPoint, RunResult
 from gpuscout.units import fmt_rate, fmt_seconds
+
+NOT_SHOWN = "not shown (too few requests)"
 
 
 def _ms(i: Interval | None, with_ci: bool = False) -> str:
     if i is None:
-        return "-"
+        return NOT_SHOWN
     text = fmt_seconds(i.median)
     if with_ci:
-        low = fmt_seconds(i.ci_low) if i.ci_low is not None else "?"
-        high = fmt_seconds(i.ci_high) if i.ci_high is not None else "?"
+        if i.ci_low is None and i.ci_high is None:
+            return f"{text} [interval {NOT_SHOWN}]"
+        low = fmt_seconds(i.ci_low) if i.ci_low is not None else "not shown"
+        high = fmt_seconds(i.ci_high) if i.ci_high is not None else "not shown"
         text += f" [{low} - {high}]"
     return text
 
 
-def _verdict(meets: bool | None, p99: Interval, slo: float) -> str:
-    if meets:
+def slo_cell(p: LatencyPoint, slo_s: float) -> str:
+    """Whether a point is shown to meet the SLO. Without an upper bound on p99 nothing is
+    shown either way, unless the measured p99 itself is already over the target."""
+    if p.meets_slo:
         return "yes"
-    if p99.ci_high is None and p99.median <= slo:
-        return "not shown (too few requests)"
+    if p.p99_s.ci_high is None and p.p99_s.median <= slo_s:
+        return NOT_SHOWN
     return "no"
 
 
@@ -45,7 +56,7 @@ def latency_table(result: RunResult) -> Table:
     for name in names:
         table.add_column(name, justify="left" if name == "serving" else "right")
     for i, p in enumerate(inf.points):
-        slo = ["yes" if p.meets_slo else "no"] if inf.slo_s is not None else []
+        slo = [slo_cell(p, inf.slo_s)] if inf.slo_s is not None else []
         row = [*([p.path] if paths else []), str(p.batch_size), str(p.concurrency),
                f"{p.requests:,}", _ms(p.p50_s), _ms(p.p90_s), _ms(p.p99_s, True), _ms(p.p999_s),
                fmt_rate(p.samples_per_second), fmt_rate(p.requests_per_second), *slo]  # fmt: skip

@@ -25,7 +25,8 @@ def cpu_row(m: MonitorSummary) -> tuple[str, str]:
 
 
 def gpu_row(g: GpuSummary) -> tuple[str, str]:
-    parts = [f"busy {_pct(g.utilization_mean)}"]
+    parts = ["LOST during the run (NVML: GPU is lost)"] if g.lost else []
+    parts.append(f"busy {_pct(g.utilization_mean)}")
     if g.sm_clock_mean_mhz is not None:
         top = f" of {g.sm_clock_max_mhz:,.0f}" if g.sm_clock_max_mhz else ""
         parts.append(

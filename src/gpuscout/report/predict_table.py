@@ -1,4 +1,4 @@
-"""The prediction table: the one the source articles tried to make, with ranges."""
+"""The prediction table: the ranking article 001 tried to make (gpuscout.articles), with ranges."""
 
 from __future__ import annotations
 

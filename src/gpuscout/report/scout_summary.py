@@ -9,7 +9,7 @@ from rich.text import Text
 
 from gpuscout.records import RunResult
 from gpuscout.report.document import Report
-from gpuscout.units import fmt_rate, fmt_seconds
+from gpuscout.units import fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 
 TOP = 5
 
@@ -49,14 +49,14 @@ def print_summary(report: Report, runs: list[RunResult], console: Console) -> No
             table.add_row(
                 Text(row.gpu), row.setup, fmt_rate(row.samples_per_second),
                 fmt_seconds(row.epoch_seconds) if row.epoch_seconds else "-",
-                f"{row.relative:.2f}x" if row.relative else "-",
+                f"{fmt_sig(row.relative)}x" if row.relative else "-",
             )  # fmt: skip
         console.print(table)
         for row in ranking.rows:
             if row.kind == "measured" and row.relative is not None:
                 console.print(
                     Text(
-                        f"this machine ({row.gpu}, {row.setup}): {row.relative:.3g}x the "
+                        f"this machine ({row.gpu}, {row.setup}): {fmt_sig(row.relative)}x the "
                         f"predicted {ranking.reference} on {ranking.workload}"
                     )
                 )
@@ -75,6 +75,11 @@ def print_summary(report: Report, runs: list[RunResult], console: Console) -> No
             console.print(
                 Text(
                     f"advice #{i} (predicted): {c.count} x {c.gpu} ({c.provider}): "
-                    f"{c.hours:,.1f} h, ${c.total_usd:,.0f}{front}"
+                    f"{fmt_hours(c.hours)}, {fmt_usd(c.total_usd)}{front}"
                 )
             )
+    if report.quick_vs_advice:
+        console.print(Text(f"why they differ: {report.quick_vs_advice}"))
+    for line in report.assumptions:
+        if line.startswith(("default job", "the job takes")):  # what the job is, and its size
+            console.print(Text(f"assumption ({line})"))

@@ -14,7 +14,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from gpuscout.records import Interval
-from gpuscout.units import fmt_rate, fmt_seconds
+from gpuscout.units import fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#!|~&$])")
 
@@ -41,11 +41,15 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else fmt_seconds(value)
 
 
+def _hours(value: float | None) -> str:
+    return "-" if value is None else fmt_hours(value)
+
+
 def _times(value: float | None) -> str:
-    """A speed ratio; small ones (a CPU against a GPU) keep two significant figures."""
+    """A speed ratio: three significant figures; small ones (a CPU against a GPU) two."""
     if value is None:
         return "-"
-    return f"{value:.2f}x" if value >= 0.1 else f"{value:.2g}x"
+    return f"{fmt_sig(value, 3 if value >= 0.1 else 2)}x"
 
 
 def _pct(value: float | None) -> str:
@@ -53,7 +57,8 @@ def _pct(value: float | None) -> str:
 
 
 def _usd(value: float | None) -> str:
-    return "-" if value is None else f"${value:,.0f}"
+    """A derived amount (a predicted job's price): three significant figures."""
+    return "-" if value is None else fmt_usd(value)
 
 
 def _latency(value: Interval | None) -> str:
@@ -74,6 +79,7 @@ FILTERS = {
     "rate": _rate,
     "range": _range,
     "seconds": _seconds,
+    "hours": _hours,
     "times": _times,
     "pct": _pct,
     "usd": _usd,

@@ -40,8 +40,12 @@ def result_table(result: RunResult) -> Table:
         return table
     st = result.step_time_s
     assert st is not None and result.warmup is not None
-    _plain(table, "samples/s (median)", _interval(result))
-    _plain(table, "samples/s (mean rate)", fmt_rate(result.mean_samples_per_second or 0))
+    if result.samples_per_second is None:  # ScoutCallback without batch_size: steps only
+        steps = f"{fmt_rate(1 / st.median)} steps/s"
+        _plain(table, "samples/s", f"not measured (no batch size given): {steps}")
+    else:
+        _plain(table, "samples/s (median)", _interval(result))
+        _plain(table, "samples/s (mean rate)", fmt_rate(result.mean_samples_per_second or 0))
     _plain(
         table,
         "step time",
@@ -183,7 +187,7 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
             r.workload + (" (inference)" if r.mode == "inference" else ""),
             r.device,
             r.precision + (" +XLA" if r.xla else ""),
-            str(r.batch_size),
+            str(r.batch_size) if r.batch_size else "-",  # 0: not given (ScoutCallback)
             fmt_rate(r.samples_per_second) if r.samples_per_second else "-",
             r.stop_reason or "-",
         )

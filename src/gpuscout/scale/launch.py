@@ -7,8 +7,10 @@ chief's timing (task 0) with every worker's status, speed as it saw it, and envi
 
 Failure paths end in bounded time with no process left behind: when one worker fails, the
 others get ``FAIL_GRACE_S`` to report their own failure (a collective aborted by the dead
-peer), then each is sent SIGTERM and, ``TERM_GRACE_S`` later, SIGKILL. A worker's measuring
-process dies with it (see ``child._die_with_parent``).
+peer), then each is sent SIGTERM and, ``TERM_GRACE_S`` later, SIGKILL. A launcher that is
+killed outright takes its workers with it, and each worker its measuring process, even
+mid-collective (see ``gpuscout.measure.lifeline``). How many workers this machine can take
+is checked before any starts (``gpuscout.limits.check_workers``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuscout.measure import lifeline
 from gpuscout.measure.benchmark import failed
 from gpuscout.records import BenchConfig, Distribution, RunResult, WorkerRun
 from gpuscout.scale import distribute
@@ -66,9 +69,11 @@ def launch(
     addresses = [f"{HOST}:{port}" for port in distribute.free_ports(workers)]
     config = config.model_copy(update={"workers": addresses, "task_index": 0})
     with tempfile.TemporaryDirectory(prefix="gpuscout-launch-") as tmp:
-        started = [_start(i, addresses, bench_args, Path(tmp)) for i in range(workers)]
-        say(f"started {workers} workers on {', '.join(addresses)}")
-        try:
+        started: list[_Worker] = []
+        try:  # an interrupt while they start still stops those already started
+            for i in range(workers):
+                started.append(_start(i, addresses, bench_args, Path(tmp)))
+            say(f"started {workers} workers on {', '.join(addresses)}")
             _wait(started, say)
         except KeyboardInterrupt:
             say("interrupted: stopping the workers (each stores what it measured)")
@@ -79,7 +84,7 @@ def launch(
             _stop(started)
         runs = [_stored_run(w) for w in started]
         reports = [_report(w, run) for w, run in zip(started, runs, strict=True)]
-    return combine(config, runs[0], reports)
+    return combine(config, runs[0] if runs else None, reports)
 
 
 def _start(index: int, addresses: list[str], bench_args: list[str], tmp: Path) -> _Worker:
@@ -89,11 +94,19 @@ def _start(index: int, addresses: list[str], bench_args: list[str], tmp: Path) -
         "--workers", ",".join(addresses), "--task-index", str(index),
         "--db", str(db), "--quiet",
     ]  # fmt: skip
+    # It dies with this process (a worker blocked in a collective would otherwise wait for
+    # ever): the CLI's entry reads the variable before anything else.
+    env = {**os.environ, lifeline.PARENT_ENV: str(os.getpid())}
     with log.open("wb") as out:
         # Its own session: the terminal's Ctrl-C reaches the launcher only, which stops the
         # workers itself, in order.
         proc = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            env=env,
+            start_new_session=True,
         )
     return _Worker(index, addresses[index], proc, db, log, time.monotonic())
 

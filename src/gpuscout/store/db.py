@@ -197,9 +197,21 @@ class Store:
         return self.save_many([result])[0]
 
     def save_many(self, results: Sequence[RunResult]) -> list[RunResult]:
-        """Insert runs in one transaction (all or none); return them with their ids."""
-        with self.engine.begin() as conn:
-            return [_insert(conn, result) for result in results]
+        """Insert runs in one transaction (all or none); return them with their ids.
+
+        A database that refuses the write (locked past the busy timeout, disk full, read-only,
+        server gone) is a :class:`UserError` naming the database and the reason, so ``bench``
+        prints one line and ``ScoutCallback`` reports it instead of failing the training."""
+        try:
+            with self.engine.begin() as conn:
+                return [_insert(conn, result) for result in results]
+        except (OperationalError, DatabaseError) as exc:
+            reason = " ".join(str(exc.orig).split())
+            raise UserError(
+                f"cannot write to the database '{self.where}': {reason}.",
+                "free the disk or the lock, or use another database (--db, GPUSCOUT_DB, or "
+                "ScoutCallback(db=...)).",
+            ) from None
 
     def list(self, limit: int | None = None) -> list[RunRow]:
         raw = ("result_json", "step_times_json", "monitor_json")

@@ -103,11 +103,11 @@ def read_runs(path: Path) -> list[RunResult]:
     bad field (and the run it is in) otherwise."""
     name = str(path)
     try:
+        if path.is_dir():
+            raise UserError(f"'{name}' is a directory, not a file.", _EXPORTED)
         size = path.stat().st_size
     except OSError as exc:
-        raise UserError(
-            f"cannot read '{name}': {exc.strerror}.", "pass a file written by 'runs export'."
-        ) from None
+        raise UserError(f"cannot read '{name}': {exc.strerror}.", _EXPORTED) from None
     if size > MAX_BYTES:
         raise UserError(
             f"'{name}' is {size / 1e6:,.0f} MB, more than the {MAX_BYTES / 1e6:,.0f} MB an "
@@ -116,6 +116,8 @@ def read_runs(path: Path) -> list[RunResult]:
         )
     try:
         data = json.loads(path.read_bytes(), parse_constant=_no_constant)
+    except OSError as exc:  # unreadable after all (permissions, a FIFO gone, a device)
+        raise UserError(f"cannot read '{name}': {exc.strerror}.", _EXPORTED) from None
     except (ValueError, RecursionError) as exc:
         raise UserError(
             f"'{name}' is not valid JSON: {str(exc).splitlines()[0][:200]}.",
@@ -140,6 +142,9 @@ def read_runs(path: Path) -> list[RunResult]:
         _check_finite(fields, name, f"run {i + 1} (index {i})")
         runs.append(RunResult.model_validate({**fields, "id": None}))  # a new id on insert
     return runs
+
+
+_EXPORTED = "pass a JSON file written by 'gpuscout runs export'."
 
 
 def _no_constant(token: str) -> Any:

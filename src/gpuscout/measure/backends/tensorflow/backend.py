@@ -295,7 +295,7 @@ def prepare(
     if not config.batch_size and not config.global_batch_size:
         prep.assumptions.append(
             f"batch size {batch}{' per replica' if replicas else ''}: gpuscout's default on a "
-            f"{device.kind} (the articles use 256 on a GPU); set it with --batch-size"
+            f"{device.kind} (article 001 uses 256 on a GPU); set it with --batch-size"
         )
     if replicas is not None:
         per, batch = distribute.batches(config, replicas.replicas, batch)

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import keras
 
-from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
+from gpuscout.records import RunResult
 
 
 class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
@@ -67,58 +66,18 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
 
     def _compose(self) -> RunResult:
         from gpuscout.measure.environment import base_environment
-        from gpuscout.measure.stats import detect_warmup, summarize
+        from gpuscout.measure.fit_run import compose_fit_run
 
-        precision = keras.mixed_precision.global_policy().name
-        precision = "fp32" if precision == "float32" else precision
-        device = fit_device()
-        common: dict[str, Any] = {
-            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "workload": f"fit:{self.model.name}",
-            "device": device[0],
-            "precision": precision,
-            "xla": bool(getattr(self.model, "jit_compile", False)),
-            "loop": "fit",
-            "batch_size": self.batch_size or 0,
-            "config": BenchConfig(workload="mlp", loop="fit", batch_size=self.batch_size),
-            "env": {**base_environment(), "device_name": device[1], "keras": keras.__version__},
-            "step_times_s": self.times,
-        }
-        if len(self.times) < 3:
-            return RunResult(
-                status="error",
-                message=f"only {len(self.times)} training steps: too few to measure",
-                **common,
-            )
-        warmup = detect_warmup(self.times)
-        method = "detected"
-        if warmup is None:
-            warmup, method = max(1, len(self.times) // 10), "not found: first 10% dropped"
-        s = summarize(self.times[warmup:])
-        b = self.batch_size or 1
-        known = s.ci_low == s.ci_low
-        return RunResult(
-            status="ok",
-            samples_per_second=Interval(
-                median=b / s.median,
-                ci_low=b / s.ci_high if known else None,
-                ci_high=b / s.ci_low if known else None,
-            ),
-            mean_samples_per_second=b / s.mean,
-            step_time_s=StepTimes(median=s.median, p5=s.p5, p95=s.p95, mean=s.mean),
-            cv=s.cv,
-            outliers=s.outliers,
-            warmup=Warmup(steps=warmup, seconds=sum(self.times[:warmup]), method=method),
-            measured_steps=s.n,
-            stop_reason="fit ended",
-            assumptions=[
-                "timed by ScoutCallback inside model.fit: each batch from the end of the last "
-                "one, so input and callbacks are included, as the run pays for them",
-                "the unit is steps/s: pass ScoutCallback(batch_size=...) for samples/s"
-                if not self.batch_size
-                else f"batch size {self.batch_size}, as given to ScoutCallback",
-            ],
-            **common,
+        device, device_name = fit_device()
+        return compose_fit_run(
+            self.times,
+            model_name=self.model.name,
+            device=device,
+            device_name=device_name,
+            policy=keras.mixed_precision.global_policy().name,
+            xla=bool(getattr(self.model, "jit_compile", False)),
+            batch_size=self.batch_size,
+            env={**base_environment(), "keras": keras.__version__},
         )
 
 
@@ -128,10 +87,11 @@ DEFAULT_GPUS = ("rtx-4090", "a100-80gb-sxm", "h100-sxm")
 class ScoutCallback(FitTimer):
     """Measure, store and project a ``model.fit`` run.
 
-    ``batch_size``: samples per batch (Keras does not tell callbacks); without it throughput
-    is reported in steps/s. ``db``: the results database (default as for ``gpuscout bench``);
-    ``store=False`` keeps nothing. ``predict_on``: catalog GPU ids to predict for, ``()`` for
-    none. ``print_fn``: where the summary goes. After training, ``self.result`` holds the run.
+    ``batch_size``: samples per batch (Keras does not tell callbacks); without it the summary
+    says steps/s and the stored run has no samples/s. ``db``: the results database (default as
+    for ``gpuscout bench``); ``store=False`` keeps nothing. ``predict_on``: catalog GPU ids to
+    predict for, ``()`` for none. ``print_fn``: where the summary goes. After training,
+    ``self.result`` holds the run.
     """
 
     def __init__(
@@ -150,35 +110,44 @@ class ScoutCallback(FitTimer):
         self.predictions: list[Any] = []
 
     def finish(self, result: RunResult) -> None:
-        from gpuscout.errors import GpuscoutError
-
         problem = None
         if self.keep and result.status == "ok":
-            from gpuscout.store import Store
-
-            try:
-                with Store(self.db) as store:
-                    self.result = store.save(result)
-            except GpuscoutError as exc:  # the user's training has finished: never fail it now
-                problem = f"gpuscout: the run was not stored: {exc}"
+            problem = self._store(result)
         self.print_fn(self.summary() + (f"\n{problem}" if problem else ""))
+
+    def _store(self, result: RunResult) -> str | None:
+        """Save the run; on any failure (database locked, disk full, server down, a bug) the
+        reason, as the line to print: the user's training has finished, so never fail it now."""
+        from gpuscout.errors import GpuscoutError
+        from gpuscout.store import Store
+
+        try:
+            with Store(self.db) as store:
+                self.result = store.save(result)
+        except GpuscoutError as exc:
+            return f"gpuscout: the run was not stored: {exc}"
+        except Exception as exc:  # printed, never raised (see the docstring)
+            return f"gpuscout: the run was not stored: {type(exc).__name__}: {exc}"
+        return None
 
     def summary(self) -> str:
         """The lines printed at the end of training."""
         r = self.result
         assert r is not None
-        if r.status != "ok" or r.samples_per_second is None:
+        from gpuscout.measure.fit_run import fit_rate
+
+        found = fit_rate(r)
+        if r.status != "ok" or found is None:
             return f"gpuscout: {r.message}"
-        unit = "samples/s" if self.batch_size else "steps/s"
-        sps = r.samples_per_second
+        rate, unit = found
         ci = (
-            f" [95% CI {sps.ci_low:,.1f} - {sps.ci_high:,.1f}]"
-            if sps.ci_low is not None and sps.ci_high is not None
+            f" [95% CI {rate.ci_low:,.1f} - {rate.ci_high:,.1f}]"
+            if rate.ci_low is not None and rate.ci_high is not None
             else ""
         )
         assert r.warmup is not None
         lines = [
-            f"gpuscout: {sps.median:,.1f} {unit}{ci} on {r.device} over {r.measured_steps} steps "
+            f"gpuscout: {rate.median:,.1f} {unit}{ci} on {r.device} over {r.measured_steps} steps "
             f"({r.warmup.steps} warm-up steps dropped)"
             + (f"; stored as run {r.id}" if r.id is not None else "")
         ]
@@ -215,13 +184,14 @@ def _predict(
 ) -> tuple[list[Any], list[str]]:
     from gpuscout.catalog import load_catalog
     from gpuscout.measure.backends.tensorflow.hlo import live_step_hlo
+    from gpuscout.measure.fit_run import fit_workload
     from gpuscout.predict import predict
     from gpuscout.predict.hlo import step_cost
     from gpuscout.predict.profile import profile_from_ir
 
     ir = live_step_hlo(model, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
-    profile = profile_from_ir(f"fit:{model.name}", {}, batch, precision, ir, cost)
+    profile = profile_from_ir(fit_workload(model.name), {}, batch, precision, ir, cost)
     catalog = load_catalog()
     gpus = [catalog.resolve(g).gpu for g in gpu_ids]
     return predict(profile, gpus, [1], catalog, gpus[0], epoch_samples=batch)

@@ -1,9 +1,10 @@
 """Real input pipelines, each buildable with or without the fixes ``doctor`` tries.
 
-Three kinds: the built-in workloads' generated data held in memory (as the articles' MNIST
-example feeds ``model.fit``), the deliberately slow ``input-bound-demo`` pipeline, and the
-user's ``--data`` function. A fix goes where it belongs in the pipeline when gpuscout builds it
-(``cache`` after the deterministic preprocessing, before shuffling). A user's function that
+Three kinds: the built-in workloads' generated data held in memory (fed to ``model.fit`` as
+article 000's example does; see gpuscout.articles), the deliberately slow
+``input-bound-demo`` pipeline, and the user's ``--data`` function. A fix goes where it belongs
+in the pipeline when gpuscout builds it (``cache`` after the deterministic preprocessing,
+before shuffling). A user's function that
 takes the keyword arguments ``prefetch``, ``parallel`` or ``cache`` gets them and applies them
 itself; for the others gpuscout applies them from outside and says how.
 """

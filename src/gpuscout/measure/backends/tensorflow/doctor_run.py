@@ -188,7 +188,7 @@ def _precisions(target: Any, baseline: str) -> list[tuple[str, str | None]]:
             (
                 "mixed_bfloat16",
                 "this CPU has no bfloat16 arithmetic (AVX512-BF16 or AMX): "
-                "it would be emulated, in_baseline than fp32",
+                "it would be emulated, slower than fp32",
             )
         ]
     cc = target.device.compute_capability or (0, 0)

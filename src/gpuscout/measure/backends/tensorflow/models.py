@@ -13,6 +13,7 @@ from typing import Any
 
 import keras
 
+from gpuscout.articles import SEED_MLP_DROPOUT
 from gpuscout.workloads import Dims
 
 
@@ -28,11 +29,12 @@ def _sparse_ce(from_logits: bool = False) -> Any:
 
 
 def build_mlp(d: Dims) -> Built:
+    """The seed model of article 000 (gpuscout.articles), its sizes from ``d``."""
     model = keras.Sequential(
         [
             keras.Input((d["inputs"],)),
             keras.layers.Dense(d["hidden"], activation="relu"),
-            keras.layers.Dropout(0.2),
+            keras.layers.Dropout(SEED_MLP_DROPOUT),
             keras.layers.Dense(d["classes"], activation="softmax", dtype="float32"),
         ],
         name="mlp",

@@ -40,8 +40,8 @@ def import_tensorflow() -> ModuleType:
 
 
 MEMORY_GROWTH_NOTE = (
-    "GPU memory growth on (tf.config.experimental.set_memory_growth, as the articles "
-    "recommend): TensorFlow takes GPU memory as it needs it instead of nearly all of it at "
+    "GPU memory growth on (tf.config.experimental.set_memory_growth, as article 000 "
+    "does): TensorFlow takes GPU memory as it needs it instead of nearly all of it at "
     "start, so the memory figures are what the run used"
 )
 
@@ -176,13 +176,13 @@ def device_peak_flops(tf: Any, device: Device, precision: str) -> tuple[float | 
     if cached is None:
         cached = measure_cpu_matmul_peak(tf, device, precision)
         peaks.store_cpu_peak(key, cached)
-    return cached, f"measured: best {precision} 2048x2048 matmul on this CPU (cached)"
+    return cached, peaks.cpu_peak_source(precision)
 
 
 def measure_cpu_matmul_peak(tf: Any, device: Device, precision: str) -> float:
     """Best-of-N FLOP/s of a square matmul in the precision's compute dtype."""
     dtype = {"mixed_float16": tf.float16, "mixed_bfloat16": tf.bfloat16}.get(precision, tf.float32)
-    n = 2048 if precision == "fp32" else 1024  # emulated half types are slow
+    n = peaks.cpu_matmul_size(precision)
     with tf.device(device.tf_name):
         a = tf.random.uniform((n, n), dtype=tf.float32)
         a = tf.cast(a, dtype)

@@ -64,7 +64,8 @@ def custom_loop(
     protocol: Protocol,
     sync: Callable[[], None],
 ) -> Outcome:
-    """A ``tf.function`` train step with ``GradientTape``, the articles' custom loop."""
+    """A ``tf.function`` train step with ``GradientTape``: article 001's custom loop
+    (gpuscout.articles)."""
     step_on_batch = train_step_function(tf, built, precision, xla)
 
     @tf.function  # type: ignore[untyped-decorator]
