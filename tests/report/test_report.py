@@ -194,3 +194,33 @@ def test_html_opens_in_chromium_and_draws_every_chart(written: dict[str, str]) -
         assert marks > 20, f"the {kind} chart has only {marks} drawn elements"
     colours = Image.open(BytesIO(png)).convert("RGB").getcolors(maxcolors=1 << 16)
     assert colours is None or len(colours) > 50  # not a blank page
+
+
+def test_too_few_requests_and_a_missing_batch_are_said_not_shown_as_values(
+    tmp_path: Path,
+) -> None:
+    """An inference run of 100 requests a point cannot show p99.9, nor whether p99 meets the
+    target; a ScoutCallback run told no batch size has none. The report says so in words."""
+    from gpuscout.measure.fit_run import compose_fit_run
+    from gpuscout.measure.latency import inference_result
+    from gpuscout.records import BenchConfig
+
+    config = BenchConfig(mode="inference", batch_sizes=[1], slo_ms=5.0)
+    few = [0.001 + 0.00001 * i for i in range(100)]
+    served = [("tf.function", 1, 1, few, 0.2)]
+    short = inference_result(config, "CPU:0", "mlp", served, [], {"hostname": "box"})
+    steps_only = compose_fit_run(
+        [0.01] * 40, model_name="mine", device="CPU:0", device_name="a CPU", policy="float32",
+        xla=False, batch_size=None, env={"hostname": "box"},
+    )  # fmt: skip
+    db = tmp_path / "few.sqlite"
+    with Store(db) as store:
+        store.save_many([short, steps_only])
+    md = tmp_path / "few.md"
+    res = run_cli("report", "--db", str(db), "--md", str(md), block_tf=True)
+    assert res.code == 0, res.err
+    text = md.read_text()
+    (row,) = [line for line in text.splitlines() if line.startswith("| tf.function")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[7] == cells[9] == r"not shown \(too few requests\)", row  # p99.9, meets target
+    assert "batch not given" in text

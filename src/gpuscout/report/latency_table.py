@@ -11,33 +11,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpuscout.records import Interval, LatencyPoint, RunResult
+from gpuscout.records import RunResult
+from gpuscout.report.latency_cells import latency_cell, slo_cell
 from gpuscout.units import fmt_rate, fmt_seconds
-
-NOT_SHOWN = "not shown (too few requests)"
-
-
-def _ms(i: Interval | None, with_ci: bool = False) -> str:
-    if i is None:
-        return NOT_SHOWN
-    text = fmt_seconds(i.median)
-    if with_ci:
-        if i.ci_low is None and i.ci_high is None:
-            return f"{text} [interval {NOT_SHOWN}]"
-        low = fmt_seconds(i.ci_low) if i.ci_low is not None else "not shown"
-        high = fmt_seconds(i.ci_high) if i.ci_high is not None else "not shown"
-        text += f" [{low} - {high}]"
-    return text
-
-
-def slo_cell(p: LatencyPoint, slo_s: float) -> str:
-    """Whether a point is shown to meet the SLO. Without an upper bound on p99 nothing is
-    shown either way, unless the measured p99 itself is already over the target."""
-    if p.meets_slo:
-        return "yes"
-    if p.p99_s.ci_high is None and p.p99_s.median <= slo_s:
-        return NOT_SHOWN
-    return "no"
 
 
 def latency_table(result: RunResult) -> Table:
@@ -58,7 +34,8 @@ def latency_table(result: RunResult) -> Table:
     for i, p in enumerate(inf.points):
         slo = [slo_cell(p, inf.slo_s)] if inf.slo_s is not None else []
         row = [*([p.path] if paths else []), str(p.batch_size), str(p.concurrency),
-               f"{p.requests:,}", _ms(p.p50_s), _ms(p.p90_s), _ms(p.p99_s, True), _ms(p.p999_s),
+               f"{p.requests:,}", latency_cell(p.p50_s), latency_cell(p.p90_s),
+               latency_cell(p.p99_s, True), latency_cell(p.p999_s),
                fmt_rate(p.samples_per_second), fmt_rate(p.requests_per_second), *slo]  # fmt: skip
         table.add_row(*row, style="bold" if i == inf.best else None)
     return table
@@ -75,7 +52,7 @@ def best_lines(result: RunResult) -> list[str]:
     lines = [
         f"best operating point under p99 {fmt_seconds(inf.slo_s)}: batch {p.batch_size}, "
         f"{p.concurrency} client(s), {p.path}: {fmt_rate(p.samples_per_second)} samples/s, "
-        f"p99 {_ms(p.p99_s, True)}"
+        f"p99 {latency_cell(p.p99_s, True)}"
     ]
     if inf.rate is not None and inf.devices_needed is not None:
         lines.append(

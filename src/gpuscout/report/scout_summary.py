@@ -34,6 +34,9 @@ def _measured_table(runs: list[RunResult]) -> Table:
 
 
 def print_summary(report: Report, runs: list[RunResult], console: Console) -> None:
+    def say(line: str) -> None:  # as text: names and messages are never rich markup
+        console.print(Text(line))
+
     console.print(_measured_table(runs))
     for ranking in report.rankings:
         predicted = [row for row in ranking.rows if row.kind == "predicted"][:TOP]
@@ -54,32 +57,26 @@ def print_summary(report: Report, runs: list[RunResult], console: Console) -> No
         console.print(table)
         for row in ranking.rows:
             if row.kind == "measured" and row.relative is not None:
-                console.print(
-                    Text(
-                        f"this machine ({row.gpu}, {row.setup}): {fmt_sig(row.relative)}x the "
-                        f"predicted {ranking.reference} on {ranking.workload}"
-                    )
+                say(
+                    f"this machine ({row.gpu}, {row.setup}): {fmt_sig(row.relative)}x the "
+                    f"predicted {ranking.reference} on {ranking.workload}"
                 )
     if report.job:
-        console.print(Text(f"job: {report.job}"))
+        say(f"job: {report.job}")
     if report.quick:
-        console.print(
-            Text(
-                f"checklist (the articles' rule): {report.quick.yes_count} x yes -> "
-                f"{report.quick.recommendation}"
-            )
+        say(
+            f"checklist (the articles' rule): {report.quick.yes_count} x yes -> "
+            f"{report.quick.recommendation}"
         )
     if report.advice:
         for i, c in enumerate(report.advice.ranked[:3], 1):
             front = ", on the time-cost Pareto front" if c.pareto else ""
-            console.print(
-                Text(
-                    f"advice #{i} (predicted): {c.count} x {c.gpu} ({c.provider}): "
-                    f"{fmt_hours(c.hours)}, {fmt_usd(c.total_usd)}{front}"
-                )
+            say(
+                f"advice #{i} (predicted): {c.count} x {c.gpu} ({c.provider}): "
+                f"{fmt_hours(c.hours)}, {fmt_usd(c.total_usd)}{front}"
             )
     if report.quick_vs_advice:
-        console.print(Text(f"why they differ: {report.quick_vs_advice}"))
+        say(f"why they differ: {report.quick_vs_advice}")
     for line in report.assumptions:
         if line.startswith(("default job", "the job takes")):  # what the job is, and its size
-            console.print(Text(f"assumption ({line})"))
+            say(f"assumption ({line})")

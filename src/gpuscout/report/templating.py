@@ -13,7 +13,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from gpuscout.records import Interval
+from gpuscout.records import Interval, LatencyPoint
+from gpuscout.report.latency_cells import latency_cell, slo_cell
 from gpuscout.units import fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#!|~&$])")
@@ -61,20 +62,23 @@ def _usd(value: float | None) -> str:
     return "-" if value is None else fmt_usd(value)
 
 
-def _latency(value: Interval | None) -> str:
-    return "-" if value is None else fmt_seconds(value.median)
-
-
 def _latency_ci(value: Interval | None) -> str:
-    if value is None:
-        return "-"
-    low = "?" if value.ci_low is None else fmt_seconds(value.ci_low)
-    high = "?" if value.ci_high is None else fmt_seconds(value.ci_high)
-    return f"{fmt_seconds(value.median)} [{low} - {high}]"
+    return latency_cell(value, with_ci=True)
+
+
+def _slo(point: LatencyPoint, slo_s: float | None) -> str:
+    return "-" if slo_s is None else slo_cell(point, slo_s)
+
+
+def _batch(value: int) -> str:
+    """A run's batch; 0 is a ScoutCallback run told no batch size (it measured steps/s)."""
+    return str(value) if value else "not given"
 
 
 FILTERS = {
-    "latency": _latency,
+    "latency": latency_cell,
+    "slo": _slo,
+    "batch": _batch,
     "latency_ci": _latency_ci,
     "rate": _rate,
     "range": _range,
