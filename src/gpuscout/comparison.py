@@ -55,7 +55,12 @@ def compare(a: RunResult, b: RunResult) -> Comparison:
         ("workload", a.workload, b.workload, True),
         ("workload definition", a.env.get("workload_hash"), b.env.get("workload_hash"), True),
         ("precision", a.precision, b.precision, True),
-        ("batch per device", a.per_replica_batch, b.per_replica_batch, True),
+        (
+            "batch per device",
+            a.per_replica_batch or "not given",
+            b.per_replica_batch or "not given",
+            True,
+        ),
         ("loop", a.loop, b.loop, True),
         ("XLA", a.xla, b.xla, True),
         *((name, a.env.get(name), b.env.get(name), True) for name in SOFTWARE),

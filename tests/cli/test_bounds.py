@@ -43,6 +43,11 @@ def test_requests_that_cannot_fit_or_mean_nothing_are_refused_in_one_line(
              "lower --seq-len"),
             (("memory", "--workload", "resnet50", "--gpu", "t4", "-b", "100000"),
              "lower --batch-size"),
+            (("memory", "--workload", "bert-base", "--gpu", "t4", "--seq-len", "1000000"),
+             "sequence length 1,000,000"),
+            (("memory", "--workload", "mlp", "--seq-len", "100"), "has no setting 'seq_len'"),
+            (("cost", "--gpu-hours", "1e30"), "at most 1e+09"),
+            (("cost", "--workload", "resnet50", "--epochs", "1e300"), "at most 1e+06"),
             (("runs", "import", str(tmp_path)), "is a directory"),
             (("runs", "import", ""), "the name is empty"),
             (("report", "--epochs", "inf"), "must be a finite number"),
@@ -65,6 +70,9 @@ def test_workers_are_held_to_memory_first_then_to_the_cores() -> None:
     with pytest.raises(UserError, match="at most 10 workers") as memory:
         check_workers(11, available_bytes=10.5 * WORKER_BYTES, cores=64)
     assert "of memory" in memory.value.problem
+    with pytest.raises(UserError) as both:  # what it suggests passes the core check too
+        check_workers(26, available_bytes=24.5 * WORKER_BYTES, cores=2)
+    assert both.value.fix and "at most 8 workers" in both.value.fix
     with pytest.raises(UserError, match=r"on 2 CPU core\(s\)") as cores:
         check_workers(9, available_bytes=100 * WORKER_BYTES, cores=2)
     assert cores.value.fix and "at most 8 workers" in cores.value.fix

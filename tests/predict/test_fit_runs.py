@@ -128,10 +128,16 @@ def test_predict_calibrate_and_report_go_through_planted_fit_runs(
     assert "run 2 not ranked: no batch size was given, so it measured steps/s" in doc
     assert "timed by ScoutCallback in model.fit: the report predicts no GPUs for it" in doc
     assert "GPU:0 (run 1) | measured" in doc and "GPU:0 (run 2)" not in doc  # steps: no rank
+    assert "one epoch = 0" not in doc and "epoch size not known" in doc
+    assert "batch not given" in doc
 
     shown = run_cli("runs", "show", "2", "--db", db, block_tf=True)
     assert shown.code == 0, shown.err
     assert "not measured (no batch size given)" in shown.out and "steps/s" in shown.out
+    assert "batch not given" in shown.out and "batch 0" not in shown.out
+    compared = run_cli("runs", "compare", "1", "2", "--db", db, block_tf=True)
+    assert compared.code == 0, compared.err
+    assert "not measured (steps/s only)" in compared.out and "not given" in compared.out
     listed = run_cli("runs", "list", "--db", db, block_tf=True)
     assert listed.code == 0, listed.err
     row = next(x for x in listed.out.splitlines() if x.startswith("│ 2 "))

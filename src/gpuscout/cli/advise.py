@@ -63,7 +63,8 @@ def register(sub: Any) -> None:
     m.add_argument("--layers", type=positive_int)
     m.add_argument("--hidden", type=positive_int)
     m.add_argument("--heads", type=positive_int)
-    m.add_argument("--seq-len", type=positive_int, default=2048)
+    m.add_argument("--seq-len", type=positive_int,
+                   help="sequence length (an LLM: default 2048; a workload: its own)")  # fmt: skip
     m.add_argument("--micro-batch", type=positive_int, default=1)
     m.add_argument("--mode", choices=("full", "lora", "qlora"), default="full")
     m.add_argument("--lora-rank", type=positive_int, default=16)
@@ -180,8 +181,9 @@ def run_memory(args: argparse.Namespace) -> int:
 
         w = get_workload(args.workload)
         batch = args.batch_size or w.default_batch_gpu
-        check_fits_a_gpu(w.name, w.resolve({}), batch, args.precision, "train", catalog)
-        profile = get_profile(w.name, w.resolve({}), batch, args.precision)
+        dims = w.resolve({"seq_len": args.seq_len} if args.seq_len else {})
+        check_fits_a_gpu(w.name, dims, batch, args.precision, "train", catalog)
+        profile = get_profile(w.name, dims, batch, args.precision)
         breakdown = {
             "weights": float(profile.param_bytes),
             "gradients": float(profile.param_bytes),
@@ -196,14 +198,15 @@ def run_memory(args: argparse.Namespace) -> int:
                 f"an LLM needs --{', --'.join(missing)} (or give --workload).",
                 "e.g. --params 7e9 --layers 32 --hidden 4096 --heads 32.",
             )
+        seq_len = args.seq_len or 2048
         model = Transformer(
-            args.params, args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch,
+            args.params, args.layers, args.hidden, args.heads, seq_len, args.micro_batch,
             args.mode, args.lora_rank, args.checkpointing,
         )  # fmt: skip
         breakdown = transformer_bytes(model)
         what = (
             f"{args.params / 1e9:g}B-parameter transformer, {args.mode}, sequence "
-            f"{args.seq_len}, micro-batch {args.micro_batch}"
+            f"{seq_len}, micro-batch {args.micro_batch}"
             + (", activation checkpointing" if args.checkpointing else "")
         )
     results = [(g, memory_fit(breakdown, g.memory_gb)) for g in gpus]

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpuscout.articles import COST_EXAMPLE_GPU_HOURS, REFERENCE_GPU
-from gpuscout.cli.parser import positive_float, positive_int
+from gpuscout.cli.parser import EPOCHS, GPU_HOURS, SAMPLES, positive_float, positive_int
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
@@ -25,10 +25,10 @@ def register(sub: Any) -> None:
         "scaling figures",
     )  # fmt: skip
     job = p.add_argument_group("the job (one of)")
-    job.add_argument("--gpu-hours", type=positive_float, help="GPU-hours on the reference GPU")
+    job.add_argument("--gpu-hours", type=GPU_HOURS, help="GPU-hours on the reference GPU")
     job.add_argument("--workload", help="a built-in workload, with --epochs or --samples")
-    job.add_argument("--epochs", type=positive_float)
-    job.add_argument("--samples", type=positive_float)
+    job.add_argument("--epochs", type=EPOCHS)
+    job.add_argument("--samples", type=SAMPLES)
     p.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
     p.add_argument("-b", "--batch-size", type=positive_int)
     p.add_argument(

@@ -90,3 +90,4 @@ def float_in(low: float, high: float) -> Callable[[str], float]:
 SOAK_MINUTES = float_in(0.0, 7 * 24 * 60.0)  # a week: longer soaks are several runs
 EPOCHS = float_in(0.0, 1e6)  # a million epochs: past any real training job
 SAMPLES = float_in(0.0, 1e15)  # a million epochs of ImageNet-1k is 1.3e12
+GPU_HOURS = float_in(0.0, 1e9)  # a billion GPU-hours: 114,000 GPU-years, past any job

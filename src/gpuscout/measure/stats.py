@@ -12,8 +12,9 @@ Choices, and why:
   (clock changes, other processes). So from ``BLOCKED_FROM`` steps on, the interval is also
   taken over the medians of 12-30 consecutive blocks ("batch medians"): drift between blocks
   widens it, where step-level order statistics would call a short lucky stretch precise.
-- Warm-up is found from the data: it ends where the series first stays within a tolerance of
-  the steady state (the median of the second half) for ``window`` consecutive steps.
+- Warm-up is found from the data: it ends at the first step within a tolerance of the steady
+  state (the median of the second half) whose window of ``window`` steps has a median within
+  it too (a 5-step median window, so a later isolated slow step is an outlier, not warm-up).
 - Outliers are flagged with the modified z-score on the MAD (Iglewicz and Hoaglin, > 3.5).
 """
 

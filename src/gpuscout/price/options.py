@@ -17,6 +17,7 @@ from gpuscout.catalog import Catalog, Gpu
 from gpuscout.catalog.rates import training_tflops
 from gpuscout.errors import UserError
 from gpuscout.price.cost import Option
+from gpuscout.units import fmt_sig
 
 SCALING_GUESS_NVLINK = 0.9
 SCALING_GUESS_PCIE = 0.75
@@ -156,7 +157,7 @@ def _speed(
         speedup = training_tflops(gpu) / training_tflops(reference)
         if gpu.id != reference.id:
             notes.append(
-                f"speed {speedup:.2f}x {reference.id} from training TFLOPS (spec ratio, no "
+                f"speed {fmt_sig(speedup)}x {reference.id} from training TFLOPS (spec ratio, no "
                 "workload)"
             )
     key = next((k for k in (f"{gpu.id}x{count}", str(count)) if k in scalings), None)

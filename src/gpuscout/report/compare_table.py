@@ -13,8 +13,8 @@ from gpuscout.units import fmt_percent, fmt_rate
 
 def _speed(run: RunResult) -> str:
     sps = run.samples_per_second
-    if sps is None:
-        return run.status
+    if sps is None:  # a failed run, or a ScoutCallback run told no batch size (steps only)
+        return "not measured (steps/s only)" if run.status == "ok" else run.status
     if sps.ci_low is None or sps.ci_high is None:
         return fmt_rate(sps.median)
     return f"{fmt_rate(sps.median)} [{fmt_rate(sps.ci_low)} - {fmt_rate(sps.ci_high)}]"

@@ -53,7 +53,7 @@ class RankRow:
 class Ranking:
     workload: str
     unit: str
-    epoch_samples: int
+    epoch_samples: int  # 0: not known (a ScoutCallback run's epoch is not told)
     reference: str
     rows: list[RankRow]
 

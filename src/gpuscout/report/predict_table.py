@@ -6,7 +6,7 @@ from rich.table import Table
 
 from gpuscout.predict import Prediction
 from gpuscout.predict.profile import Profile
-from gpuscout.units import fmt_rate, fmt_seconds
+from gpuscout.units import fmt_rate, fmt_seconds, fmt_sig
 
 
 def prediction_table(rows: list[Prediction], profile: Profile, reference: str, unit: str) -> Table:
@@ -33,7 +33,7 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
             fmt_rate(r.samples_per_second),
             f"{fmt_rate(r.low)} - {fmt_rate(r.high)}",
             fmt_seconds(r.epoch_seconds),
-            f"{r.relative_speed:.2f}x",
+            f"{fmt_sig(r.relative_speed)}x",
             f"{r.scaling_efficiency:.0%}",
             *measured_scaling,
             f"yes ({r.memory_needed_gb:.1f} GB)"
@@ -61,6 +61,6 @@ def inference_table(rows: list[Prediction], profile: Profile, reference: str) ->
             f"{fmt_seconds(profile.batch / r.high)} - {fmt_seconds(profile.batch / r.low)}",
             fmt_rate(r.samples_per_second),
             f"{fmt_rate(r.low)} - {fmt_rate(r.high)}",
-            f"{r.relative_speed:.2f}x",
+            f"{fmt_sig(r.relative_speed)}x",
         )
     return table

@@ -69,8 +69,8 @@ def result_table(result: RunResult) -> Table:
     _plain(
         table,
         "settings",
-        f"batch {result.batch_size} · {result.precision} · XLA {'on' if result.xla else 'off'}"
-        f" · loop {result.loop}",
+        f"batch {result.batch_size or 'not given'} · {result.precision} · "
+        f"XLA {'on' if result.xla else 'off'} · loop {result.loop}",
     )
     if result.distribution is not None:
         for label, text in distribution_rows(result.distribution):
