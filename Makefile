@@ -9,7 +9,7 @@ BACKEND ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo cuda || echo cp
 RUN_STAMP := $(VENV)/.installed-$(BACKEND)
 TEST_STAMP := $(VENV)/.installed-$(BACKEND)-test
 
-.PHONY: run setup test lint bench-harness bench-startup bench-predict bench-scale clean
+.PHONY: run setup test lint bench-harness bench-startup bench-predict bench-scale bench-numeric clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ bench-predict: $(RUN_STAMP)
 
 bench-scale: $(RUN_STAMP)
 	$(BIN)/python benchmarks/scale_out.py
+
+# The report under two numeric environments (OpenBLAS kernels, thread counts): identical.
+bench-numeric: $(TEST_STAMP)
+	$(BIN)/python benchmarks/numeric_environments.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -38,7 +38,7 @@ def test_a_workload_job_uses_the_predictor() -> None:
 def test_bad_input() -> None:
     cases = [
         (("cost",), "say what the job is"),
-        (("cost", "--gpu-hours", "-3"), "must be positive"),
+        (("cost", "--gpu-hours", "-3"), "must be above 0 and at most 1e+09, got -3"),
         (("cost", "--gpu-hours", "10", "--option", "h100@ibm"), "unknown provider 'ibm'"),
         (("cost", "--gpu-hours", "10", "--option", "rtx 4900"), "Did you mean 'rtx-4090'"),
         (("cost", "--gpu-hours", "10", "--scaling", "4=1.5", "--option", "4090x4"), "(0, 1]"),
