@@ -67,6 +67,15 @@ class Workload:
         return self.flops_per_sample(dims) if self.flops_per_sample else None
 
 
+# The seed MLP's shape, as the articles give it (``articles.py``): the mlp workload and the
+# doctor's demo share it.
+_SEED_MLP_DIMS = {
+    "inputs": articles.SEED_MLP_INPUTS,
+    "hidden": articles.SEED_MLP_HIDDEN,
+    "classes": articles.SEED_MLP_CLASSES,
+}
+
+
 def _mlp_flops(d: Dims) -> float:
     macs = d["inputs"] * d["hidden"] + d["hidden"] * d["classes"]
     return 3 * 2 * macs
@@ -144,11 +153,7 @@ WORKLOADS: dict[str, Workload] = {
             epoch_unit="samples",
             default_batch_gpu=256,
             default_batch_cpu=256,
-            dims={
-                "inputs": articles.SEED_MLP_INPUTS,
-                "hidden": articles.SEED_MLP_HIDDEN,
-                "classes": articles.SEED_MLP_CLASSES,
-            },
+            dims=dict(_SEED_MLP_DIMS),
             tiny={},
             input_shape=lambda d: (d["inputs"],),
             input_dtype="float32",
@@ -234,9 +239,7 @@ WORKLOADS: dict[str, Workload] = {
             default_batch_gpu=256,
             default_batch_cpu=128,
             dims={
-                "inputs": articles.SEED_MLP_INPUTS,
-                "hidden": articles.SEED_MLP_HIDDEN,
-                "classes": articles.SEED_MLP_CLASSES,
+                **_SEED_MLP_DIMS,
                 "samples": 2048,
                 "work": 8,
             },
