@@ -12,7 +12,8 @@ import pytest
 
 from gpuscout.diagnose.records import SoakConfig
 from gpuscout.diagnose.soak import judge
-from gpuscout.measure.monitor import Monitor, attach, monitor_warnings
+from gpuscout.measure.monitor import Monitor, attach
+from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.measure.nvml import Nvml, open_nvml
 from tests.measure.fake_nvml import UNKNOWN, FakeNvml, NoDriver
 from tests.measure.test_diagnose import STEADY, _raw

@@ -19,7 +19,7 @@ import numpy as np
 from gpuscout.diagnose.analysis import timing_of
 from gpuscout.diagnose.records import SoakConfig, SoakReport, Timing
 from gpuscout.measure.benchmark import check
-from gpuscout.measure.monitor import monitor_warnings
+from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.measure.runner import STALL_S, run_child
 from gpuscout.measure.stats import summarize
 from gpuscout.records import (

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from gpuscout.advise.recommend import Advice
-from gpuscout.report.document import Curve, Ranking, Timeline
+from gpuscout.report.chart_data import Curve, Timeline
+from gpuscout.report.document import Ranking
 
 MEASURED = "#d95f02"  # orange: measured here
 PREDICTED = "#7570b3"  # violet: predicted from the catalog

@@ -9,7 +9,7 @@ from rich.table import Table
 from gpuscout.articles import PIPELINE_STARVED_BELOW
 from gpuscout.diagnose.analysis import helped
 from gpuscout.diagnose.records import DoctorReport, Fix, Timing
-from gpuscout.measure.monitor import monitor_warnings
+from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.units import fmt_rate, fmt_seconds
 
 
