@@ -15,12 +15,12 @@ no TensorFlow. Two rules keep the record truthful:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from gpuscout.measure.stats import StepSummary, detect_warmup, summarize
+from gpuscout.measure.result import per_step_rate
+from gpuscout.measure.stats import detect_warmup, summarize
 from gpuscout.records import FIT_PREFIX, BenchConfig, Interval, RunResult, StepTimes, Warmup
 from gpuscout.run_settings import PRECISIONS, Precision
 
@@ -99,7 +99,7 @@ def compose_fit_run(
     rates: dict[str, Any] = {}
     if batch_size:
         rates = {
-            "samples_per_second": _per_step(s, batch_size),
+            "samples_per_second": per_step_rate(s, batch_size),
             "mean_samples_per_second": batch_size / s.mean,
         }
     return RunResult(
@@ -124,14 +124,4 @@ def fit_rate(run: RunResult) -> tuple[Interval, str] | None:
     measured = run.step_times_s[run.warmup.steps :] if run.warmup else []
     if run.status != "ok" or not measured:
         return None
-    return _per_step(summarize(measured), 1), "steps/s"
-
-
-def _per_step(s: StepSummary, samples: int) -> Interval:
-    """``samples`` per step time: the median and its interval (slow bound = fast rate)."""
-    known = not math.isnan(s.ci_low)
-    return Interval(
-        median=samples / s.median,
-        ci_low=samples / s.ci_high if known else None,
-        ci_high=samples / s.ci_low if known else None,
-    )
+    return per_step_rate(summarize(measured), 1), "steps/s"

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from gpuscout.measure.stats import TARGET_REL_CI, StepSummary, detect_warmup, summarize
 
+# The phase a backend reports while it builds the model: the runner gives it its own deadline
+# (a user's builder may never return), so both sides use this one name.
+BUILDING = "building the model"
 MIN_MEASURED_FOR_BUDGET_STOP = 2
 CHECK_EVERY_S = 0.1  # re-evaluate warm-up and the interval at most this often (wall time)
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from gpuscout.measure.protocol import Outcome
-from gpuscout.measure.stats import TARGET_REL_CI
+from gpuscout.measure.stats import TARGET_REL_CI, StepSummary
 from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
 
 CV_WARN = 0.07
@@ -78,6 +78,17 @@ def outcome_warnings(outcome: Outcome, target_rel_ci: float = TARGET_REL_CI) -> 
     return out
 
 
+def per_step_rate(s: StepSummary, samples: int) -> Interval:
+    """``samples`` per step: the median rate and its 95% interval (the slow bound of the step
+    time is the fast bound of the rate); no bounds where the interval is unknown."""
+    known = bool(np.isfinite(s.ci_low))
+    return Interval(
+        median=samples / s.median,
+        ci_low=samples / s.ci_high if known else None,
+        ci_high=samples / s.ci_low if known else None,
+    )
+
+
 def compose(
     config: BenchConfig,
     device_name: str,
@@ -114,11 +125,7 @@ def compose(
         xla=config.xla,
         loop=config.loop,
         batch_size=batch,
-        samples_per_second=Interval(
-            median=tput_med,
-            ci_low=batch / s.ci_high if ci_ok else None,
-            ci_high=batch / s.ci_low if ci_ok else None,
-        ),
+        samples_per_second=per_step_rate(s, batch),
         mean_samples_per_second=batch / s.mean,
         step_time_s=StepTimes(median=s.median, p5=s.p5, p95=s.p95, mean=s.mean),
         ci_rel_halfwidth=rel if ci_ok else None,

@@ -20,7 +20,7 @@ from typing import Any
 from gpuscout.errors import GpuscoutError, UserError
 from gpuscout.measure.benchmark import INTERRUPTED, check, failed
 from gpuscout.measure.monitor import Monitor, attach, start_monitor
-from gpuscout.measure.protocol import Progress, StopRule
+from gpuscout.measure.protocol import BUILDING, Progress, StopRule
 from gpuscout.records import BenchConfig, MonitorSummary, RunResult
 from gpuscout.scale import distribute
 
@@ -28,10 +28,9 @@ from gpuscout.scale import distribute
 # a wedged device or driver never answers.
 STALL_S = 900.0
 INTERRUPT_GRACE_S = 30.0  # how long an interrupted child gets to report what it measured
-# The phase the backend reports while it builds the model (a user's builder included, which may
-# never return): it gets the --seconds budget, and at least BUILD_MIN_S (building a built-in
+# Building the model (protocol.BUILDING; a user's builder included, which may never return)
+# gets the --seconds budget, and at least BUILD_MIN_S (building a built-in
 # workload takes a few seconds on a CPU; the first trace and compile come later, in the steps).
-BUILDING = "building the model"
 BUILD_MIN_S = 30.0
 
 

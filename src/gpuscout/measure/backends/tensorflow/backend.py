@@ -17,7 +17,7 @@ from gpuscout.errors import UserError
 from gpuscout.measure import environment
 from gpuscout.measure.backends.tensorflow import data as tf_data
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
-from gpuscout.measure.protocol import Outcome, Progress, Protocol, StopRule
+from gpuscout.measure.protocol import BUILDING, Outcome, Progress, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
 from gpuscout.records import BenchConfig, Distribution, RunResult
@@ -165,7 +165,7 @@ def _measure(
     warnings: list[str] = []
     if note := tf_runtime.precision_warning(device, config.precision):
         warnings.append(note)
-    on_phase("building the model")
+    on_phase(BUILDING)
     prep = prepare(tf, config, workload, model_spec, device, replicas)
     if prep.flops_method:
         prep.assumptions.append(

@@ -14,6 +14,7 @@ from gpuscout.measure import environment, latency
 from gpuscout.measure.backends.tensorflow import data as tf_data
 from gpuscout.measure.backends.tensorflow import inference as tf_inference
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
+from gpuscout.measure.protocol import BUILDING
 from gpuscout.measure.user_spec import ModelSpec
 from gpuscout.records import BenchConfig, RunResult
 from gpuscout.workloads import Workload
@@ -42,7 +43,7 @@ def run_inference(
         batch_sizes, config.concurrency or [1], config.serving, config.seconds or 60.0
     )
     assumptions += p.notes
-    on_phase("building the model")
+    on_phase(BUILDING)
     with tf.device(device.tf_name):
         if model_spec is not None:
             from gpuscout.measure.backends.tensorflow import user_model as tf_user

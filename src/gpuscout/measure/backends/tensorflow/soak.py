@@ -19,6 +19,7 @@ from gpuscout.measure.backends.tensorflow import backend as backend_tf
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.backends.tensorflow import train as tf_train
 from gpuscout.measure.benchmark import check, is_oom
+from gpuscout.measure.protocol import BUILDING
 from gpuscout.measure.stats import detect_warmup
 
 MAX_WARMUP_STEPS = 2000
@@ -42,7 +43,7 @@ def run_soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) ->
     try:
         keras.utils.set_random_seed(config.seed)
         device = tf_runtime.resolve_device(tf, config.device)
-        emit({"phase": "building the model"})
+        emit({"phase": BUILDING})
         prep = backend_tf.prepare(tf, bench_config, workload, model_spec, device)
         with tf.device(device.tf_name):
             step_on_batch = tf_train.train_step_function(
