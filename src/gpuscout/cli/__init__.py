@@ -51,7 +51,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Commands that measure: an explicit SIGINT stops them even where it was inherited ignored.
+MEASURING = frozenset({"bench", "scout", "soak", "doctor", "launch"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; SIGTERM and SIGHUP end any of them as Ctrl-C does, exit code 130.
+
+    The handlers go in first, before anything that takes time, so that a signal ends every
+    command the same way at any moment (before, a kill in the first second ended the process
+    with 143 and no message, a later one stored an interrupted run); the previous handlers
+    are put back on return, for a caller that runs commands in its own process.
+    """
+    restore = bench_cmd.stop_on_signals(take_sigint=False)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("gpuscout: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        restore()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from gpuscout.measure.lifeline import from_environment
 
     from_environment()  # a worker of 'gpuscout launch' dies with its launcher
@@ -65,21 +87,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 0
+    if args.command in MEASURING:
+        bench_cmd.stop_on_signals()
     try:
         code = int(args.handler(args))
         sys.stdout.flush()  # a reader that left shows here, not as a failed flush at exit
         return code
     except BrokenPipeError:
         return _reader_left()
-    except UserError as exc:
-        print(f"gpuscout: error: {exc.one_line()}", file=sys.stderr)
+    except UserError as exc:  # its text may quote a stored name or a path: shown escaped
+        from gpuscout.text import printable
+
+        print(f"gpuscout: error: {printable(exc.one_line())}", file=sys.stderr)
         return exc.exit_code
     except GpuscoutError as exc:
-        print(f"gpuscout: error: {exc}", file=sys.stderr)
+        from gpuscout.text import printable
+
+        print(f"gpuscout: error: {printable(exc)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("gpuscout: interrupted", file=sys.stderr)
-        return 130
 
 
 def _reader_left() -> int:

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from gpuscout.cli.bench import add_note_arg
-from gpuscout.cli.parser import positive_int
+from gpuscout.cli.parser import WORKERS
 from gpuscout.errors import UserError
 from gpuscout.limits import (
     MAX_WORKERS,
@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--workers",
-        type=positive_int,
+        type=WORKERS,
         required=True,
         help=f"how many workers (at most {MAX_WORKERS}; more than this machine can take are "
         "refused, see --force)",
@@ -51,13 +51,25 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("-q", "--quiet", action="store_true", help="one line per run")
     add_note_arg(p)
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- bench [bench options]")
+    # not "command": that is the top-level parser's name for the subcommand, which an empty
+    # list here overwrote (so 'launch --workers 2' printed the general help and exited 0)
+    p.add_argument(
+        "bench_command",
+        metavar="command",
+        nargs=argparse.REMAINDER,
+        help="-- bench [bench options]",
+    )
     p.set_defaults(handler=run)
 
 
 def bench_arguments(command: list[str]) -> list[str]:
     """The bench options after ``-- bench``; UserError for anything else."""
     rest = command[1:] if command[:1] == ["--"] else command
+    if not rest:
+        raise UserError(
+            "launch needs the benchmark to run after '--', and none was given.",
+            "add it, e.g.: gpuscout launch --workers 2 -- bench --workload mlp --steps 50",
+        )
     if rest[:1] != ["bench"]:
         raise UserError(
             f"launch runs 'bench', got '{' '.join(rest) or 'nothing'}'.",
@@ -83,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuscout.scale.launch import launch
     from gpuscout.store import Store
 
-    bench_args = bench_arguments(args.command)
+    bench_args = bench_arguments(args.bench_command)
     parsed = build_parser().parse_args(["bench", *bench_args])
     config = bench_cmd.config_from_args(parsed)
     check(config)  # bad bench options fail here, before any worker starts

@@ -2,13 +2,15 @@
 
 Checks the settings without TensorFlow (so a typo fails fast), then runs the TensorFlow backend
 in this process. Every failure that happens *during* a measurement (out of memory, an error in
-the user's model, Ctrl-C) comes back as a result with ``status`` oom or error, so the caller
-can store it: failures are data. Bad input raises :class:`~gpuscout.errors.UserError` instead,
-since it is not a run.
+the user's model's steps, Ctrl-C) comes back as a result with ``status`` oom or error, so the
+caller can store it: failures are data. Bad input raises :class:`~gpuscout.errors.UserError`
+instead, since it is not a run; so does a user's model that fails while being built or
+inspected, before the first step (out of memory aside, which is stored as an oom run).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -111,8 +113,21 @@ def _bench(
         return failed(config, "error", f"{type(exc).__name__}: {_first_line(exc)}")
 
 
-def failed(config: BenchConfig, status: str, message: str) -> RunResult:
-    """A result for a run that did not finish."""
+# A failed run's device when it was not given: the run either stopped before TensorFlow chose
+# one, or chose the default without reporting which (a child killed mid-run).
+NOT_RESOLVED = "not resolved (stopped before the device was chosen)"
+NOT_RECORDED = "default, not recorded (first GPU, else CPU:0)"
+# The TensorFlow backend's default batch for a user's model (backend._default_batch)
+MODEL_BATCH = {"GPU": 256, "CPU": 32}
+
+
+def failed(config: BenchConfig, status: str, message: str, device_chosen: bool = True) -> RunResult:
+    """A result for a run that did not finish, saying no more than is known.
+
+    Its device and batch are those given, else the defaults as far as they are known without
+    TensorFlow: ``device_chosen`` False says the run stopped before one was chosen. (Issue 17:
+    an interrupted run showed as "device default, batch 0", neither of them true.)
+    """
     return RunResult.model_validate(
         {
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -122,15 +137,40 @@ def failed(config: BenchConfig, status: str, message: str) -> RunResult:
             "device": config.device
             or (f"{len(config.workers)} workers" if config.workers else None)
             or config.devices
-            or "default",
+            or (NOT_RECORDED if device_chosen else NOT_RESOLVED),
             "precision": config.precision,
             "xla": config.xla,
             "loop": config.loop,
-            "batch_size": config.batch_size or 0,
+            "batch_size": config.batch_size or config.global_batch_size or _default_batch(config),
             "config": config,
             "mode": config.mode,
         }
     )
+
+
+def _default_batch(config: BenchConfig) -> int:
+    """The batch the backend picks when none is given, where the device kind does not matter
+    or is known (``--device``, or CUDA_VISIBLE_DEVICES hiding every GPU); else 0 (shown as
+    not given). Inference runs serve several batch sizes: 0."""
+    if config.mode != "train":
+        return 0
+    if config.model:
+        by_kind = MODEL_BATCH
+    else:
+        try:
+            workload = get_workload(config.workload)
+        except UserError:
+            return 0
+        by_kind = {"GPU": workload.default_batch_gpu, "CPU": workload.default_batch_cpu}
+    if len(set(by_kind.values())) == 1:
+        return by_kind["GPU"]
+    if config.device:
+        kind = config.device.split(":")[0].strip().upper()
+    elif os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() in ("", "-1"):
+        kind = "CPU"
+    else:
+        return 0
+    return by_kind.get(kind, 0)
 
 
 def is_oom(exc: BaseException) -> bool:

@@ -9,25 +9,43 @@ so anything the user's model prints cannot corrupt the parent's ``--json`` outpu
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
 import signal
 import sys
-import traceback
-from collections.abc import Callable
-from typing import Any
 
-from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure.benchmark import bench
-from gpuscout.measure.lifeline import die_with_parent
-from gpuscout.measure.protocol import Progress
-from gpuscout.records import BenchConfig
+INTERRUPTED_CODE = 130  # 128 + SIGINT: stopped before it could report anything
+
+
+def _quit(_signum: int, _frame: object) -> None:
+    raise SystemExit(INTERRUPTED_CODE)  # quietly: the parent reports the run as interrupted
+
+
+# First of all, before the imports below (seconds): the parent forwards Ctrl-C and SIGTERM as
+# SIGINT, and starts this process with SIGINT blocked, so that one sent while the interpreter
+# starts waits for this line. Until main() takes it as KeyboardInterrupt, it ends the process
+# quietly. (Issue 17: the handler was set after the imports, and a SIGINT in those seconds, to a
+# child that inherited it ignored, was lost: the run measured on.) A child that misses it
+# anyway is sent it again by the parent, and killed INTERRUPT_GRACE_S later.
+# Only when run as the child: a process that imports this module keeps its own handlers.
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, _quit)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+from gpuscout.errors import GpuscoutError, UserError  # noqa: E402
+from gpuscout.measure.lifeline import die_with_parent  # noqa: E402
+from gpuscout.measure.protocol import Progress  # noqa: E402
+from gpuscout.records import BenchConfig  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
-    # The parent forwards Ctrl-C as SIGINT on purpose: take it even where this process was
-    # started with SIGINT ignored (a background job of a non-interactive shell).
+    # From here a SIGINT is an interrupt the job handles: a measurement stores what it has.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     # Never outlive the gpuscout process that started this one (a worker blocked in a
     # collective would otherwise wait for ever): see gpuscout.measure.lifeline.
@@ -48,6 +66,8 @@ def main(argv: list[str]) -> int:
     job, payload = request["job"], request["payload"]
     try:
         if job == "bench":
+            from gpuscout.measure.benchmark import bench
+
             config = BenchConfig.model_validate(payload)
             result = bench(config, on_progress=on_progress, on_phase=on_phase, monitor=False)
             emit({"result": result.to_json_dict(), "step_times_s": result.step_times_s})
@@ -87,5 +107,14 @@ JOBS: dict[str, Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dic
 }
 
 
+def _main_quietly(argv: list[str]) -> int:
+    """``main``, ended by an interrupt that came before the job could catch it (while it
+    imports, say): the parent reports that run as interrupted, so no traceback is printed."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        return INTERRUPTED_CODE
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(_main_quietly(sys.argv[1:]))

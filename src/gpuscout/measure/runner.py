@@ -7,18 +7,21 @@ take the whole command down and lose the run. The parent never imports TensorFlo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure.benchmark import INTERRUPTED, check, failed
+from gpuscout.measure.benchmark import INTERRUPTED, NOT_RECORDED, NOT_RESOLVED, check, failed
 from gpuscout.measure.monitor import Monitor, attach, start_monitor
 from gpuscout.measure.protocol import BUILDING, Progress, StopRule
 from gpuscout.records import BenchConfig, MonitorSummary, RunResult
@@ -27,7 +30,10 @@ from gpuscout.scale import distribute
 # No word from the child for this long means it hung: a first XLA compile can take minutes,
 # a wedged device or driver never answers.
 STALL_S = 900.0
-INTERRUPT_GRACE_S = 30.0  # how long an interrupted child gets to report what it measured
+# How long an interrupted child gets to report what it measured, in all (its progress
+# messages do not extend it); and after how long a child still at work is sent SIGINT again.
+INTERRUPT_GRACE_S = 30.0
+RESEND_S = 1.0
 # Building the model (protocol.BUILDING; a user's builder included, which may never return)
 # gets the --seconds budget, and at least BUILD_MIN_S (building a built-in
 # workload takes a few seconds on a CPU; the first trace and compile come later, in the steps).
@@ -58,35 +64,46 @@ def run_child(
 
     Ctrl-C (or a signal the caller turns into KeyboardInterrupt) is passed on to the child as
     SIGINT, and its answer is still read: a job that stops cleanly reports what it measured.
-    The child runs in its own session, so a terminal's Ctrl-C reaches it once, from here.
+    The child runs in its own session, so a terminal's Ctrl-C reaches it once, from here. It
+    gets INTERRUPT_GRACE_S in all to stop (its progress does not extend that), is sent SIGINT
+    again if it goes on reporting (it missed the first), then is killed; a second Ctrl-C kills
+    it at once.
     ``deadlines``: phase -> (seconds until the child's next word, why it failed if none came),
     for phases that can block for ever (a worker waiting for others that never connect).
     """
     read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpuscout.measure.child", str(write_fd), str(os.getpid())],
-        stdin=subprocess.PIPE,
-        stdout=sys.stderr.fileno(),
-        pass_fds=(write_fd,),
-        text=True,
-        start_new_session=True,
-    )
-    os.close(write_fd)
-    monitor = start_monitor(proc.pid, device)
-    assert proc.stdin is not None
-    proc.stdin.write(json.dumps({"job": job, "payload": payload}))
-    proc.stdin.close()
+    with _deferred_interrupts() as pending:  # a signal now is handled once the child is told
+        with _sigint_blocked():
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "gpuscout.measure.child", str(write_fd), str(os.getpid())],
+                stdin=subprocess.PIPE,
+                stdout=sys.stderr.fileno(),
+                pass_fds=(write_fd,),
+                text=True,
+                start_new_session=True,
+            )
+        os.close(write_fd)
+        monitor = start_monitor(proc.pid, device)
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps({"job": job, "payload": payload}))
+        proc.stdin.close()
+    stop = _Stopping(proc)
     limit = _Limit(stall_s, "")
-    messages = _messages(read_fd, lambda: limit.seconds)
+    unread = bytearray()
+    messages = _messages(read_fd, lambda: limit.seconds, unread)
     final: dict[str, Any] = {}
     windows: dict[str, MonitorSummary] = {}
-    interrupted = False
     failure: str | None = None
     while True:
         try:
+            if pending and not stop.interrupted:
+                raise KeyboardInterrupt
             for message in messages:
-                seconds, why = (deadlines or {}).get(message.get("phase", ""), (stall_s, ""))
-                limit = _Limit(seconds, why)
+                if stop.interrupted:
+                    stop.missed(message)
+                else:
+                    seconds, why = (deadlines or {}).get(message.get("phase", ""), (stall_s, ""))
+                    limit = _Limit(seconds, why)
                 if message.get("phase") == window_phase and monitor is not None:
                     monitor.begin_window("the training steps (warm-up included)")
                 if "window" in message:  # the child marks a stretch to summarise
@@ -100,20 +117,27 @@ def run_child(
                     final = message
             break
         except _Stalled:
-            failure = limit.why or (
-                f"the measurement hung: no progress for {stall_s:g} s (a wedged device or "
-                "driver, or a step slower than that)"
-            )
-            failure += "; the measuring process was killed"
+            if stop.interrupted:
+                failure = (
+                    f"{INTERRUPTED}; the measuring process had not stopped "
+                    f"{INTERRUPT_GRACE_S:g} s after the signal and was killed"
+                )
+            else:
+                failure = limit.why or (
+                    f"the measurement hung: no progress for {stall_s:g} s (a wedged device or "
+                    "driver, or a step slower than that)"
+                )
+                failure += "; the measuring process was killed"
             proc.kill()
             break
         except KeyboardInterrupt:
-            if interrupted:  # a second Ctrl-C: stop waiting for the child
+            if stop.interrupted:  # a second Ctrl-C: stop waiting for the child
                 proc.kill()
                 break
-            interrupted = True
-            proc.send_signal(signal.SIGINT)
-            messages = _messages(read_fd, lambda: INTERRUPT_GRACE_S)
+            stop.begin()
+            # A total limit from now: the child's progress (it may have missed the signal)
+            # must not extend it, as it would a silence limit.
+            messages = _messages(read_fd, stop.seconds_left, unread)
     os.close(read_fd)
     try:
         code = proc.wait(timeout=INTERRUPT_GRACE_S)
@@ -121,8 +145,90 @@ def run_child(
         proc.kill()
         code = proc.wait()
     if not final and failure is None:
-        failure = INTERRUPTED if interrupted else _death(code)
-    return ChildRun(final, failure, interrupted, monitor, windows)
+        failure = INTERRUPTED if stop.interrupted else _death(code)
+    return ChildRun(final, failure, stop.interrupted, monitor, windows)
+
+
+class _Stopping:
+    """The parent's side of an interrupted child: when it was told, and telling it again.
+
+    The child takes SIGINT from the first line of its module on, but a signal that arrives
+    before (the interpreter starting, with SIGINT inherited as ignored) is lost. A child that
+    keeps reporting progress RESEND_S after the signal missed it: it is sent again, and killed
+    INTERRUPT_GRACE_S after the first, whatever it says.
+    """
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.interrupted = False
+        self.deadline = 0.0
+        self.sent = 0.0
+
+    def begin(self) -> None:
+        self.interrupted = True
+        self.deadline = time.monotonic() + INTERRUPT_GRACE_S
+        self._send()
+
+    def seconds_left(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def missed(self, message: dict[str, Any]) -> None:
+        """A phase or progress message after the signal: the child is still working."""
+        if ("phase" in message or "progress" in message) and (
+            time.monotonic() - self.sent >= RESEND_S
+        ):
+            self._send()
+
+    def _send(self) -> None:
+        self.sent = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGINT)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread, so that a child started now inherits it blocked: a
+    SIGINT sent while its interpreter starts waits, instead of killing it or raising in the
+    middle of an import (a traceback), until the child's first line takes it."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+@contextlib.contextmanager
+def _deferred_interrupts() -> Iterator[list[int]]:
+    """Hold back SIGINT, SIGTERM and SIGHUP (where Python handles them) while the child is
+    started and sent its job; yields the list of those that came, to act on after.
+
+    An interrupt raised halfway through (the child started, its job not yet written) would
+    leave a child that never hears of it. Only the main thread can set handlers; elsewhere
+    this does nothing.
+    """
+    pending: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pending
+        return
+    held = {
+        sig: handler
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        if callable(handler := signal.getsignal(sig))
+    }
+
+    def hold(signum: int, _frame: object) -> None:
+        pending.append(signum)
+
+    for sig in held:
+        signal.signal(sig, hold)
+    try:
+        yield pending
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
 
 
 def run_isolated(
@@ -136,8 +242,11 @@ def run_isolated(
     A child that says nothing for ``stall_s`` seconds is killed and the run stored as hung.
     """
     check(config)  # bad input fails here, before a child (and TensorFlow) starts
+    phases: set[str] = set()
 
     def relay(message: dict[str, Any]) -> None:
+        if "phase" in message:
+            phases.add(message["phase"])
         if "progress" in message and on_progress:
             p = message["progress"]
             on_progress(Progress(**{**p, "rule": StopRule(**p["rule"])}))
@@ -179,7 +288,10 @@ def run_isolated(
             run.monitor.stop()
         raise GpuscoutError(final["error"])
     else:
-        result = failed(config, "error", run.failure or "no result")
+        result = failed(config, "error", run.failure or "no result", BUILDING in phases)
+    if result.device == NOT_RECORDED and config.mode == "train" and BUILDING not in phases:
+        # the backend chooses the device before it builds: it stopped before choosing
+        result = result.model_copy(update={"device": NOT_RESOLVED})
     return attach(result, run.monitor)
 
 
@@ -200,24 +312,30 @@ class _Stalled(Exception):
     pass
 
 
-def _messages(fd: int, stall_s: Callable[[], float]) -> Iterator[dict[str, Any]]:
+def _messages(fd: int, stall_s: Callable[[], float], buffer: bytearray) -> Iterator[dict[str, Any]]:
     """JSON lines from the child until it closes the pipe; _Stalled after ``stall_s()``
-    seconds of silence (asked again before each wait: the allowed silence depends on the phase).
+    seconds of silence (asked again before each wait: the allowed silence depends on the phase),
+    or at once when it is 0 (an interrupted child's time is up, however much it still says).
 
-    The caller owns ``fd``: after a Ctrl-C it reads on with a new reader.
+    The caller owns ``fd`` and ``buffer`` (bytes read, not yet a whole line): after a Ctrl-C it
+    reads on with a new reader, from where the last one stopped.
     """
-    buffer = b""
     while True:
-        ready, _, _ = select.select([fd], [], [], stall_s())
+        while b"\n" in buffer:
+            end = buffer.index(b"\n")
+            line = bytes(buffer[:end])
+            del buffer[: end + 1]
+            yield json.loads(line)
+        seconds = stall_s()
+        if seconds <= 0:
+            raise _Stalled
+        ready, _, _ = select.select([fd], [], [], seconds)
         if not ready:
             raise _Stalled
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             return
         buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            yield json.loads(line)
 
 
 def _death(code: int) -> str:

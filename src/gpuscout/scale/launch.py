@@ -10,13 +10,16 @@ others get ``FAIL_GRACE_S`` to report their own failure (a collective aborted by
 peer), then each is sent SIGTERM and, ``TERM_GRACE_S`` later, SIGKILL. A launcher that is
 killed outright takes its workers with it, and each worker its measuring process, even
 mid-collective (see ``gpuscout.measure.lifeline``). How many workers this machine can take
-is checked before any starts (``gpuscout.limits.check_workers``).
+is checked before any starts (``gpuscout.limits.check_workers``). The scratch folder goes on
+every way out; one that a launcher killed outright left behind is removed by the next launch
+(:func:`sweep_stale`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuscout.measure import lifeline
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: scratch folders are then not swept
+    fcntl = None  # type: ignore[assignment]
 from gpuscout.measure.benchmark import failed
 from gpuscout.records import BenchConfig, Distribution, RunResult, WorkerRun
 from gpuscout.scale import distribute
@@ -66,13 +74,16 @@ def launch(
     result when no worker produced one.
     """
     say = on_event or (lambda _: None)
+    for folder in sweep_stale():
+        say(f"removed {folder}, left behind by a launcher that was killed")
     addresses = [f"{HOST}:{port}" for port in distribute.free_ports(workers)]
     config = config.model_copy(update={"workers": addresses, "task_index": 0})
-    with tempfile.TemporaryDirectory(prefix="gpuscout-launch-") as tmp:
+    tmp, lock = _scratch()
+    try:  # the scratch folder goes on every way out: done, failed, interrupted
         started: list[_Worker] = []
         try:  # an interrupt while they start still stops those already started
             for i in range(workers):
-                started.append(_start(i, addresses, bench_args, Path(tmp)))
+                started.append(_start(i, addresses, bench_args, tmp))
             say(f"started {workers} workers on {', '.join(addresses)}")
             _wait(started, say)
         except KeyboardInterrupt:
@@ -84,7 +95,73 @@ def launch(
             _stop(started)
         runs = [_stored_run(w) for w in started]
         reports = [_report(w, run) for w, run in zip(started, runs, strict=True)]
+    finally:
+        _remove(tmp, lock)
     return combine(config, runs[0] if runs else None, reports)
+
+
+# The scratch folder's lock, held (flock) by its launcher while it runs: the kernel lets go of
+# it when the launcher dies, however it dies, so a folder whose lock is free was left behind.
+LOCK_NAME = ".launcher.lock"
+PREFIX = "gpuscout-launch-"
+
+
+def _scratch() -> tuple[Path, int]:
+    """A new scratch folder in the system temp dir, and the open, locked descriptor of its
+    lock file. The lock is taken under another name and renamed into place, so that a
+    launcher sweeping at the same moment never finds the lock file there and free."""
+    tmp = Path(tempfile.mkdtemp(prefix=PREFIX))
+    if fcntl is None:
+        return tmp, -1
+    fd = os.open(tmp / f"{LOCK_NAME}.new", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.rename(tmp / f"{LOCK_NAME}.new", tmp / LOCK_NAME)
+    return tmp, fd
+
+
+def _remove(tmp: Path, lock: int) -> None:
+    """Remove the scratch folder, even when a second Ctrl-C or SIGTERM comes meanwhile (then
+    finish the removal, and let the interrupt go on)."""
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+    except KeyboardInterrupt:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if lock >= 0:
+            os.close(lock)
+
+
+def sweep_stale(root: Path | None = None) -> list[Path]:
+    """Remove the scratch folders (``gpuscout-launch-*`` in ``root``, default the system temp
+    dir) that launchers killed outright left behind; returns them.
+
+    SIGKILL, the out-of-memory killer or a power cut leave no way to clean up on the way
+    out (issue 17: an interrupted launch left one with 879 files). A folder is removed only
+    when it is this user's and its lock is free: its launcher is gone. Folders without the
+    lock file (made by an older gpuscout, or not a launcher's) are left alone.
+    """
+    if fcntl is None:
+        return []
+    removed: list[Path] = []
+    for folder in Path(root or tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            if folder.is_symlink() or folder.stat().st_uid != os.getuid():
+                continue
+            fd = os.open(folder / LOCK_NAME, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its launcher is running
+            os.close(fd)
+            continue
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            os.close(fd)
+        removed.append(folder)
+    return removed
 
 
 def _start(index: int, addresses: list[str], bench_args: list[str], tmp: Path) -> _Worker:

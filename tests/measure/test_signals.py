@@ -1,0 +1,223 @@
+"""Signals at every point of a run's life end it in bounded time, the same way (issue 17).
+
+Each test starts a real ``gpuscout bench`` as a background job of a non-interactive shell
+would (SIGINT inherited ignored), waits for one point of its life, signals it, and checks the
+exit, what was stored, and that no measuring process is left. Before the fix, a signal in the
+first second killed the process with 143, one while the child imported its modules was
+ignored (it measured on for minutes), and ``kill -INT`` was ignored throughout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gpuscout.measure import runner
+from gpuscout.measure.benchmark import INTERRUPTED, NOT_RECORDED, NOT_RESOLVED
+from gpuscout.records import RunResult
+from gpuscout.store import Store
+from tests.conftest import leftovers
+
+CLI = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+# What a non-interactive shell does for a background job: SIGINT ignored, then exec
+BACKGROUND = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "os.execv(sys.executable, [sys.executable, '-c', *sys.argv[1:]])\n"
+)
+BOUND_S = 60.0  # INTERRUPT_GRACE_S (30) and slack for a loaded machine: a hang is minutes
+START_S = 180.0  # for the run to reach a point of its life on a loaded machine
+
+
+class Bench:
+    """``gpuscout bench --workload mlp --steps 100000000`` with SIGINT ignored, its stderr
+    collected as it comes (FORCE_COLOR: the live display, which names the phase)."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", BACKGROUND, CLI, "bench", "--workload", "mlp",
+             "--steps", "100000000", "--db", str(db)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "FORCE_COLOR": "1", "COLUMNS": "200"},
+        )  # fmt: skip
+        self.err = b""
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        while chunk := os.read(self.proc.stderr.fileno(), 1 << 16):
+            self.err += chunk
+
+    def wait_for(self, ready: object, what: str) -> None:
+        end = time.monotonic() + START_S
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                pytest.fail(f"bench ended before {what}: {self.err.decode(errors='replace')}")
+            if callable(ready) and ready():
+                return
+            time.sleep(0.05)
+        pytest.fail(f"bench never reached {what}")
+
+    def said(self, text: str) -> bool:
+        return text.encode() in self.err
+
+    def catches_sigterm(self) -> bool:
+        """The CLI's handlers are in (bit 15 of SigCgt in /proc/PID/status)."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+        return False
+
+    def child(self) -> bool:
+        return any(
+            "gpuscout.measure.child" in " ".join(p.cmdline())
+            for p in psutil.Process(self.proc.pid).children()
+        )
+
+    def finish(self) -> tuple[int, str]:
+        """Exit code and stderr, within BOUND_S of the signal."""
+        try:
+            self.proc.wait(timeout=BOUND_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            pytest.fail(f"still running {BOUND_S:g} s after the signal")
+        self.reader.join(timeout=10)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return self.proc.returncode, self.err.decode(errors="replace")
+
+    def stored(self) -> list[RunResult]:
+        if not self.db.exists():
+            return []
+        with Store(self.db) as store:
+            return [r for row in store.list() if (r := store.get(row.id)) is not None]
+
+
+def _interrupted_run(bench: Bench, device: str) -> None:
+    code, err = bench.finish()
+    assert code == 1, err  # a failed run was stored, as any failed run
+    assert "Traceback" not in err, err
+    [run] = bench.stored()
+    assert run.status == "error" and run.message and run.message.startswith(INTERRUPTED), run
+    assert run.device == device, run.device
+    assert run.batch_size == 256, run.batch_size  # the mlp's default, on a CPU as on a GPU
+    assert not leftovers()
+
+
+def test_a_signal_before_the_child_starts_ends_the_command_as_interrupted(
+    tmp_path: Path,
+) -> None:
+    bench = Bench(tmp_path / "runs.sqlite")
+    bench.wait_for(bench.catches_sigterm, "its signal handlers")
+    assert not bench.child()
+    bench.proc.send_signal(signal.SIGTERM)
+    code, err = bench.finish()
+    assert code == 130, err  # not 143 (killed by the signal, no word), as before
+    assert err.strip().splitlines()[-1] == "gpuscout: interrupted", err
+    assert not bench.stored()  # nothing was measured
+    assert not leftovers()
+
+
+def test_sigterm_while_the_child_imports_its_modules_stops_the_run(tmp_path: Path) -> None:
+    bench = Bench(tmp_path / "runs.sqlite")
+    bench.wait_for(bench.child, "its measuring child")
+    assert not bench.said("starting TensorFlow")
+    bench.proc.send_signal(signal.SIGTERM)
+    _interrupted_run(bench, NOT_RESOLVED)
+
+
+def test_sigterm_while_tensorflow_starts_stops_the_run(tmp_path: Path) -> None:
+    bench = Bench(tmp_path / "runs.sqlite")
+    bench.wait_for(lambda: bench.said("starting TensorFlow"), "starting TensorFlow")
+    bench.proc.send_signal(signal.SIGTERM)
+    _interrupted_run(bench, NOT_RESOLVED)
+
+
+def test_kill_int_stops_a_measurement_started_with_sigint_ignored(tmp_path: Path) -> None:
+    bench = Bench(tmp_path / "runs.sqlite")
+    bench.wait_for(lambda: bench.said("measuring"), "measuring")
+    bench.proc.send_signal(signal.SIGINT)
+    _interrupted_run(bench, NOT_RECORDED)
+
+
+# A child that keeps reporting progress and ignores the first ``IGNORE`` SIGINTs (one that
+# missed the signal), then stops; its messages are JSON lines on stdout.
+STUBBORN = (
+    "import json, signal, sys, time\n"
+    "IGNORE = int(sys.argv[1])\n"
+    "seen = []\n"
+    "def on_int(signum, frame):\n"
+    "    seen.append(signum)\n"
+    "    if len(seen) > IGNORE:\n"
+    "        print(json.dumps({'result': len(seen)}), flush=True)\n"
+    "        sys.exit(0)\n"
+    "signal.signal(signal.SIGINT, on_int)\n"
+    "print(json.dumps({'phase': 'measuring'}), flush=True)\n"
+    "while True:\n"
+    "    print(json.dumps({'progress': {}}), flush=True)\n"
+    "    time.sleep(0.1)\n"
+)
+
+
+def _stubborn(ignore: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", STUBBORN, str(ignore)], stdout=subprocess.PIPE, text=True
+    )
+
+
+def _read_after_interrupt(proc: subprocess.Popen[str]) -> list[dict[str, object]]:
+    """What run_child does after the first Ctrl-C: signal, then read under a total limit,
+    sending the signal again to a child that still reports progress."""
+    assert proc.stdout is not None
+    fd, unread = proc.stdout.fileno(), bytearray()
+    assert next(runner._messages(fd, lambda: 60.0, unread)) == {"phase": "measuring"}  # ready
+    stop = runner._Stopping(proc)
+    stop.begin()
+    got = []
+    for message in runner._messages(fd, stop.seconds_left, unread):
+        stop.missed(message)
+        got.append(message)
+    return got
+
+
+def test_a_child_that_missed_the_signal_is_sent_it_again() -> None:
+    proc = _stubborn(ignore=1)
+    try:
+        got = _read_after_interrupt(proc)
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+    assert got[-1] == {"result": 2}  # it stopped on the second SIGINT, sent for it
+
+
+def test_progress_does_not_extend_an_interrupted_childs_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, each progress message restarted the wait: a child that went on measuring
+    kept its parent waiting for ever."""
+    monkeypatch.setattr(runner, "INTERRUPT_GRACE_S", 3.0)
+    proc = _stubborn(ignore=1_000_000)
+    try:
+        with pytest.raises(runner._Stalled):
+            _read_after_interrupt(proc)
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
