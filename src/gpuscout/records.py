@@ -268,3 +268,102 @@ class RunResult(_Record):
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def impossible_value(run: RunResult) -> tuple[str, str] | None:
+    """The first value no measurement can produce, as (field, what is wrong); None if none.
+
+    For runs read from files others made (``runs import``): the models check types, this
+    checks meaning. A throughput interval whose low bound is above its median, a negative
+    rate or step time, a date that is not a date: each would be stored, then break every
+    report over the database (an error bar of negative length) or mislead every comparison.
+    Runs gpuscout measures pass by construction; this is not applied to them.
+    """
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(run.created_at)
+    except ValueError:
+        return "created_at", f"'{run.created_at[:40]}' is not an ISO 8601 date and time"
+    checks: list[tuple[str, float | int | None, str]] = [
+        ("batch_size", run.batch_size, ">=1" if run.status == "ok" else ">=0"),
+        ("mean_samples_per_second", run.mean_samples_per_second, ">0"),
+        ("ci_rel_halfwidth", run.ci_rel_halfwidth, ">=0"),
+        ("cv", run.cv, ">=0"),
+        ("outliers", run.outliers, ">=0"),
+        ("measured_steps", run.measured_steps, ">=0"),
+        ("flops_per_step", run.flops_per_step, ">0"),
+        ("tflops", run.tflops, ">=0"),
+        ("peak_tflops", run.peak_tflops, ">0"),
+        ("mfu", run.mfu, ">=0"),
+        ("epoch_samples", run.epoch_samples, ">=1"),
+        ("epoch_seconds", run.epoch_seconds, ">0"),
+        ("peak_memory_bytes", run.peak_memory_bytes, ">=0"),
+    ]
+    if run.warmup:
+        checks += [("warmup.steps", run.warmup.steps, ">=0")]
+        checks += [("warmup.seconds", run.warmup.seconds, ">=0")]
+    if run.step_time_s:
+        s = run.step_time_s
+        checks += [(f"step_time_s.{k}", getattr(s, k), ">0") for k in ("median", "p5", "p95")]
+        checks += [("step_time_s.mean", s.mean, ">0")]
+    if run.distribution:
+        d = run.distribution
+        checks += [
+            ("distribution.replicas", d.replicas, ">=1"),
+            ("distribution.workers", d.workers, ">=1"),
+            ("distribution.per_replica_batch", d.per_replica_batch, ">=1"),
+            ("distribution.global_batch", d.global_batch, ">=1"),
+        ]
+    for i, point in enumerate(run.inference.points if run.inference else []):
+        at = f"inference.points.{i}"
+        checks += [
+            (f"{at}.batch_size", point.batch_size, ">=1"),
+            (f"{at}.concurrency", point.concurrency, ">=1"),
+            (f"{at}.requests", point.requests, ">=0"),
+            (f"{at}.seconds", point.seconds, ">=0"),
+            (f"{at}.samples_per_second", point.samples_per_second, ">=0"),
+            (f"{at}.requests_per_second", point.requests_per_second, ">=0"),
+        ]
+    for field, value, rule in checks:
+        if value is None:
+            continue
+        bound = int(rule.lstrip(">="))
+        if (value < bound) if rule.startswith(">=") else (value <= bound):
+            need = "positive" if rule == ">0" else f"at least {bound}"
+            return field, f"{value:g} is impossible: it must be {need}"
+    if run.batch_size > 2**31 - 1:  # a tensor dimension; and the database's column is 64-bit
+        digits = len(str(run.batch_size))
+        return "batch_size", f"a {digits}-digit number is impossible: a batch is at most 2**31 - 1"
+    for i, t in enumerate(run.step_times_s):
+        if not t > 0:
+            return f"step_times_s.{i}", f"{t:g} is impossible: a step takes a positive time"
+    if run.step_time_s and not run.step_time_s.p5 <= run.step_time_s.median <= run.step_time_s.p95:
+        return "step_time_s", "p5 <= median <= p95 does not hold"
+    intervals: list[tuple[str, Interval | None]] = [("samples_per_second", run.samples_per_second)]
+    if run.distribution and run.distribution.scaling:
+        intervals.append(("distribution.scaling.efficiency", run.distribution.scaling.efficiency))
+    for i, point in enumerate(run.inference.points if run.inference else []):
+        for q in ("p50_s", "p90_s", "p99_s", "p999_s"):
+            intervals.append((f"inference.points.{i}.{q}", getattr(point, q)))
+    for field, interval in intervals:
+        problem = _bad_interval(interval)
+        if problem:
+            return field, problem
+    return None
+
+
+def _bad_interval(interval: Interval | None) -> str | None:
+    """Why an interval is impossible: a rate or time not positive, or bounds out of order."""
+    if interval is None:
+        return None
+    low, mid, high = interval.ci_low, interval.median, interval.ci_high
+    if not mid > 0:
+        return f"median {mid:g} is impossible: it must be positive"
+    if low is not None and not low > 0:
+        return f"ci_low {low:g} is impossible: it must be positive"
+    if low is not None and low > mid:
+        return f"ci_low {low:g} is above the median {mid:g}"
+    if high is not None and high < mid:
+        return f"ci_high {high:g} is below the median {mid:g}"
+    return None

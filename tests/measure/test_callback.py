@@ -7,6 +7,7 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import pytest
 
 from gpuscout.keras import ScoutCallback
 from gpuscout.store import Store
@@ -74,9 +75,13 @@ def test_without_a_batch_size_the_stored_run_has_no_samples_per_second(tmp_path:
     assert "steps/s [95% CI" in printed[0] and "samples/s" not in printed[0].splitlines()[0]
 
 
-def test_a_store_that_refuses_the_write_is_printed_and_training_returns(tmp_path: Path) -> None:
+def test_a_store_that_refuses_the_write_is_printed_and_training_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The database opens but refuses the insert, as a full disk or a lock would (here a
-    trigger, planted in the real SQLite file, aborts every insert)."""
+    trigger, planted in the real SQLite file, aborts every insert); the run is kept in a file
+    in the current folder."""
+    monkeypatch.chdir(tmp_path)
     db = tmp_path / "runs.sqlite"
     Store(db).close()  # created and migrated
     conn = sqlite3.connect(db)
@@ -96,7 +101,9 @@ def test_a_store_that_refuses_the_write_is_printed_and_training_returns(tmp_path
     assert "samples/s [95% CI" in printed[0]
     assert (
         f"gpuscout: the run was not stored: cannot write to the database '{db}': "
-        "database or disk is full." in printed[0]
+        "database or disk is full; the run was kept in " in printed[0]
     )
+    (kept,) = tmp_path.glob("gpuscout-unsaved-run-*.json")
+    assert str(kept) in printed[0] and f"gpuscout runs import {kept}" in printed[0]
     with Store(db) as store:
         assert store.list() == []

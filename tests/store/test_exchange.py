@@ -80,7 +80,7 @@ def test_bad_files_are_refused_whole_naming_the_field(tmp_path: Path) -> None:
         (_write(tmp_path, {**good, "format": "other"}), "format 'other'"),
         (_write(tmp_path, {**good, "schema_version": 99}), "newer than this gpuscout"),
         (_write(tmp_path, {**good, "extra": 1}), "field 'extra'"),
-        (_write(tmp_path, bad_run(evil=1)), "run 2 (index 1): field 'evil'"),
+        (_write(tmp_path, bad_run(evil=1)), "run 2 (index 1, id 2): field 'evil'"),
         (_write(tmp_path, bad_run(batch_size="many")), "field 'batch_size'"),
         (_write(tmp_path, bad_run(status="great")), "field 'status'"),
         (_write(tmp_path, bad_run(step_times_s=["x"])), "field 'step_times_s.0'"),

@@ -155,8 +155,10 @@ def test_a_v1_database_is_migrated_to_the_latest_without_losing_runs(tmp_path: P
 def test_a_write_the_database_refuses_is_a_user_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Another process holds the write lock past the busy timeout: one line, not a traceback."""
+    """Another process holds the write lock past the busy timeout: one line, not a traceback
+    (and the run kept in a file in the current folder: see test_readonly.py)."""
     monkeypatch.setattr(db_module, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.chdir(tmp_path)
     path = tmp_path / "r.sqlite"
     with Store(path) as store:
         holder = sqlite3.connect(path, isolation_level=None)

@@ -1,23 +1,33 @@
-"""``gpuscout runs list|show|export|import|compare``: the stored runs."""
+"""``gpuscout runs list|show|export|import|compare|delete``: the stored runs."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from itertools import islice
 from typing import Any
 
-from gpuscout.cli.parser import positive_int
+from gpuscout.cli.output import print_json
+from gpuscout.cli.parser import RUN_ID, RUN_IDS, int_in
 from gpuscout.errors import UserError
+
+# Rows ``runs list`` shows unless told: a team store holds thousands, and a table of thousands
+# is neither read nor quick (rendering 10,000 rows took 9 s). --json lists all by default.
+LIST_DEFAULT = 50
+LIST_LIMIT = int_in(0, 10**9)  # rows to list; 0: every run
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("runs", help="list, show, export, import and compare stored runs")
+    p = sub.add_parser("runs", help="list, show, export, import, compare and delete stored runs")
     runs_sub = p.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
     ls = runs_sub.add_parser("list", help="the stored runs, newest first")
-    ls.add_argument("--limit", type=positive_int, help="at most this many runs")
+    ls.add_argument(
+        "--limit",
+        type=LIST_LIMIT,
+        help=f"the newest this many runs; 0 for all (default: {LIST_DEFAULT}, all with --json)",
+    )
     show = runs_sub.add_parser("show", help="one run in full")
-    show.add_argument("id", type=positive_int)
+    show.add_argument("id", type=RUN_ID)
     show.add_argument("--steps", action="store_true", help="with --json: include every step time")
     export = runs_sub.add_parser("export", help="write stored runs to a JSON or CSV file")
     export.add_argument("--format", choices=("json", "csv"), default="json")
@@ -26,9 +36,12 @@ def register(sub: Any) -> None:
     imp = runs_sub.add_parser("import", help="add the runs of an exported JSON file")
     imp.add_argument("file", help="a file written by 'gpuscout runs export'")
     cmp = runs_sub.add_parser("compare", help="two runs side by side, if they are comparable")
-    cmp.add_argument("a", type=positive_int)
-    cmp.add_argument("b", type=positive_int)
-    for q in (ls, show, export, imp, cmp):
+    cmp.add_argument("a", type=RUN_ID)
+    cmp.add_argument("b", type=RUN_ID)
+    rm = runs_sub.add_parser("delete", help="delete stored runs (asks first, unless --yes)")
+    rm.add_argument("ids", type=RUN_IDS, metavar="IDS", help="the runs to delete, e.g. 3,4,7")
+    rm.add_argument("--yes", action="store_true", help="delete without asking (for scripts)")
+    for q in (ls, show, export, imp, cmp, rm):
         q.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     for q in (ls, show, imp, cmp):
         q.add_argument("--json", action="store_true", help="print JSON")
@@ -37,45 +50,46 @@ def register(sub: Any) -> None:
     export.set_defaults(handler=run_export)
     imp.set_defaults(handler=run_import)
     cmp.set_defaults(handler=run_compare)
+    rm.set_defaults(handler=run_delete)
 
 
-def parse_ids(text: str) -> list[int]:
-    try:
-        ids = [int(i) for i in text.split(",") if i.strip()]
-    except ValueError:
-        ids = []
-    if not ids or min(ids) < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a list of run ids such as 3,4,7")
-    return ids
+parse_ids = RUN_IDS  # '3,4,7' -> [3, 4, 7]: run ids, each within what SQLite can hold
 
 
 def run_list(args: argparse.Namespace) -> int:
     from gpuscout.store import Store
 
-    with Store(args.db) as store:
-        rows = store.list(args.limit)
+    limit = args.limit if args.limit is not None else (0 if args.json else LIST_DEFAULT)
+    with Store(args.db, readonly=True) as store:
+        rows = store.list(limit or None)  # the listed columns only, never a run's JSON
+        total = store.count() if limit and len(rows) == limit else len(rows)
     if args.json:
-        json.dump([vars(r) for r in rows], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    from gpuscout.report.console import stdout_console
-    from gpuscout.report.terminal import runs_table
+        print_json([vars(r) for r in rows])
+    else:
+        from gpuscout.report.console import stdout_console
+        from gpuscout.report.terminal import runs_table
 
-    stdout_console().print(runs_table(rows) if rows else "no stored runs yet: run 'gpuscout bench'")
+        stdout_console().print(
+            runs_table(rows) if rows else "no stored runs yet: run 'gpuscout bench'"
+        )
+    if len(rows) < total:
+        print(
+            f"gpuscout: showing the newest {len(rows):,} of {total:,} runs; --limit 0 for all",
+            file=sys.stderr,
+        )
     return 0
 
 
 def run_show(args: argparse.Namespace) -> int:
     from gpuscout.store import Store
 
-    with Store(args.db) as store:
+    with Store(args.db, readonly=True) as store:
         result = store.get(args.id)
     if args.json:
         data = result.to_json_dict()
         if args.steps:
             data["step_times_s"] = result.step_times_s
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(data)
         return 0
     from gpuscout.report.console import stdout_console
     from gpuscout.report.terminal import print_result
@@ -90,7 +104,7 @@ def run_export(args: argparse.Namespace) -> int:
     from gpuscout.store import Store
     from gpuscout.store.exchange import export_csv, export_json
 
-    with Store(args.db) as store:
+    with Store(args.db, readonly=True) as store:
         ids = args.ids or sorted(row.id for row in store.list())
         runs = [store.get(i) for i in ids]
     text = export_json(runs) if args.format == "json" else export_csv(runs)
@@ -106,33 +120,61 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from itertools import chain
     from pathlib import Path
 
     from gpuscout.store import Store
-    from gpuscout.store.exchange import read_runs
+    from gpuscout.store.exchange import iter_runs
 
     if not args.file.strip():  # Path("") would be the current directory
         raise UserError(
             "no file to import: the name is empty.",
             "pass a JSON file written by 'gpuscout runs export'.",
         )
-    runs = read_runs(Path(args.file))  # all validated before the database is touched
-    with Store(args.db) as store:
-        saved = store.save_many(runs)
+    runs = iter_runs(Path(args.file))
+    # The file's own problems (missing, a folder, too big, not JSON, a bad first run) are
+    # found before the database is touched; the rest is validated as it is stored.
+    first = list(islice(runs, 1))
+    # Checked writable now, before thousands of runs are read. A new database is announced
+    # once the file is in; a bad file removes it again.
+    store = Store(args.db)
+    try:
+        # One transaction: a bad run anywhere in the file rolls back all before it, and
+        # memory holds a batch of runs, not the file.
+        ids: list[int] = []  # for --json, as before: the new ids (ints, not the runs)
+        count, low, high = store.import_runs(
+            chain(first, runs), on_saved=lambda r: ids.append(r.id) if args.json else None
+        )
+    except BaseException:
+        _close_unfilled(store, 0)
+        raise
+    _close_unfilled(store, count)
     if args.json:
-        json.dump([r.id for r in saved], sys.stdout)
-        sys.stdout.write("\n")
+        print_json(ids, indent=None)
+    elif count:
+        which = f"id {low}" if count == 1 else f"ids {low:,}-{high:,}"
+        print(f"imported {count:,} run(s) from {args.file} as {which}")
     else:
-        ids = ", ".join(str(r.id) for r in saved)
-        print(f"imported {len(saved)} run(s) from {args.file} as {ids or 'nothing'}")
+        print(f"imported nothing from {args.file}: it holds no runs")
     return 0
+
+
+def _close_unfilled(store: Any, count: int) -> None:
+    """Close; and a database this import created but filled with nothing is removed again:
+    a bad or empty file leaves no new empty database behind."""
+    from pathlib import Path
+
+    store.close()
+    if count == 0 and store.created and store.path is not None:
+        for extra in ("", "-wal", "-shm", "-journal"):
+            Path(f"{store.path}{extra}").unlink(missing_ok=True)
 
 
 def run_compare(args: argparse.Namespace) -> int:
     from gpuscout.comparison import compare
     from gpuscout.store import Store
 
-    with Store(args.db) as store:
+    with Store(args.db, readonly=True) as store:
         result = compare(store.get(args.a), store.get(args.b))
     if args.json:
         from dataclasses import asdict
@@ -144,11 +186,45 @@ def run_compare(args: argparse.Namespace) -> int:
             "differences": [asdict(d) for d in result.differences],
             "speedup": result.speedup.model_dump() if result.speedup else None,
         }
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(data)
         return 0
     from gpuscout.report.compare_table import print_comparison
     from gpuscout.report.console import stdout_console
 
     print_comparison(result, stdout_console())
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    """Delete runs, after a yes on the terminal (or ``--yes``): how a store that took a bad
+    run is repaired. Every id must exist, and all go in one transaction, or none does."""
+    from gpuscout.store import Store
+
+    ids: list[int] = args.ids
+    if not args.yes and not sys.stdin.isatty():
+        raise UserError(
+            f"'runs delete' asks before deleting {len(ids):,} run(s), and there is no terminal "
+            "to ask on.",
+            "add --yes to delete without asking.",
+        )
+    with Store(args.db, create=False) as store:
+        rows = store.rows(ids)  # an unknown id is an error, and nothing is deleted
+        if not args.yes:
+            from gpuscout.report.console import stdout_console
+            from gpuscout.report.terminal import runs_table
+
+            stdout_console().print(runs_table(rows[:20]))
+            more = " (the first 20 shown)" if len(rows) > 20 else ""
+            try:
+                answer = input(
+                    f"delete these {len(rows):,} run(s){more} from {store.where}? [y/N] "
+                )
+            except EOFError:
+                answer = ""
+            if not answer.strip().lower().startswith("y"):
+                print("gpuscout: nothing deleted", file=sys.stderr)
+                return 1
+        deleted = store.delete(ids)
+    shown = ", ".join(str(i) for i in ids[:20]) + (" ..." if len(ids) > 20 else "")
+    print(f"deleted {deleted:,} run(s): {shown}")
     return 0

@@ -1,5 +1,5 @@
 """The results store (SQLite by default), with a versioned schema."""
 
-from gpuscout.store.db import RunRow, Store, default_target
+from gpuscout.store.db import RunRow, Store, database_exists, default_target
 
-__all__ = ["RunRow", "Store", "default_target"]
+__all__ = ["RunRow", "Store", "database_exists", "default_target"]

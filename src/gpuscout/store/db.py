@@ -11,16 +11,32 @@ so two gpuscouts opening a new database at once migrate it once.
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import platformdirs
-from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url, select, text
+from sqlalchemy import (
+    URL,
+    Connection,
+    Engine,
+    create_engine,
+    event,
+    func,
+    make_url,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
 from gpuscout.errors import UserError
@@ -29,6 +45,10 @@ from gpuscout.store import schema
 
 BUSY_TIMEOUT_MS = 30_000
 MIGRATION_LOCK = 0x6770_7573  # pg_advisory_xact_lock key: "gpus"
+IMPORT_BATCH = 500  # runs validated and inserted per batch of an import (one transaction)
+_WRITABLE_FIX = (
+    "make it writable (its permissions and its folder's), or pass another --db / GPUSCOUT_DB."
+)
 
 
 def default_target() -> str | Path:
@@ -36,6 +56,15 @@ def default_target() -> str | Path:
     return os.environ.get("GPUSCOUT_DB") or (
         Path(platformdirs.user_data_dir("gpuscout")) / "runs.sqlite"
     )
+
+
+def database_exists(target: Path | str | None = None) -> bool:
+    """Whether there is a database to read (a server URL is assumed to exist): commands that
+    merely consult stored runs (``predict``'s calibration) skip a missing one silently, rather
+    than create it or fail."""
+    if target is None:
+        target = default_target()
+    return is_url(target) or Path(target).exists()
 
 
 def is_url(target: str | Path) -> bool:
@@ -84,6 +113,42 @@ class RunRow:
     samples_per_second: float | None
     stop_reason: str | None
     mode: str = "train"
+
+
+def _row(result: RunResult, run_id: int | None) -> dict[str, Any]:
+    """The runs table's values for a run; its JSON holds ``run_id`` when it is known."""
+    sps = result.samples_per_second.median if result.samples_per_second else None
+    saved = result if run_id is None else result.model_copy(update={"id": run_id})
+    return {
+        **({"id": run_id} if run_id is not None else {}),
+        "created_at": result.created_at,
+        "status": result.status,
+        "workload": result.workload,
+        "device": result.device,
+        "precision": result.precision,
+        "xla": result.xla,
+        "loop": result.loop,
+        "batch_size": result.batch_size,
+        "samples_per_second": sps,
+        "stop_reason": result.stop_reason,
+        "mode": result.mode,
+        "result_json": "{}" if run_id is None else json.dumps(saved.to_json_dict()),
+        "step_times_json": json.dumps(result.step_times_s),
+        "monitor_json": json.dumps(result.monitor_timeline),
+    }
+
+
+def _insert_batch(conn: Connection, batch: Sequence[RunResult]) -> list[RunResult]:
+    """Insert runs, with their ids in their JSON. On SQLite, whose BEGIN IMMEDIATE holds the
+    write lock for the whole transaction, the ids are the next ones after the largest, and
+    the batch is one executemany (an import of 10,000 runs: seconds, not a minute); elsewhere
+    the database's sequence gives each id, one insert at a time."""
+    if conn.dialect.name != "sqlite" or not batch:
+        return [_insert(conn, r) for r in batch]
+    top = conn.execute(select(func.max(schema.runs.c.id))).scalar() or 0
+    ids = range(int(top) + 1, int(top) + 1 + len(batch))
+    conn.execute(schema.runs.insert(), [_row(r, i) for r, i in zip(batch, ids, strict=True)])
+    return [r.model_copy(update={"id": i}) for r, i in zip(batch, ids, strict=True)]
 
 
 def _insert(conn: Connection, result: RunResult) -> RunResult:
@@ -135,13 +200,88 @@ def _sqlite_engine(path: Path) -> Engine:
     return engine
 
 
-class Store:
-    """A results database, migrated to the current schema on open."""
+def _sqlite_readonly_engine(path: Path) -> Engine:
+    """A database gpuscout may not write (mode 444, a read-only folder) opened to read only.
 
-    def __init__(self, target: Path | str | None = None) -> None:
+    ``mode=ro`` reads a WAL database when SQLite can still create its -shm file beside it;
+    in a read-only folder it cannot, and ``immutable=1`` (no locks, no -shm) is the only way
+    in: nobody can be writing a database whose folder nobody may write."""
+    uri = path.resolve().as_uri()
+
+    def connect() -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        conn.isolation_level = None
+        return conn
+
+    return create_engine("sqlite://", creator=connect)
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write ``path`` (a file or a folder). ``os.access`` asks the
+    kernel with the real uid: root passes, as its writes do."""
+    return os.access(path, os.W_OK)
+
+
+def unsaved_file(result: RunResult, db: str) -> Path | None:
+    """Keep a finished run the database refused as an import file; the file, or None.
+
+    Tried in the current folder, then the database's folder, then the temp folder: the first
+    that takes it. The file is what ``gpuscout runs import`` reads, so nothing is lost."""
+    from gpuscout.store.exchange import export_json
+
+    body = export_json([result])
+    name = f"gpuscout-unsaved-run-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    here = [Path.cwd()]
+    if not is_url(db):
+        here.append(Path(db).resolve().parent)
+    here.append(Path(tempfile.gettempdir()))
+    for folder in here:
+        for n in range(100):
+            path = folder / (f"{name}.json" if n == 0 else f"{name}-{n}.json")
+            try:
+                with open(path, "x", encoding="utf-8") as f:
+                    f.write(body)
+                return path.resolve()
+            except FileExistsError:
+                continue
+            except OSError:
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)  # a half-written file (disk full) is no copy
+                break
+    return None
+
+
+class Store:
+    """A results database, migrated to the current schema on open.
+
+    Opened to write (the default: ``bench``, ``import``, ``delete``), a database is checked
+    to take a write at once, by a real write rolled back, so a read-only file or folder is
+    refused before minutes of measuring, not after. ``create=False``: a missing SQLite file
+    is an error rather than a new database. ``readonly=True`` (``runs list``, ``report``,
+    ...): never creates a file, never writes, and reads a database that may not be written;
+    a missing file is "no results database at PATH", so a typo in ``--db`` is said, not
+    shown as an empty store. A database it creates is announced on stderr (``announce``)
+    when the first run is stored in it, so a typo in ``--db`` is seen the first time.
+    """
+
+    def __init__(
+        self,
+        target: Path | str | None = None,
+        *,
+        readonly: bool = False,
+        create: bool = True,
+        announce: bool = True,
+    ) -> None:
         if target is None:
             target = default_target()
         self.path: Path | None = None
+        self.readonly = readonly
+        self.created = False
+        sqlite_ro = False
         if is_url(target):
             url = _postgres_url(str(target))
             self.where = url.render_as_string(hide_password=True)
@@ -149,39 +289,129 @@ class Store:
         else:
             self.path = Path(target)
             self.where = str(self.path)
-            self.engine = _sqlite_engine(self._sqlite_path(self.path))
+            sqlite_ro = self._check_sqlite_path(self.path, readonly, create and not readonly)
+            if sqlite_ro:
+                self.engine = _sqlite_readonly_engine(self.path)
+            else:
+                self.created = not self.path.exists()
+                self.engine = _sqlite_engine(self.path)
         try:
-            with self.engine.begin() as conn:
-                if conn.dialect.name == "postgresql":
-                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
-                version = schema.current_version(conn)
-                if version > schema.LATEST:
-                    raise UserError(
-                        f"the database '{self.where}' has schema v{version}, newer than this "
-                        f"gpuscout understands (v{schema.LATEST}).",
-                        "upgrade gpuscout, or pass another --db.",
-                    )
-                schema.migrate(conn)
+            if sqlite_ro:
+                self._check_version_readonly()
+            else:
+                with self.engine.begin() as conn:
+                    if conn.dialect.name == "postgresql":
+                        conn.execute(
+                            text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK}
+                        )
+                    self._check_version(schema.current_version(conn))
+                    schema.migrate(conn)
+                if not readonly:
+                    self._probe_write()
         except (OperationalError, DatabaseError) as exc:
             self.engine.dispose()
             reason = " ".join(str(exc.orig).split())  # psycopg's messages span lines
+            if self.created and self.path is not None:
+                self.path.unlink(missing_ok=True)  # not a new empty file left by a failure
             raise UserError(
                 f"cannot open the database '{self.where}': {reason}.",
                 "pass a writable gpuscout database with --db, or a new file name.",
             ) from None
+        except UserError:
+            self.engine.dispose()
+            raise
+        self._announce = announce and self.created
+
+    def _announce_new(self) -> None:
+        """Say once, when the first run is in, that the database is new, and where: a typo in
+        --db is seen then, not later as runs missing from the usual database. (Not at open: a
+        command refused before it stores anything says only why.)"""
+        if self._announce and self.path is not None:
+            self._announce = False
+            print(
+                f"gpuscout: new results database at {self.path.resolve()} (none existed there)",
+                file=sys.stderr,
+            )
+
+    def _check_version(self, version: int) -> None:
+        if version > schema.LATEST:
+            raise UserError(
+                f"the database '{self.where}' has schema v{version}, newer than this "
+                f"gpuscout understands (v{schema.LATEST}).",
+                "upgrade gpuscout, or pass another --db.",
+            )
+
+    def _check_version_readonly(self) -> None:
+        with self.engine.connect() as conn:
+            version = schema.current_version(conn)
+        self._check_version(version)
+        if version < schema.LATEST:
+            raise UserError(
+                f"the database '{self.where}' has schema v{version}, older than this gpuscout "
+                f"reads (v{schema.LATEST}), and is read-only, so it cannot be upgraded.",
+                "make it writable once (any gpuscout command upgrades it), or pass another --db.",
+            )
+
+    def _probe_write(self) -> None:
+        """A real write, rolled back: SQLite opens a read-only file without complaint and
+        even begins a write transaction on it; only writing a page fails."""
+        try:
+            with self.engine.connect() as conn:
+                trans = conn.begin()
+                try:
+                    conn.execute(
+                        update(schema.meta)
+                        .where(schema.meta.c.key == "schema_version")
+                        .values(value=schema.meta.c.value)
+                    )
+                finally:
+                    trans.rollback()
+        except (OperationalError, DatabaseError) as exc:
+            reason = " ".join(str(exc.orig).split())
+            raise UserError(
+                f"cannot write to the database '{self.where}': {reason}.", _WRITABLE_FIX
+            ) from None
 
     @staticmethod
-    def _sqlite_path(path: Path) -> Path:
+    def _check_sqlite_path(path: Path, readonly: bool, create: bool) -> bool:
+        """Refuse what cannot work before SQLite says something obscure; whether to open the
+        file read-only (only when asked to read and the file or its folder may not be written)."""
+        shown = path.resolve()
         if path.exists() and path.is_dir():
             raise UserError(f"--db '{path}' is a directory.", "pass a file path.")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
+        if not path.exists():
+            if not create:
+                raise UserError(
+                    f"no results database at '{shown}' (nothing was ever stored there).",
+                    "check --db and GPUSCOUT_DB; 'gpuscout bench' creates the database on its "
+                    "first run.",
+                )
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UserError(
+                    f"cannot create the folder for --db '{path}': {exc.strerror}.",
+                    "pass a writable path with --db or GPUSCOUT_DB.",
+                ) from None
+            if not _writable(path.parent):
+                raise UserError(
+                    f"cannot create the database '{shown}': its folder is not writable.",
+                    "pass a path in a writable folder with --db or GPUSCOUT_DB.",
+                )
+            return False
+        if not _writable(path):
+            if readonly:
+                return True
+            raise UserError(f"the database '{shown}' is read-only.", _WRITABLE_FIX)
+        if not _writable(shown.parent):
+            if readonly:
+                return True
             raise UserError(
-                f"cannot create the folder for --db '{path}': {exc.strerror}.",
-                "pass a writable path with --db or GPUSCOUT_DB.",
-            ) from None
-        return path
+                f"the database '{shown}' is in a read-only folder, where SQLite cannot write "
+                "its -wal and -shm files.",
+                _WRITABLE_FIX,
+            )
+        return False
 
     def close(self) -> None:
         self.engine.dispose()
@@ -193,18 +423,70 @@ class Store:
         self.close()
 
     def save(self, result: RunResult) -> RunResult:
-        """Insert a run in one transaction; return it with its id."""
-        return self.save_many([result])[0]
+        """Insert a finished run in one transaction; return it with its id.
 
-    def save_many(self, results: Sequence[RunResult]) -> list[RunResult]:
+        The run has been measured (minutes, maybe hours): when the database refuses it after
+        all (disk full, locked past the busy timeout, permissions changed, server down), it is
+        written to an import file instead and the error names that file."""
+        try:
+            return self.save_many([result])[0]
+        except UserError as exc:
+            kept = unsaved_file(result, self.where)
+            if kept is None:
+                raise UserError(
+                    f"{exc.problem.rstrip('.')}; the run could not be kept in a file either "
+                    "(no writable folder).",
+                    exc.fix,
+                ) from None
+            raise UserError(
+                f"{exc.problem.rstrip('.')}; the run was kept in {kept}.",
+                f"{exc.fix.rstrip('.') if exc.fix else 'fix the database'}, then "
+                f"gpuscout runs import {kept}",
+            ) from None
+        except Exception:  # a bug: keep its traceback, but not at the price of the run
+            kept = unsaved_file(result, self.where)
+            print(f"gpuscout: the run was not stored; it was kept in {kept}", file=sys.stderr)
+            raise
+
+    def save_many(self, results: Iterable[RunResult]) -> list[RunResult]:
         """Insert runs in one transaction (all or none); return them with their ids.
 
         A database that refuses the write (locked past the busy timeout, disk full, read-only,
         server gone) is a :class:`UserError` naming the database and the reason, so ``bench``
         prints one line and ``ScoutCallback`` reports it instead of failing the training."""
+        saved: list[RunResult] = []
+        self.import_runs(results, on_saved=saved.append)
+        return saved
+
+    def import_runs(
+        self,
+        results: Iterable[RunResult],
+        on_saved: Any = None,
+    ) -> tuple[int, int | None, int | None]:
+        """Insert runs as they come, in one transaction: (count, first id, last id).
+
+        ``results`` may be a generator that validates as it goes (an import file): whatever it
+        raises rolls back every run inserted before, so a file is stored whole or not at all,
+        while memory holds one batch of runs, not the file's thousands."""
+        count, first, last = 0, None, None
         try:
             with self.engine.begin() as conn:
-                return [_insert(conn, result) for result in results]
+                batch: list[RunResult] = []
+                for result in results:
+                    batch.append(result)
+                    if len(batch) < IMPORT_BATCH:
+                        continue
+                    for saved in _insert_batch(conn, batch):
+                        count, first, last = count + 1, first or saved.id, saved.id
+                        if on_saved:
+                            on_saved(saved)
+                    batch.clear()
+                for saved in _insert_batch(conn, batch):
+                    count, first, last = count + 1, first or saved.id, saved.id
+                    if on_saved:
+                        on_saved(saved)
+            if count:
+                self._announce_new()
         except (OperationalError, DatabaseError) as exc:
             reason = " ".join(str(exc.orig).split())
             raise UserError(
@@ -212,8 +494,15 @@ class Store:
                 "free the disk or the lock, or use another database (--db, GPUSCOUT_DB, or "
                 "ScoutCallback(db=...)).",
             ) from None
+        return count, first, last
+
+    def count(self) -> int:
+        """How many runs are stored (``runs list`` says how many it did not show)."""
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(schema.runs)).scalar() or 0)
 
     def list(self, limit: int | None = None) -> list[RunRow]:
+        """The runs' list columns, newest first: never their JSON, steps or timelines."""
         raw = ("result_json", "step_times_json", "monitor_json")
         cols = [c for c in schema.runs.c if c.name not in raw]
         query = select(*cols).order_by(schema.runs.c.id.desc())
@@ -221,6 +510,51 @@ class Store:
             query = query.limit(limit)
         with self.engine.connect() as conn:
             return [RunRow(**row._mapping) for row in conn.execute(query)]
+
+    def rows(self, ids: Sequence[int]) -> builtins.list[RunRow]:
+        """The list rows of these ids (in the order given); UserError naming every unknown id."""
+        r = schema.runs.c
+        cols = [
+            c
+            for c in schema.runs.c
+            if c.name not in ("result_json", "step_times_json", "monitor_json")
+        ]
+        found: dict[int, RunRow] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), IMPORT_BATCH):
+                chunk = list(ids[i : i + IMPORT_BATCH])
+                for row in conn.execute(select(*cols).where(r.id.in_(chunk))):
+                    found[row.id] = RunRow(**row._mapping)
+        missing = [i for i in dict.fromkeys(ids) if i not in found]
+        if missing:
+            shown = ", ".join(str(i) for i in missing[:10]) + (" ..." if len(missing) > 10 else "")
+            which = f"run with id {shown}" if len(missing) == 1 else f"runs with ids {shown}"
+            raise UserError(f"no {which} in '{self.where}'.", "see gpuscout runs list.")
+        return [found[i] for i in dict.fromkeys(ids)]
+
+    def delete(self, ids: Sequence[int]) -> int:
+        """Delete these runs in one transaction; all of them exist or nothing is deleted."""
+        wanted = list(dict.fromkeys(ids))
+        self.rows(wanted)  # every id known, else nothing is touched
+        r = schema.runs.c
+        try:
+            with self.engine.begin() as conn:
+                deleted = 0
+                for i in range(0, len(wanted), IMPORT_BATCH):
+                    chunk = wanted[i : i + IMPORT_BATCH]
+                    deleted += conn.execute(schema.runs.delete().where(r.id.in_(chunk))).rowcount
+                if deleted != len(wanted):  # another process deleted some meanwhile
+                    raise UserError(
+                        f"some of the runs changed in '{self.where}' while deleting; nothing was "
+                        "deleted.",
+                        "run the command again.",
+                    )
+        except (OperationalError, DatabaseError) as exc:
+            reason = " ".join(str(exc.orig).split())
+            raise UserError(
+                f"cannot write to the database '{self.where}': {reason}.", _WRITABLE_FIX
+            ) from None
+        return deleted
 
     def get(self, run_id: int) -> RunResult:
         r = schema.runs.c

@@ -119,10 +119,17 @@ class ScoutCallback(FitTimer):
         """Save the run; on any failure (database locked, disk full, server down, a bug) the
         reason, as the line to print: the user's training has finished, so never fail it now."""
         from gpuscout.errors import GpuscoutError
-        from gpuscout.store import Store
+        from gpuscout.store import Store, default_target
+        from gpuscout.store.db import unsaved_file
 
         try:
-            with Store(self.db) as store:
+            store = Store(self.db)
+        except Exception as exc:  # read-only, unreachable: the run is kept all the same
+            kept = unsaved_file(result, str(self.db or default_target()))
+            where = f"; it was kept in {kept} (gpuscout runs import {kept})" if kept else ""
+            return f"gpuscout: the run was not stored: {exc}{where}"
+        try:
+            with store:  # a refused save keeps the run in a file and names it (Store.save)
                 self.result = store.save(result)
         except GpuscoutError as exc:
             return f"gpuscout: the run was not stored: {exc}"
