@@ -58,7 +58,7 @@ def parse_measure(text: str) -> tuple[tuple[str, float], ...]:
                 f"'{item}' in --measure is not WORKLOAD=SECONDS with SECONDS > 0.",
                 "e.g. --measure resnet50=60,mlp=15.",
             )
-        plan.append((get_workload(name).name, value))
+        plan.append((get_workload(name, own_model=False).name, value))
     if not plan:
         raise UserError("--measure names no workload.", "e.g. --measure resnet50=60,mlp=15.")
     return tuple(plan)

@@ -129,7 +129,7 @@ def test_html_is_self_contained_escaped_and_complete(written: dict[str, str]) ->
 
 def test_report_errors_are_one_line(tmp_path: Path) -> None:
     empty = run_cli("report", "--html", str(tmp_path / "r.html"), block_tf=True)
-    assert empty.code == 2 and "no stored runs to report on" in empty.err
+    assert empty.code == 2 and "no results database at" in empty.err  # not created either
     db = _stored(tmp_path)
     nowhere = run_cli("report", "--db", str(db), block_tf=True)
     assert nowhere.code == 2 and "--html FILE and/or --md FILE" in nowhere.err

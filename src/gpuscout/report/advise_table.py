@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuscout.advise.recommend import Advice
+from gpuscout.report.console import literal
 from gpuscout.units import fmt_hours, fmt_usd
 
 
@@ -16,19 +17,19 @@ def print_advice(advice: Advice, console: Console) -> None:
     for i, c in enumerate(advice.ranked, 1):
         table.add_row(
             str(i),
-            f"{c.count} x {c.gpu} ({c.provider})" + (" *" if c.pareto else ""),
+            literal(f"{c.count} x {c.gpu} ({c.provider})" + (" *" if c.pareto else "")),
             fmt_hours(c.hours),
             fmt_usd(c.total_usd),
-            "; ".join(c.reasons),
+            literal("; ".join(c.reasons)),
         )
     console.print(table)
     front = ", ".join(
         f"{c.count}x{c.gpu}@{c.provider} {fmt_hours(c.hours)} {fmt_usd(c.total_usd)}"
         for c in advice.pareto
     )
-    console.print(f"* Pareto front (time vs cost): {front}", highlight=False)
+    console.print(f"* Pareto front (time vs cost): {literal(front)}", highlight=False)
     if advice.rejected:
         why = "; ".join(f"{n} {reason}" for reason, n in advice.rejected.items())
-        console.print(f"left out: {why}", highlight=False)
+        console.print(f"left out: {literal(why)}", highlight=False)
     for line in advice.assumptions:
-        console.print(f"assumption: {line}", highlight=False)
+        console.print(f"assumption: {literal(line)}", highlight=False)

@@ -15,15 +15,23 @@ from typing import TYPE_CHECKING
 
 from gpuscout.advise.recommend import Advice
 from gpuscout.report.chart_data import Curve, Timeline
-from gpuscout.report.document import Ranking
+from gpuscout.report.document import Ranking, RankRow
+from gpuscout.text import printable
 
 MEASURED = "#d95f02"  # orange: measured here
 PREDICTED = "#7570b3"  # violet: predicted from the catalog
 FRONT = "#1b9e77"
+MAX_MEASURED_BARS = 15  # measured runs drawn in a ranking chart; the table lists them all
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+
+def _label(text: str) -> str:
+    """Stored text as a chart draws it literally: control characters as escapes, and ``$``
+    escaped, since matplotlib reads ``$...$`` as mathematics (and fails on some)."""
+    return printable(text).replace("$", r"\$")
 
 
 @contextmanager
@@ -48,9 +56,23 @@ def _svg(fig: Figure) -> str:
     return text[text.index("<svg") :]  # drop the XML prolog and doctype: it is inline
 
 
+def _chart_rows(ranking: Ranking) -> tuple[list[RankRow], str]:
+    """The rows a ranking chart draws: every predicted GPU and the fastest
+    :data:`MAX_MEASURED_BARS` measured runs (a store of hundreds would draw a bar per run, and
+    the chart would be metres tall); the table beside it lists them all. With what was left
+    out, for the title."""
+    measured = [r for r in ranking.rows if r.kind == "measured"]
+    if len(measured) <= MAX_MEASURED_BARS:
+        return ranking.rows, ""
+    kept = {id(r) for r in measured[:MAX_MEASURED_BARS]}  # rows are fastest first
+    rows = [r for r in ranking.rows if r.kind != "measured" or id(r) in kept]
+    return rows, f" (fastest {MAX_MEASURED_BARS} of {len(measured)} measured runs)"
+
+
 def ranking_chart(ranking: Ranking) -> str:
     """Horizontal bars of throughput (log scale), ranges as error bars, measured in orange."""
-    rows = list(reversed(ranking.rows))
+    drawn, left_out = _chart_rows(ranking)
+    rows = list(reversed(drawn))
     with _figure(7.5, 0.28 * len(rows) + 1.2) as (fig, (ax,)):
         ys = range(len(rows))
         values = [r.samples_per_second for r in rows]
@@ -60,10 +82,10 @@ def ranking_chart(ranking: Ranking) -> str:
             [(r.high if r.high is not None else v) - v for v, r in zip(values, rows, strict=True)],
         ]
         ax.barh(list(ys), values, color=colors, xerr=err, ecolor="#333333", capsize=2)
-        ax.set_yticks(list(ys), [f"{r.gpu} [{r.kind}]" for r in rows])
+        ax.set_yticks(list(ys), [_label(f"{r.gpu} [{r.kind}]") for r in rows])
         ax.set_xscale("log")
         ax.set_xlabel(f"{ranking.unit}/s, log scale (bars: range)")
-        ax.set_title(f"{ranking.workload}: training throughput")
+        ax.set_title(_label(f"{ranking.workload}: training throughput{left_out}"))
         return _svg(fig)
 
 
@@ -82,7 +104,7 @@ def cost_chart(advice: Advice) -> str:
         )  # fmt: skip
         for c in front:
             ax.annotate(
-                f"{c.count}x {c.gpu} @ {c.provider}", (c.hours, c.total_usd),
+                _label(f"{c.count}x {c.gpu} @ {c.provider}"), (c.hours, c.total_usd),
                 textcoords="offset points", xytext=(4, 4), fontsize=7,
             )  # fmt: skip
         ax.set_xscale("log")
@@ -108,9 +130,9 @@ def scaling_chart(curves: list[Curve]) -> str:
                     for e, h in zip(c.efficiency, c.high, strict=True)
                 ]
                 ax.errorbar(c.counts, c.efficiency, yerr=[lo, hi], marker="o", capsize=3,
-                            color=MEASURED, label=c.label)  # fmt: skip
+                            color=MEASURED, label=_label(c.label))  # fmt: skip
             else:
-                ax.plot(c.counts, c.efficiency, linestyle="--", marker=".", label=c.label)
+                ax.plot(c.counts, c.efficiency, linestyle="--", marker=".", label=_label(c.label))
         counts = sorted({n for c in curves for n in c.counts})
         ax.set_xscale("log", base=2)
         ax.set_xticks(counts, [str(n) for n in counts])
@@ -151,5 +173,5 @@ def timeline_chart(tl: Timeline) -> str:
                 )
             ax.set_ylabel(ylabel)
         axes[-1].set_xlabel("seconds since the run started")
-        axes[0].set_title(tl.label)
+        axes[0].set_title(_label(tl.label))
         return _svg(fig)

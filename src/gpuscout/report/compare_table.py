@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from gpuscout.comparison import Comparison
 from gpuscout.records import RunResult
+from gpuscout.report.console import literal
 from gpuscout.units import fmt_percent, fmt_rate
 
 
@@ -27,13 +27,16 @@ def print_comparison(c: Comparison, console: Console) -> None:
     table.add_column(f"run {a.id}")
     table.add_column(f"run {b.id}")
     table.add_row("samples/s [95% CI]", _speed(a), _speed(b))
-    table.add_row("workload", escape(a.workload), escape(b.workload))
-    table.add_row("device", escape(a.device), escape(b.device))
+    table.add_row("workload", literal(a.workload), literal(b.workload))
+    table.add_row("device", literal(a.device), literal(b.device))
     for d in c.differences:
         if d.what not in ("workload", "device"):
             mark = "[red]differs[/] " if d.blocks else ""
-            table.add_row(f"{mark}{d.what}", escape(d.a), escape(d.b))
+            table.add_row(f"{mark}{d.what}", literal(d.a), literal(d.b))
     console.print(table)
+    for run in (a, b):  # a result's warnings travel with it, as ``runs show`` lists them
+        for warning in run.warnings:
+            console.print(f"[yellow]warning[/yellow] (run {run.id}): {literal(warning)}")
     if not c.comparable:
         blocking = ", ".join(d.what for d in c.differences if d.blocks)
         console.print(

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.table import Table
 
-from gpuscout.price import CostLine
+from gpuscout.price import CostLine, UnpricedLine
 from gpuscout.units import fmt_hours, fmt_sig, fmt_usd
 
 
-def cost_table(lines: list[CostLine], job: str) -> Table:
+def cost_table(lines: list[CostLine], job: str, unpriced: Sequence[UnpricedLine] = ()) -> Table:
+    """Priced options, cheapest first, then those without a price: shown (time, energy), with
+    "no price in the catalog" and why in place of the money."""
     table = Table(title=f"gpuscout cost · {job}", title_justify="left")
     for name in ("option", "$/hour", "wall time", "cost", "energy", "rework", "delay"):
         table.add_column(name, justify="left" if name == "option" else "right")
@@ -40,5 +44,18 @@ def cost_table(lines: list[CostLine], job: str) -> Table:
             fmt_usd(line.delay_usd) if line.delay_usd else "",
             fmt_usd(line.effective_usd),
             "; ".join(line.notes) + even,
+        )
+    for rest in unpriced:
+        table.add_row(
+            f"{rest.count} x {rest.gpu} ({rest.provider})",
+            "no price",
+            fmt_hours(rest.hours)
+            + (f" ({fmt_sig(rest.hours / 24)} d)" if rest.hours >= 48 else ""),
+            "",
+            f"{fmt_sig(rest.energy_kwh)} kWh",
+            fmt_hours(rest.rework_hours) if rest.rework_hours else "",
+            "",
+            "no price in the catalog",
+            "; ".join([f"{rest.reason}: {rest.fix}", *rest.notes]),
         )
     return table

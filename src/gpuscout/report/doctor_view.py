@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from gpuscout.articles import PIPELINE_STARVED_BELOW
 from gpuscout.diagnose.analysis import helped
 from gpuscout.diagnose.records import DoctorReport, Fix, Timing
 from gpuscout.measure.monitor_warnings import monitor_warnings
+from gpuscout.report.console import literal
 from gpuscout.units import fmt_rate, fmt_seconds
 
 
@@ -94,7 +94,7 @@ def print_doctor(report: DoctorReport, console: Console) -> None:
         console.print(f"batch search: {tried}")
     if report.monitor is not None:
         for warning in monitor_warnings(report.monitor):  # throttling, a lost GPU, ...
-            console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+            console.print(f"[yellow]warning:[/yellow] {literal(warning)}")
         for notice in report.monitor.notices:
             console.print(f"note: {notice}")
     console.print("[bold]assumptions[/bold]")

@@ -23,6 +23,7 @@ from gpuscout.predict.profile import Profile, cached
 from gpuscout.price import Assumptions
 from gpuscout.records import FIT_PREFIX, RunResult
 from gpuscout.report.chart_data import Curve, Timeline, measured_curves, predicted_curves, timeline
+from gpuscout.report.summary import Summary
 from gpuscout.units import fmt_count, fmt_hours
 
 REFERENCE = articles.REFERENCE_GPU  # relative speeds are against it
@@ -46,6 +47,10 @@ class RankRow:
     mig: str
     nvlink: str
     run_id: int | None = None
+    # What the run's own warnings say about a measured row, and why a figure is left out:
+    # a result is never shown without them (``runs show`` lists the same).
+    warnings: tuple[str, ...] = ()
+    relative_note: str = ""  # shown instead of ``relative`` when it was not computed
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,8 @@ class Report:
     curves: list[Curve] = field(default_factory=list)
     timelines: list[Timeline] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
+    # Beyond a few hundred runs: the rest, counted and aggregated (``runs`` is the newest).
+    summary: Summary | None = None
 
     @property
     def inference_runs(self) -> list[RunResult]:
@@ -189,6 +196,16 @@ def _ranking(
         assert run.samples_per_second is not None
         found = catalog.find_device(str(run.env.get("device_name") or ""))
         sps = run.samples_per_second
+        warnings = tuple(run.warnings)
+        relative = sps.median / ref_sps if ref_sps else None
+        relative_note = ""
+        if relative is not None and (sps.ci_low is None or sps.ci_high is None):
+            # a ratio from a median whose interval is unknown would look as sure as any other
+            relative, relative_note = None, "not computed"
+            warnings += (
+                f"the ratio to {reference.name} is not computed: this run's interval is "
+                "undefined (too few measured steps); measure longer for one",
+            )
         rows.append(
             RankRow(
                 gpu=f"{run.device} (run {run.id})",
@@ -198,8 +215,10 @@ def _ranking(
                 low=sps.ci_low,
                 high=sps.ci_high,
                 epoch_seconds=run.epoch_seconds or (epoch / sps.median if epoch else None),
-                relative=sps.median / ref_sps if ref_sps else None,
+                relative=relative,
                 run_id=run.id,
+                warnings=warnings,
+                relative_note=relative_note,
                 **_features(found),
             )
         )
@@ -240,10 +259,12 @@ def build_report(
     answers: list[bool] | None = None,
     assumptions: Assumptions | None = None,
     main: str | None = None,
+    summary: Summary | None = None,
 ) -> Report:
     """The report on ``runs``: rankings per workload, the job priced and advised for the
     main workload (``main``, else the most common among the runs), scaling curves and monitor
-    timelines."""
+    timelines. ``summary``: a large store's runs beyond ``runs`` (then its newest), counted
+    and aggregated per workload, device and precision instead of shown one by one."""
     if not runs:
         raise UserError("no runs to report on.", "measure one first: gpuscout bench, or scout.")
     notes: list[str] = []
@@ -258,6 +279,13 @@ def build_report(
     calibration = fit_calibration(published_points(catalog) + mine)
     notes += left_out
     report = Report(title, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), runs, [])
+    report.summary = summary
+    if summary is not None:
+        notes.append(
+            f"{summary.total:,} runs: the newest {summary.detailed} are shown run by run (ranking, "
+            f"charts, calibration, runs table); all {summary.total:,} are counted in the "
+            "aggregate table (pick runs with --runs)"
+        )
     main_profile = None
     for name, members in by_workload.items():
         ranking, profile = _ranking(name, members, catalog, calibration, notes)

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from gpuscout.records import RunResult
 from gpuscout.report.latency_cells import latency_cell, slo_cell
+from gpuscout.text import printable
 from gpuscout.units import fmt_rate, fmt_seconds
 
 
@@ -23,7 +24,7 @@ def latency_table(result: RunResult) -> Table:
         f"gpuscout bench --mode inference · {result.workload} · {result.device} · "
         f"{result.precision}" + (" · XLA" if result.xla else "")
     )
-    table = Table(title=Text(title), title_justify="left")
+    table = Table(title=Text(printable(title)), title_justify="left")
     paths = len({p.path for p in inf.points}) > 1
     names = [*(["serving"] if paths else []), "batch", "clients", "requests", "p50", "p90",
              "p99 [95% CI]", "p99.9", "samples/s", "requests/s"]  # fmt: skip

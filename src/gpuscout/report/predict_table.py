@@ -6,6 +6,7 @@ from rich.table import Table
 
 from gpuscout.predict import Prediction
 from gpuscout.predict.profile import Profile
+from gpuscout.report.console import literal
 from gpuscout.units import fmt_rate, fmt_seconds, fmt_sig
 
 
@@ -14,7 +15,7 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
         f"gpuscout predict · {profile.workload} · {profile.precision} · batch {profile.batch} "
         f"per GPU"
     )
-    table = Table(title=title, title_justify="left")
+    table = Table(title=literal(title), title_justify="left")
     for name in ("GPU", "n", f"{unit}/s", "range", "epoch", f"vs {reference}"):
         table.add_column(name, justify="left" if name == "GPU" else "right")
     with_scaling = any(r.measured_scaling is not None for r in rows)
@@ -28,7 +29,7 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
             else []
         )
         table.add_row(
-            r.gpu,
+            literal(r.gpu),
             f"{r.nodes}x{r.count // r.nodes}" if r.nodes > 1 else str(r.count),
             fmt_rate(r.samples_per_second),
             f"{fmt_rate(r.low)} - {fmt_rate(r.high)}",
@@ -40,7 +41,7 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
             if r.fits_memory
             else (f"[red]no[/] ({r.memory_needed_gb:.1f} GB)"),
             fmt_rate(r.measured) if r.measured else "",
-            r.link or "",
+            literal(r.link or ""),
         )
     return table
 
@@ -51,12 +52,12 @@ def inference_table(rows: list[Prediction], profile: Profile, reference: str) ->
         f"gpuscout predict --mode inference · {profile.workload} · {profile.precision} · "
         f"batch {profile.batch} per request · PREDICTED forward pass only"
     )
-    table = Table(title=title, title_justify="left")
+    table = Table(title=literal(title), title_justify="left")
     for name in ("GPU", "forward pass", "range", "samples/s", "range ", f"vs {reference}"):
         table.add_column(name, justify="left" if name == "GPU" else "right")
     for r in rows:
         table.add_row(
-            r.gpu,
+            literal(r.gpu),
             fmt_seconds(profile.batch / r.samples_per_second),
             f"{fmt_seconds(profile.batch / r.high)} - {fmt_seconds(profile.batch / r.low)}",
             fmt_rate(r.samples_per_second),

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from gpuscout.records import Interval, RunResult
+from gpuscout.report.console import literal
+from gpuscout.text import printable
 from gpuscout.units import fmt_percent, fmt_rate
 
 
@@ -36,7 +37,7 @@ def _efficiency(result: RunResult) -> str:
 def scaling_table(results: Sequence[RunResult]) -> Table:
     first = results[0]
     table = Table(
-        title=Text(f"gpuscout bench --scaling · {first.workload} · {first.precision}"),
+        title=Text(printable(f"gpuscout bench --scaling · {first.workload} · {first.precision}")),
         title_justify="left",
     )
     for name in ("devices", "run", "batch per replica", "global batch"):
@@ -47,10 +48,10 @@ def scaling_table(results: Sequence[RunResult]) -> Table:
     for r in results:
         spread = r.distribution
         if r.status != "ok" or spread is None or r.samples_per_second is None:
-            table.add_row(escape(r.device), str(r.id), "-", "-", f"[red]{r.status}[/]", "-", "-")
+            table.add_row(literal(r.device), str(r.id), "-", "-", f"[red]{r.status}[/]", "-", "-")
             continue
         table.add_row(
-            escape(r.device),
+            literal(r.device),
             str(r.id),
             str(spread.per_replica_batch),
             str(spread.global_batch),
@@ -76,9 +77,9 @@ def print_sweep(results: Sequence[RunResult], console: Console) -> None:
         )
     for r in results:
         for warning in r.warnings:
-            console.print(f"[yellow]warning[/yellow] ({escape(r.device)}): {escape(warning)}")
+            console.print(f"[yellow]warning[/yellow] ({literal(r.device)}): {literal(warning)}")
     notes = sorted({a for r in ok for a in r.assumptions if not a.startswith("data parallel")})
     if notes:
         console.print("[bold]assumptions[/bold]")
         for note in notes:
-            console.print(Text(f"  · {note}"))
+            console.print(Text(printable(f"  · {note}")))

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from gpuscout.records import RunResult
 from gpuscout.report.document import Report
+from gpuscout.text import printable
 from gpuscout.units import fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 
 TOP = 5
@@ -25,19 +26,33 @@ def _measured_table(runs: list[RunResult]) -> Table:
             if sps and sps.ci_low is not None and sps.ci_high is not None
             else (fmt_rate(sps.median) if sps else "-")
         )
+        if sps and r.status == "ok" and (sps.ci_low is None or sps.ci_high is None):
+            ci += " (interval undefined: too few steps)"
         table.add_row(
-            str(r.id), Text(r.workload), Text(r.device), f"{r.precision}, batch {r.batch_size}",
+            str(r.id), _text(r.workload), _text(r.device),
+            _text(f"{r.precision}, batch {r.batch_size}"),
             ci, fmt_seconds(r.epoch_seconds) if r.epoch_seconds else "-",
-            Text(r.status if r.status == "ok" else f"{r.status}: {r.message}"),
+            _text(r.status if r.status == "ok" else f"{r.status}: {r.message}"),
         )  # fmt: skip
     return table
 
 
+def _text(value: str) -> Text:
+    """A stored value as a cell: never rich markup, control characters as escapes."""
+    return Text(printable(value))
+
+
 def print_summary(report: Report, runs: list[RunResult], console: Console) -> None:
     def say(line: str) -> None:  # as text: names and messages are never rich markup
-        console.print(Text(line))
+        console.print(Text(printable(line)))
+
+    def warn(line: str) -> None:
+        console.print(Text("warning: ", style="yellow") + Text(printable(line)))
 
     console.print(_measured_table(runs))
+    for r in runs:  # a result's warnings travel with it, as ``runs show`` lists them
+        for warning in r.warnings:
+            warn(f"run {r.id} ({r.workload} on {r.device}): {warning}")
     for ranking in report.rankings:
         predicted = [row for row in ranking.rows if row.kind == "predicted"][:TOP]
         if not predicted:
@@ -50,7 +65,7 @@ def print_summary(report: Report, runs: list[RunResult], console: Console) -> No
             table.add_column(name, justify="left" if name in ("GPU", "set-up") else "right")
         for row in predicted:
             table.add_row(
-                Text(row.gpu), row.setup, fmt_rate(row.samples_per_second),
+                _text(row.gpu), _text(row.setup), fmt_rate(row.samples_per_second),
                 fmt_seconds(row.epoch_seconds) if row.epoch_seconds else "-",
                 f"{fmt_sig(row.relative)}x" if row.relative else "-",
             )  # fmt: skip
@@ -60,6 +75,12 @@ def print_summary(report: Report, runs: list[RunResult], console: Console) -> No
                 say(
                     f"this machine ({row.gpu}, {row.setup}): {fmt_sig(row.relative)}x the "
                     f"predicted {ranking.reference} on {ranking.workload}"
+                )
+            elif row.kind == "measured" and row.relative_note:
+                say(
+                    f"this machine ({row.gpu}, {row.setup}) against the predicted "
+                    f"{ranking.reference} on {ranking.workload}: {row.relative_note} (its "
+                    "interval is undefined: too few measured steps)"
                 )
     if report.job:
         say(f"job: {report.job}")

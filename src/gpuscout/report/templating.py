@@ -1,8 +1,10 @@
 """The Jinja2 environments the HTML and Markdown reports render through, and their filters.
 
 Escaping is the environment's job, never the template's: HTML autoescapes every value, and
-the Markdown environment passes every value through :func:`md_escape`. A template cannot
-forget to escape a model name, a note or an imported field.
+the Markdown environment passes every value through :func:`md_escape`. Both first show control
+characters as visible escapes (:func:`gpuscout.text.printable`, the environments' ``finalize``),
+so a NUL, an ESC or a right-to-left override in a stored name reaches no report raw. A template
+cannot forget to escape a model name, a note or an imported field.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from functools import cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
 from gpuscout.records import Interval, LatencyPoint
 from gpuscout.report.latency_cells import latency_cell, slo_cell
+from gpuscout.text import printable, printable_lines
 from gpuscout.units import fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#!|~&$])")
@@ -22,12 +26,23 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#!|~&$])")
 
 def md_escape(value: Any) -> str:
     """Text as Markdown shows it literally: punctuation with a meaning is backslash-escaped
-    (CommonMark allows it before any ASCII punctuation) and line breaks become spaces, so a
-    value cannot end a table cell, open a link or smuggle in raw HTML."""
+    (CommonMark allows it before any ASCII punctuation) and control characters, line breaks
+    included, become visible escapes (``\\n``), so a value cannot end a table cell, start a
+    line, open a link or smuggle in raw HTML or a terminal escape."""
     if value is None:
         return ""
-    text = " ".join(str(value).splitlines())
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    return _MD_SPECIAL.sub(r"\\\1", printable(value))
+
+
+def html_finalize(value: Any) -> Any:
+    """Every ``{{ }}`` value of the HTML report before autoescaping: text with its control
+    characters as visible escapes. Markup (an inline SVG chart, a joined list) is already HTML:
+    its line feeds are layout and stay, anything else unsafe in it is escaped the same way."""
+    if isinstance(value, Markup):
+        return Markup(printable_lines(value))
+    if isinstance(value, str):
+        return printable(value)
+    return value
 
 
 def _rate(value: float | None) -> str:
@@ -105,7 +120,10 @@ def _environment(**options: Any) -> Environment:
 
 @cache
 def html_environment() -> Environment:
-    return _environment(autoescape=select_autoescape(default=True, default_for_string=True))
+    return _environment(
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        finalize=html_finalize,
+    )
 
 
 @cache

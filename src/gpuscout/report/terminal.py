@@ -12,6 +12,7 @@ from rich.text import Text
 
 from gpuscout.records import Distribution, RunResult
 from gpuscout.report.monitor_rows import monitor_rows
+from gpuscout.text import printable
 from gpuscout.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds
 
 if TYPE_CHECKING:  # the store pulls in SQLAlchemy: import it only for type checking
@@ -29,7 +30,7 @@ def _interval(result: RunResult) -> str:
 def result_table(result: RunResult) -> Table:
     """The summary of one run: speed with its interval, then how it was measured."""
     title = f"gpuscout bench · run {result.id} · {result.workload} on {result.device}"
-    table = Table(title=Text(title), show_header=False, title_justify="left")
+    table = Table(title=Text(printable(title)), show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
     _plain(table, "status", result.status)
@@ -157,19 +158,20 @@ def print_result(result: RunResult, console: Console) -> None:
     else:
         console.print(result_table(result))
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+        console.print(f"[yellow]warning:[/yellow] {escape(printable(warning))}")
     for notice in result.monitor.notices if result.monitor else []:
-        console.print(Text(f"note: {notice}"))
+        console.print(Text(f"note: {printable(notice)}"))
     if result.assumptions:
         console.print("[bold]assumptions[/bold]")
         for note in result.assumptions:
-            console.print(Text(f"  · {note}"))
+            console.print(Text(f"  · {printable(note)}"))
 
 
 def _plain(table: Table, *cells: str) -> None:
     """A row of text, never markup: names, paths and error messages are the user's or
-    TensorFlow's, and "[/job:worker/...]" in one would otherwise break the table."""
-    table.add_row(*(Text(c) for c in cells))
+    TensorFlow's, and "[/job:worker/...]" in one would otherwise break the table; control
+    characters shown as escapes, so a stored ``\r\n`` or ESC cannot forge a line or a colour."""
+    table.add_row(*(Text(printable(c)) for c in cells))
 
 
 def runs_table(rows: Sequence[RunRow]) -> Table:
