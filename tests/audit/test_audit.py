@@ -190,3 +190,49 @@ def test_without_the_measuring_code_the_fallback_counts_are_used(
     assert v.verdict == "impossible"
     with pytest.raises(UserError, match="without gpuscout's measuring code"):
         workload_flops("mlp")
+
+
+# Issue 17: without --precision the bound applied was a V100 FP32 efficiency (68 % MFU) against
+# the A100's tensor peak, so 8,000 images/s on one A100, 3.9x the best published result on it,
+# was "plausible".
+def test_an_unstated_precision_is_judged_at_the_most_plausible_one_and_says_so() -> None:
+    from tests.conftest import run_cli
+
+    r = run_cli(
+        "audit", "--gpu", "a100-40gb", "--workload", "resnet50", "--samples-per-second", "8000",
+        "--json", block_tf=True,
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    (v,) = r.json()["verdicts"]
+    assert v["verdict"] == "implausible"  # was "plausible"
+    assert v["numbers"]["precision"] == "mixed_float16"
+    assert v["numbers"]["best_published_mfu"] < 0.5  # the mixed-precision bound, not 68 % FP32
+    (assumed,) = [a for a in v["assumptions"] if a.startswith("precision not stated")]
+    assert "judged as mixed_float16, the precision under which the claim is most plausible" in (
+        assumed
+    )
+    assert "fp32: 119% MFU" in assumed  # every precision tried is shown
+    shown = run_cli(
+        "audit", "--gpu", "a100-40gb", "--workload", "resnet50", "--samples-per-second", "8000",
+        block_tf=True,
+    )  # fmt: skip
+    assert "precision not stated: judged as mixed_float16" in shown.out
+
+
+@pytest.mark.parametrize(
+    ("precision", "sps", "verdict"),
+    [
+        ("mixed_float16", 4200, "implausible"),  # 31 % MFU, under the 35 % bound, but 2.05x
+        ("mixed_float16", 4000, "plausible"),  # 1.95x the best published on the A100
+        (None, 4200, "implausible"),
+        (None, 2000, "plausible"),
+    ],
+)
+def test_twice_the_best_published_on_the_same_gpu_is_implausible(
+    cat: Catalog, precision: str | None, sps: float, verdict: str
+) -> None:
+    v = audit_speed(SpeedClaim("a100-40gb-sxm", "resnet50", precision, None, sps), cat)
+    assert v.numbers["best_published_on_gpu"] == 2050
+    assert v.verdict == verdict
+    if verdict == "implausible" and v.numbers["implied_mfu"] < v.numbers["best_published_mfu"]:
+        assert "2x or more is implausible" in v.reasons[0]

@@ -89,8 +89,12 @@ def test_option_specs_and_catalog_prices() -> None:
     assert any("assumed" in n for n in opt.notes)
     with pytest.raises(UserError, match="unknown provider 'ibm'"):
         build_options([parse_option("h100@ibm")], cat, cat.gpus["rtx-3090"], {}, {}, {}, None)
-    with pytest.raises(UserError, match="no purchase price for h100-sxm"):
-        build_options([parse_option("h100@owned")], cat, cat.gpus["rtx-3090"], {}, {}, {}, None)
+    # Issue 17: an option without a price is shown as such, not refused; only a set of
+    # options none of which has a price is an error (see tests/price/test_default_cost.py).
+    (owned,) = build_options(
+        [parse_option("h100@owned")], cat, cat.gpus["rtx-3090"], {}, {}, {}, None
+    )
+    assert owned.unpriced and "no purchase price for h100-sxm" in owned.unpriced
     with pytest.raises(UserError, match="is not GPU"):
         parse_option("@@")
     with pytest.raises(UserError, match="--scaling '4=abc'"):

@@ -9,6 +9,7 @@ information only.
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 from gpuscout.audit.spec import SpecClaim, parse_spec
@@ -101,27 +102,58 @@ def _claim(path: Path, line: int, cells: dict[str, str]) -> Claim:
     )
 
 
+# The same ranges as the CLI's options of the same names (declared once, in cli/parser.py), so
+# a claims file cannot pass what --epoch-seconds refuses: 'inf' said "plausible, 0 % MFU" and
+# 1e-300 s per epoch printed Infinity in the JSON (issue 17).
+_RANGES = {
+    "epoch_seconds": "EPOCH_SECONDS",
+    "samples_per_second": "SAMPLES_PER_SECOND",
+    "epoch_samples": "EPOCH_SAMPLES",
+    "gpus": "CLAIM_GPUS",
+    "seq_len": "SEQ_LEN",
+}
+
+
 def _num(where: str, cells: dict[str, str], column: str) -> float | None:
+    import argparse
+
+    from gpuscout.cli import parser
+
     text = cells.get(column, "")
     if not text:
         return None
+    check = getattr(parser, _RANGES[column])
     try:
         value = float(text)
     except ValueError:
-        value = 0.0
-    if not value > 0:
+        value = math.nan
+    if not value > 0:  # also NaN
         raise UserError(
             f"{where}, column '{column}': not a positive number (got '{text}').",
             "correct the cell.",
         )
-    return value
+    try:
+        if isinstance(check, parser.IntRange):
+            if not (math.isfinite(value) and check.low <= value <= check.high):
+                raise argparse.ArgumentTypeError(
+                    f"must be a whole number {check.bounds()}, got {text}"
+                )
+            return float(check(str(int(value))))  # '8.0' is 8 (_int refuses 8.5)
+        return float(check(text))
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"{where}, column '{column}': {exc}.", "correct the cell.") from None
 
 
 def _int(where: str, cells: dict[str, str], column: str) -> int | None:
-    value = _num(where, cells, column)
-    if value is not None and value != int(value):
+    text = cells.get(column, "")
+    try:
+        whole = float(text) == int(float(text)) if text else True
+    except (ValueError, OverflowError):
+        whole = True  # not a number, or infinite: _num names the problem
+    if not whole:
         raise UserError(
-            f"{where}, column '{column}': not a whole number (got '{cells[column]}').",
+            f"{where}, column '{column}': not a whole number (got '{text}').",
             "correct the cell.",
         )
+    value = _num(where, cells, column)
     return None if value is None else int(value)

@@ -88,7 +88,7 @@ def _fallback(name: str, seq_len: int | None) -> WorkloadFlops:
     if name not in FALLBACK or seq_len is not None:
         raise UserError(
             f"no FLOP count for workload '{name}' without gpuscout's measuring code.",
-            "give --flops-per-sample, or install gpuscout in full.",
+            "install gpuscout in full, with its measuring code.",
         )
     return FALLBACK[name]
 
@@ -96,5 +96,5 @@ def _fallback(name: str, seq_len: int | None) -> WorkloadFlops:
 def _unknown(name: str) -> UserError:
     return UserError(
         f"unknown workload '{name}'.{did_you_mean(name, NAMES)}",
-        f"use one of: {', '.join(NAMES)}; or give --flops-per-sample.",
+        f"use one of: {', '.join(NAMES)}.",
     )

@@ -7,6 +7,7 @@ almost always a real number put in the wrong place.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -160,7 +161,7 @@ _UNITS: dict[str, dict[str, float]] = {
     "boost_clock_mhz": {"mhz": 1, "ghz": 1000},
     "launch_price_usd": {"usd": 1, "$": 1},
 }
-_NUMBER = re.compile(r"^[~≈]?\s*(\$?)\s*([0-9][0-9,]*\.?[0-9]*)\s*([a-z/$]*)$")
+_NUMBER = re.compile(r"^[~≈]?\s*(\$?)\s*(-?[0-9][0-9,]*\.?[0-9]*)\s*([a-z/$]*)$")
 
 
 def _number(claim: SpecClaim, column: str) -> float:
@@ -182,8 +183,12 @@ def _number(claim: SpecClaim, column: str) -> float:
                 f"use {', '.join(units) or 'no unit'}.",
             )
         value *= units[unit]
-    if value <= 0:
-        raise UserError(f"spec claim {claim.field}={claim.value} must be positive.", None)
+    if not (math.isfinite(value) and value > 0):  # 400 digits parse as infinity
+        raise UserError(
+            f"spec claim {claim.field}={claim.value}: the value must be a positive, finite "
+            f"number, got {claim.value}.",
+            "give the figure as published, e.g. fp32_tflops=19.5.",
+        )
     return value
 
 

@@ -2,12 +2,18 @@
 
 Loaded lazily (nothing is read at import) and once per set of files. A user's GPU row with a
 shipped id replaces the shipped row whole, so a row never mixes facts from two sources.
+
+Every GPU and price row is checked for physical plausibility as it loads (see
+:mod:`gpuscout.catalog.plausible`): an impossible row is refused in one line; a user's row more
+than 2x from the shipped row of the same GPU is kept with a warning, printed on stderr once per
+process, since it replaces the shipped row in every prediction, cost and calibration.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -16,6 +22,7 @@ from pathlib import Path
 from gpuscout.catalog.files import Table, read_table, validated
 from gpuscout.catalog.models import Busbw, Gpu, Price, Published
 from gpuscout.catalog.names import Resolved, Resolver
+from gpuscout.catalog.plausible import check_gpu, check_price, differences
 from gpuscout.catalog.skypilot import read_skypilot
 from gpuscout.errors import UserError, did_you_mean
 
@@ -33,6 +40,9 @@ class Catalog:
     files: list[str]  # the user's files applied, in order
     skipped: dict[str, int] = field(default_factory=dict)  # SkyPilot accelerators not known
     busbw: list[Busbw] = field(default_factory=list)  # measured NCCL bus bandwidths
+    published_from: list[str] = field(default_factory=list)  # origin of each published row
+    warnings: list[str] = field(default_factory=list)  # user rows far from the shipped ones
+    overrides: dict[str, str] = field(default_factory=dict)  # gpu id -> file replacing its row
     _resolver: Resolver | None = None
 
     @property
@@ -55,6 +65,18 @@ class Catalog:
         None; where several rows match, the last loaded (a user's file over the shipped row)."""
         rows = [b for b in self.busbw if b.gpu_id == gpu_id and b.link == link]
         return rows[-1] if rows else None
+
+    def published_origin(self, index: int) -> str:
+        """Where ``published[index]`` came from: "built-in" or the user's file."""
+        return self.published_from[index] if index < len(self.published_from) else BUILTIN
+
+    def user_gpus(self) -> dict[str, list[str]]:
+        """The user's files that supply GPU rows -> the ids of those rows."""
+        out: dict[str, list[str]] = {}
+        for gpu_id, origin in self.origin.items():
+            if origin != BUILTIN:
+                out.setdefault(origin, []).append(gpu_id)
+        return out
 
     def prices_for(self, gpu_id: str) -> list[Price]:
         return [p for p in self.prices if p.gpu_id == gpu_id]
@@ -96,6 +118,8 @@ def _load(paths: tuple[str, ...]) -> Catalog:
     # GPU files first, so a user's price file may name a GPU their own GPU file adds.
     for table, origin in sorted(tables, key=lambda t: t[0].kind != "gpus"):
         _add(cat, table, origin)
+    for warning in cat.warnings:  # once per process: this function is cached
+        print(f"gpuscout: warning: {warning}", file=sys.stderr)
     return cat
 
 
@@ -122,6 +146,13 @@ def _add(cat: Catalog, table: Table, origin: str) -> None:
         return
     for line, row in validated(table):
         if isinstance(row, Gpu):
+            check_gpu(row, table.path, line)
+            shipped = cat.gpus.get(row.id) if cat.origin.get(row.id) == BUILTIN else None
+            if origin != BUILTIN and shipped is not None:
+                cat.overrides[row.id] = origin
+                warning = differences(row, shipped, table.path, line)
+                if warning:
+                    cat.warnings.append(warning)
             cat.gpus[row.id] = row
             cat.origin[row.id] = origin
             cat._resolver = None
@@ -134,8 +165,10 @@ def _add(cat: Catalog, table: Table, origin: str) -> None:
                 "use an id from 'gpuscout specs', or add the GPU in a GPU file.",
             )
         if isinstance(row, Price):
+            check_price(row, table.path, line)
             cat.prices.append(row)
         elif isinstance(row, Busbw):
             cat.busbw.append(row)
         else:
             cat.published.append(row)
+            cat.published_from.append(origin)

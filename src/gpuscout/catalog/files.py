@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from gpuscout.catalog.models import Busbw, Gpu, Price, Published
+from gpuscout.catalog.plausible import PRICE_RANGES, RANGES
 from gpuscout.errors import UserError, did_you_mean
 
 FileKind = Literal["gpus", "prices", "published", "busbw", "skypilot"]
@@ -114,6 +115,12 @@ def _row_error(path: Path, line: int, cells: dict[str, str], exc: ValidationErro
     if err["loc"]:
         column = str(err["loc"][0])
         got = cells.get(column, "")
+        rng = RANGES.get(column) or PRICE_RANGES.get(column)
+        if err["type"] == "finite_number" and rng is not None:
+            return UserError(
+                f"{path}: line {line}, column '{column}': '{got}' is not a finite number.",
+                f"give {column} in {rng.unit} ({rng.text()}).",
+            )
         return UserError(
             f"{path}: line {line}, column '{column}': {msg} (got '{got}').",
             f"correct the cell; {_FIELD_TABLE}.",

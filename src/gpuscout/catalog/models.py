@@ -49,7 +49,11 @@ def _partial_date(value: str | None) -> str | None:
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+    # allow_inf_nan=False: 'inf' and 'nan' parse as floats, and an infinite tensor rate passed
+    # every other check (issue 17); no catalog number is infinite.
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", str_strip_whitespace=True, allow_inf_nan=False
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -11,11 +11,13 @@ the columns are swapped in some SkyPilot snapshots, and a wrong price is worse t
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass, field
 
 from gpuscout.catalog.files import Table
 from gpuscout.catalog.models import Price
 from gpuscout.catalog.names import Resolver
+from gpuscout.catalog.plausible import check_price
 from gpuscout.errors import UserError
 
 SKYPILOT_NAMES: dict[str, str] = {
@@ -71,21 +73,21 @@ def read_skypilot(table: Table, resolver: Resolver) -> SkyPilotPrices:
             if key in seen:
                 continue  # one row per availability zone in SkyPilot files
             seen.add(key)
-            out.prices.append(
-                Price(
-                    gpu_id=gpu_id,
-                    provider=provider,
-                    kind=kind,  # type: ignore[arg-type]
-                    instance_type=cells["InstanceType"],
-                    gpus_per_instance=max(1, round(count)),
-                    region=cells.get("Region") or None,
-                    usd_per_gpu_hour=round(per_gpu, 4),
-                    observed_on=None,
-                    notes=f"SkyPilot name {accel}; {cells[column]} USD/h per instance",
-                    source=f"SkyPilot catalog {table.path}",
-                    retrieved_on=retrieved,
-                )
+            price = Price(
+                gpu_id=gpu_id,
+                provider=provider,
+                kind=kind,  # type: ignore[arg-type]
+                instance_type=cells["InstanceType"],
+                gpus_per_instance=max(1, round(count)),
+                region=cells.get("Region") or None,
+                usd_per_gpu_hour=round(per_gpu, 4),
+                observed_on=None,
+                notes=f"SkyPilot name {accel}; {cells[column]} USD/h per instance",
+                source=f"SkyPilot catalog {table.path}",
+                retrieved_on=retrieved,
             )
+            check_price(price, table.path, line)
+            out.prices.append(price)
     return out
 
 
@@ -95,9 +97,10 @@ def _number(table: Table, line: int, cells: dict[str, str], column: str) -> floa
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value > 0:
+    if not (value > 0 and math.isfinite(value)):  # 'inf' parses as a float
         raise UserError(
-            f"{table.path}: line {line}, column '{column}': not a positive number (got '{text}').",
+            f"{table.path}: line {line}, column '{column}': not a positive finite number "
+            f"(got '{text}').",
             "correct the cell or fetch a fresh SkyPilot catalog.",
         )
     return value

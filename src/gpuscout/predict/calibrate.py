@@ -42,6 +42,7 @@ class Point:
     label: str
     workload: str = ""  # as the source names it (resnet50, bert-base, bert-large)
     measured_batch: int | None = None  # per GPU, as measured (None: the source does not say)
+    origin: str = "built-in"  # the catalog file of the published row ("built-in": shipped)
 
     @property
     def modelled_batch(self) -> int:
@@ -73,11 +74,41 @@ class Calibration:
 def published_points(catalog: Catalog) -> list[Point]:
     """The catalog's single-GPU published measurements that have a shipped profile."""
     points = []
-    for row in catalog.published:
-        point = _point(catalog, row)
+    for index, row in enumerate(catalog.published):
+        point = _point(catalog, row, catalog.published_origin(index))
         if point is not None:
             points.append(point)
     return points
+
+
+def user_rows_used(catalog: Catalog, points: Sequence[Point]) -> list[str]:
+    """One line per user catalog file whose rows this fit or its predictions use: the GPUs
+    whose shipped rows it replaces or that it adds, and the published measurements it brings.
+
+    A user's row moves every fitted efficiency (a TB/s-for-GB/s typo in one GPU row once moved
+    them from 95/80/49 % to 35/67/100 %), so it never enters a calibration silently.
+    """
+    on_gpu: dict[str, int] = {}
+    brought: dict[str, list[str]] = {}
+    for p in points:
+        on_gpu[p.gpu.id] = on_gpu.get(p.gpu.id, 0) + 1
+        if p.origin != "built-in":
+            brought.setdefault(p.origin, []).append(p.gpu.id)
+    lines = []
+    for path, ids in catalog.user_gpus().items():
+        parts = []
+        for gpu_id in sorted(ids):
+            verb = "replaces the shipped row of" if gpu_id in catalog.overrides else "adds"
+            used = on_gpu.get(gpu_id, 0)
+            fit = f", under {used} measurement{'s' * (used != 1)} in the fit" if used else ""
+            parts.append(f"{verb} {gpu_id}{fit}")
+        lines.append(f"your catalog {path} {'; '.join(parts)}")
+    for path, ids in brought.items():
+        lines.append(
+            f"your catalog {path} brings {len(ids)} published measurement"
+            f"{'s' * (len(ids) != 1)} into the fit ({', '.join(sorted(set(ids)))})"
+        )
+    return lines
 
 
 def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point], list[str]]:
@@ -132,7 +163,7 @@ def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point]
     return points, notes
 
 
-def _point(catalog: Catalog, row: Published) -> Point | None:
+def _point(catalog: Catalog, row: Published, origin: str = "built-in") -> Point | None:
     if row.gpu_count != 1 or row.workload not in _SHAPES:
         return None
     workload, dims, batch = _SHAPES[row.workload]
@@ -144,7 +175,14 @@ def _point(catalog: Catalog, row: Published) -> Point | None:
     label = f"{row.gpu} {row.workload} {row.precision} ({row.source_id})"
     gpu = catalog.gpus[row.gpu_id]
     return Point(
-        gpu, profile, row.throughput, row.source_id, label, row.workload, row.batch_size_per_gpu
+        gpu,
+        profile,
+        row.throughput,
+        row.source_id,
+        label,
+        row.workload,
+        row.batch_size_per_gpu,
+        origin,
     )
 
 

@@ -13,6 +13,11 @@ gpuscout.articles) or a number of samples with a predicted speed. For each optio
 
 Break-even of owned hardware: months of use at the stated utilization after which buying
 costs less than renting the same GPUs at the catalog's cheapest on-demand price.
+
+An option the catalog has no price for (the RTX 3090 of the default set has no on-demand row)
+is not an error: its time, energy and failures do not depend on money, so it is still shown,
+with "no price in the catalog" and why, in place of the dollar figures (issue 17: the default
+``gpuscout cost --gpu-hours 1000`` used to fail on it).
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ class Option:
     purchase_usd: float | None = None  # whole option, owned
     rent_usd_per_hour: float | None = None  # whole option: what renting it costs, for break-even
     notes: tuple[str, ...] = ()
+    unpriced: str | None = None  # why there is no price (None: priced)
+    unpriced_fix: str | None = None  # how to give one
 
     def label(self) -> str:
         return f"{self.count} x {self.gpu_id} ({self.provider})"
@@ -100,7 +107,53 @@ class CostLine:
     notes: list[str] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "unpriced": None}
+
+
+# The money fields of a CostLine: null in the JSON of an option without a price.
+MONEY_FIELDS = (
+    "usd_per_hour",
+    "total_usd",
+    "energy_usd",
+    "rework_usd",
+    "delay_usd",
+    "effective_usd",
+    "break_even_months",
+)
+
+
+@dataclass
+class UnpricedLine:
+    """An option without a price: what does not depend on money, and why there is none."""
+
+    gpu: str
+    count: int
+    provider: str
+    hours: float
+    gpu_hours: float
+    energy_kwh: float
+    expected_failures: float
+    rework_hours: float
+    reason: str
+    fix: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The keys of a priced line, money ones null, and ``unpriced``: the reason."""
+        out: dict[str, Any] = {
+            "gpu": self.gpu,
+            "count": self.count,
+            "provider": self.provider,
+            "hours": self.hours,
+            "gpu_hours": self.gpu_hours,
+            "energy_kwh": self.energy_kwh,
+            "expected_failures": self.expected_failures,
+            "rework_hours": self.rework_hours,
+        }
+        out.update(dict.fromkeys(MONEY_FIELDS))
+        out["notes"] = list(self.notes)
+        out["unpriced"] = self.reason
+        return out
 
 
 def _validate(option: Option, reference_gpu_hours: float) -> None:
@@ -174,9 +227,57 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
     )
 
 
+def unpriced_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> UnpricedLine:
+    """Time, energy and failures of the job on an option the catalog has no price for."""
+    _validate(option, reference_gpu_hours)
+    hours = reference_gpu_hours / (option.speedup * option.count * option.scaling)
+    failures = rework = 0.0
+    if a.failures:
+        per_1000 = (
+            a.failures_per_1000_gpu_hours_consumer
+            if option.consumer
+            else a.failures_per_1000_gpu_hours_datacenter
+        )
+        failures = per_1000 * option.count * hours / 1000
+        rework = failures * (a.checkpoint_hours / 2 + a.restart_minutes / 60)
+    return UnpricedLine(
+        gpu=option.gpu_id,
+        count=option.count,
+        provider=option.provider,
+        hours=hours,
+        gpu_hours=hours * option.count,
+        energy_kwh=option.count * option.tdp_w * a.power_utilization / 1000 * hours,
+        expected_failures=failures,
+        rework_hours=rework,
+        reason=option.unpriced or "no price",
+        fix=option.unpriced_fix or "give a price",
+        notes=list(option.notes),
+    )
+
+
 def cost_options(
     options: list[Option], reference_gpu_hours: float, assumptions: Assumptions
 ) -> list[CostLine]:
     """Every option priced, cheapest effective total first."""
+    for option in options:  # every option checked before any is priced
+        _validate(option, reference_gpu_hours)
     lines = [cost_line(o, reference_gpu_hours, assumptions) for o in options]
     return sorted(lines, key=lambda line: line.effective_usd)
+
+
+def cost_all(
+    options: list[Option], reference_gpu_hours: float, assumptions: Assumptions
+) -> tuple[list[CostLine], list[UnpricedLine]]:
+    """The priced options, cheapest effective total first, and those without a price
+    (shortest first). At least one option must have a price: a table of nothing but "no
+    price" answers no question, so that is the first unpriced option's one-line error."""
+    for option in options:  # every option checked before any is priced
+        _validate(option, reference_gpu_hours)
+    priced = [o for o in options if o.unpriced is None]
+    unpriced = [o for o in options if o.unpriced is not None]
+    if not priced and unpriced:
+        first = unpriced[0]
+        raise UserError(f"{first.label()}: {first.unpriced}.", f"{first.unpriced_fix}.")
+    lines = cost_options(priced, reference_gpu_hours, assumptions)
+    rest = [unpriced_line(o, reference_gpu_hours, assumptions) for o in unpriced]
+    return lines, sorted(rest, key=lambda line: line.hours)

@@ -78,64 +78,101 @@ def build_options(
     purchases: dict[str, float],
     predicted: Callable[[Gpu, int], tuple[float, float]] | None,
 ) -> list[Option]:
-    """Priced options; ``predicted(gpu, count)`` gives (speedup vs reference, scaling)."""
+    """Priced options; ``predicted(gpu, count)`` gives (speedup vs reference, scaling).
+
+    Every spec is checked (GPU names, providers, the keys of ``speedups`` and ``purchases``)
+    before any is priced, so a bad option is named even beside one the catalog cannot price.
+    An option without a price is returned with ``unpriced`` saying why, not refused: the
+    default set includes the RTX 3090, which no cloud in the catalog rents on demand.
+    """
     providers = {p.provider for p in catalog.prices}
     speedups = {catalog.resolve(k).gpu.id: v for k, v in speedups.items()}
     purchases = {catalog.resolve(k).gpu.id: v for k, v in purchases.items()}
-    options = []
+    gpus = [catalog.resolve(spec.gpu).gpu for spec in specs]
     for spec in specs:
-        gpu = catalog.resolve(spec.gpu).gpu
-        notes: list[str] = []
         if spec.provider not in (None, "owned") and spec.provider not in providers:
             raise UserError(
                 f"unknown provider '{spec.provider}' in option '{spec.gpu}'.",
                 f"use one of: {', '.join(sorted(providers))}, or owned.",
             )
-        speedup, scaling = _speed(gpu, spec.count, reference, speedups, scalings, predicted, notes)
-        cheapest = _cheapest(catalog, gpu, None)
-        rent = cheapest * spec.count if cheapest else None
-        price = spec.usd_per_hour
-        purchase = None
-        if spec.provider == "owned":
-            unit = purchases.get(gpu.id) or gpu.launch_price_usd
-            if unit is None:
-                raise UserError(
-                    f"no purchase price for {gpu.id} in the catalog.",
-                    f"give --purchase {gpu.id}=USD (per GPU).",
-                )
+    return [
+        _option(spec, gpu, catalog, reference, speedups, scalings, purchases, predicted)
+        for spec, gpu in zip(specs, gpus, strict=True)
+    ]
+
+
+def _option(
+    spec: OptionSpec,
+    gpu: Gpu,
+    catalog: Catalog,
+    reference: Gpu,
+    speedups: dict[str, float],
+    scalings: dict[str, float],
+    purchases: dict[str, float],
+    predicted: Callable[[Gpu, int], tuple[float, float]] | None,
+) -> Option:
+    notes: list[str] = []
+    speedup, scaling = _speed(gpu, spec.count, reference, speedups, scalings, predicted, notes)
+    cheapest = _cheapest(catalog, gpu, None)
+    rent = cheapest * spec.count if cheapest else None
+    price = spec.usd_per_hour
+    purchase = None
+    unpriced: tuple[str, str] | None = None  # (why, how to give one)
+    if spec.provider == "owned":
+        unit = purchases.get(gpu.id) or gpu.launch_price_usd
+        if unit is None:
+            unpriced = (
+                f"no purchase price for {gpu.id} in the catalog (its row has no launch MSRP)",
+                f"give --purchase {gpu.id}=USD (per GPU)",
+            )
+        else:
             if gpu.id not in purchases:
                 notes.append(f"purchase at launch MSRP ${unit:,.0f} per GPU (catalog)")
             purchase = unit * spec.count
-        elif price is None:
-            found = _cheapest(catalog, gpu, spec.provider)
-            if found is None:
-                where = f" at {spec.provider}" if spec.provider else ""
-                raise UserError(
-                    f"no on-demand price for {gpu.id}{where} in the catalog.",
-                    f"give one: {gpu.id}x{spec.count}=USD_PER_HOUR, or add a price file.",
-                )
+    elif price is None:
+        found = _cheapest(catalog, gpu, spec.provider)
+        if found is None:
+            unpriced = _why_unpriced(catalog, gpu, spec)
+        else:
             price = found * spec.count
             notes.append(f"${found:g}/GPU-hour, cheapest on-demand price in the catalog")
-        tdp_w, assumed_power = gpu.board_power_w()
-        if assumed_power:
-            notes.append(assumed_power)
-        options.append(
-            Option(
-                gpu_id=gpu.id,
-                count=spec.count,
-                speedup=speedup,
-                scaling=scaling,
-                tdp_w=tdp_w,
-                consumer=gpu.market == "consumer",
-                provider=spec.provider
-                or ("cloud" if spec.usd_per_hour else _cheapest_provider(catalog, gpu) or "cloud"),
-                usd_per_hour=price,
-                purchase_usd=purchase,
-                rent_usd_per_hour=rent,
-                notes=tuple(notes),
-            )
+    tdp_w, assumed_power = gpu.board_power_w()
+    if assumed_power:
+        notes.append(assumed_power)
+    return Option(
+        gpu_id=gpu.id,
+        count=spec.count,
+        speedup=speedup,
+        scaling=scaling,
+        tdp_w=tdp_w,
+        consumer=gpu.market == "consumer",
+        provider=spec.provider
+        or ("cloud" if spec.usd_per_hour else _cheapest_provider(catalog, gpu) or "cloud"),
+        usd_per_hour=price,
+        purchase_usd=purchase,
+        rent_usd_per_hour=rent,
+        notes=tuple(notes),
+        unpriced=unpriced[0] if unpriced else None,
+        unpriced_fix=unpriced[1] if unpriced else None,
+    )
+
+
+def _why_unpriced(catalog: Catalog, gpu: Gpu, spec: OptionSpec) -> tuple[str, str]:
+    """Why the catalog has no on-demand price for this option, and how to give one."""
+    rows = catalog.prices_for(gpu.id)
+    on_demand = sorted({p.provider for p in rows if p.kind == "on_demand"})
+    if spec.provider and on_demand:
+        why = f"no on-demand price for {gpu.id} at {spec.provider} (it has: {', '.join(on_demand)})"
+    elif rows:
+        kinds = ", ".join(sorted({p.kind.replace("_", " ") for p in rows}))
+        why = f"no on-demand price for {gpu.id} in the catalog (only {kinds} prices)"
+    else:
+        where = f" at {spec.provider}" if spec.provider else ""
+        why = (
+            f"no on-demand price for {gpu.id}{where} in the catalog (no provider in it "
+            "lists this GPU)"
         )
-    return options
+    return why, f"give one: --option {gpu.id}x{spec.count}=USD_PER_HOUR, or add a price file"
 
 
 def _speed(
