@@ -73,3 +73,27 @@ def dies_on_worker_1():
     if task == 1:
         os._exit(3)
     return uncompiled_classifier()
+
+
+def raises():
+    """A builder with a bug in it: fails before anything is measured."""
+    raise ValueError("width must be positive, got -1")
+
+
+def needs_an_argument(width):
+    """A builder that takes an argument gpuscout cannot supply."""
+    return keras.Sequential([keras.Input((width,)), keras.layers.Dense(1)])
+
+
+def no_input_layer():
+    """A Sequential model never told its input shape: it has no inputs to feed."""
+    return keras.Sequential([keras.layers.Dense(8), keras.layers.Dense(1)])
+
+
+def returns_an_int():
+    return 3
+
+
+def empty_dataset():
+    """A pipeline with no batch in it (a filter that drops everything, a wrong file pattern)."""
+    return dataset().take(0)

@@ -132,6 +132,20 @@ def test_missing_function_lists_the_ones_there() -> None:
         bench(_tiny("mlp", model=f"{DATA}/user_models.py:nope", dims={}))
 
 
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        ("raises", r"--data .*user_models\.py:raises raised ValueError at line \d+: width"),
+        ("empty_dataset", r"--data .*:empty_dataset returned an empty dataset"),
+    ],
+)
+def test_data_that_fails_before_measuring_is_refused(data: str, says: str) -> None:
+    # Refused (nothing stored), as a model builder that fails is: found before measuring.
+    model = f"{DATA}/user_models.py:uncompiled_classifier"
+    with pytest.raises(UserError, match=says):
+        bench(_tiny("mlp", model=model, data=f"{DATA}/user_models.py:{data}", dims={}))
+
+
 def test_out_of_memory_becomes_an_oom_result() -> None:
     result = bench(_tiny("mlp", model=f"{DATA}/user_models.py:runs_out_of_memory", dims={}))
     assert result.status == "oom"

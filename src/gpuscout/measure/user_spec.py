@@ -6,6 +6,7 @@ one line, instead of after a TensorFlow import.
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,7 @@ def parse_model_spec(spec: str) -> ModelSpec:
         path = Path(spec)
         if not path.is_file():
             raise UserError(f"--model file '{path}' does not exist.", "check the path.")
+        check_keras_archive(path)
         return ModelSpec(keras_file=path)
     if ":" not in spec:
         raise UserError(
@@ -57,3 +59,26 @@ def parse_model_spec(spec: str) -> ModelSpec:
             "pass --model my_model.py:build_model or --model saved.keras.",
         )
     return ModelSpec(function=parse_function_spec(spec, "--model"))
+
+
+def check_keras_archive(path: Path) -> None:
+    """UserError unless ``path`` can be read and is a zip archive, as every Keras 3 ``.keras``
+    file is.
+
+    Checked here, without TensorFlow, because Keras itself answers a corrupt or truncated file
+    with "File not found", which sends the user looking for a file that is right there.
+    """
+    try:
+        with path.open("rb") as handle:
+            handle.read(4)
+    except OSError as exc:
+        raise UserError(
+            f"--model '{path}' cannot be read: {exc.strerror}.",
+            "check the file's permissions.",
+        ) from None
+    if not zipfile.is_zipfile(path):
+        raise UserError(
+            f"--model '{path}' is not a readable Keras file: it is not a zip archive, as every "
+            "Keras 3 .keras file is (it may be truncated, or saved in another format).",
+            "save the model again with model.save('name.keras') in Keras 3.",
+        )

@@ -89,7 +89,7 @@ def _prepare_user(
                 f"--data '{config.data}' returned {type(dataset).__name__}, not a tf.data.Dataset.",
                 "return a batched tf.data.Dataset of (inputs, labels).",
             )
-        first_x = next(iter(dataset))[0]
+        first_x = _first_batch(dataset, config.data)[0]
         first = first_x[0] if isinstance(first_x, tuple | list) else first_x
         prep.batch_size = int(first.shape[0])
         prep.dataset = dataset.repeat()
@@ -109,6 +109,28 @@ def _prepare_user(
         )
     prep.epoch_samples = config.epoch_samples
     prep.workload_hash = environment.hash_parts(spec.path.read_bytes(), config.model or "")
+
+
+def _first_batch(dataset: Any, data: str) -> Any:
+    """The user's first batch; a pipeline that is empty or fails before anything is measured
+    is refused (UserError), like any other problem found while building. Out of memory is the
+    device's answer and is stored as an oom run instead."""
+    from gpuscout.measure.benchmark import is_oom
+
+    try:
+        return next(iter(dataset))
+    except StopIteration:
+        raise UserError(
+            f"--data {data} returned an empty dataset.", "return one with at least one batch."
+        ) from None
+    except Exception as exc:
+        if is_oom(exc):
+            raise
+        line = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise UserError(
+            f"--data {data} failed reading its first batch: {type(exc).__name__}: {line}",
+            "fix the pipeline; iterating it in Python shows the traceback.",
+        ) from None
 
 
 def run(

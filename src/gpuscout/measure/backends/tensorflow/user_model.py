@@ -3,6 +3,12 @@
 A model function may return a compiled or an uncompiled ``keras.Model``. What gpuscout has to
 choose for an uncompiled one (loss, optimizer, synthetic labels) is returned as assumptions, so
 the user sees them in the output.
+
+Everything wrong with the user's code that shows before the first measured step (a file that
+does not import, a function that raises, needs an argument, or returns something that is not a
+model with inputs) is a :class:`UserError`: refused with one line, nothing stored, like any
+other bad input. Only running out of memory while building passes through, to be stored as an
+``oom`` run: that is the device's answer, not a mistake in the file.
 """
 
 from __future__ import annotations
@@ -10,6 +16,8 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
+import traceback
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -18,6 +26,7 @@ import numpy as np
 
 from gpuscout.errors import UserError
 from gpuscout.measure.backends.tensorflow.models import Built
+from gpuscout.measure.benchmark import is_oom
 from gpuscout.measure.user_spec import FunctionSpec, ModelSpec
 
 
@@ -35,7 +44,52 @@ def _load_module(spec: FunctionSpec, flag: str) -> ModuleType:
             f"{flag} file '{spec.path}' has a syntax error at line {exc.lineno}: {exc.msg}.",
             "fix the file.",
         ) from None
+    except Exception as exc:
+        if is_oom(exc):
+            raise
+        raise UserError(
+            f"{flag} file '{spec.path}' failed while being imported: {_what(exc, spec.path)}.",
+            "fix the file, or install what it imports (importing it in Python shows the "
+            "traceback).",
+        ) from None
     return module
+
+
+def _first_line(exc: BaseException) -> str:
+    # A KeyError's str() wraps its message in quotes; its argument is the message itself.
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    text = text.strip()
+    return text.splitlines()[0][:300] if text else "(no message)"
+
+
+def _what(exc: BaseException, path: Path) -> str:
+    """``ValueError at line 12: message``: the line is the deepest one of the user's file in
+    the traceback, so the one-line refusal still points at where to look."""
+    try:
+        mine = path.resolve()
+        lines = [
+            f.lineno for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == mine
+        ]
+    except OSError:
+        lines = []
+    where = f" at line {lines[-1]}" if lines and lines[-1] else ""
+    return f"{type(exc).__name__}{where}: {_first_line(exc)}"
+
+
+def _required(fn: Any, given: dict[str, Any]) -> list[str]:
+    """The parameters ``fn`` needs that have no default and that gpuscout does not pass."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): let the call say
+        return []
+    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [
+        p.name
+        for p in params
+        if p.default is p.empty
+        and (p.kind in plain or p.kind is inspect.Parameter.KEYWORD_ONLY)
+        and p.name not in given
+    ]
 
 
 def call_function(spec: FunctionSpec, flag: str, **kwargs: Any) -> Any:
@@ -50,7 +104,26 @@ def call_function(spec: FunctionSpec, flag: str, **kwargs: Any) -> Any:
             "name a function that exists.",
         )
     accepted = inspect.signature(fn).parameters
-    return fn(**{k: v for k, v in kwargs.items() if k in accepted})
+    given = {k: v for k, v in kwargs.items() if k in accepted}
+    name = f"{spec.path}:{spec.function}"
+    if missing := _required(fn, given):
+        plural = "s" if len(missing) > 1 else ""
+        raise UserError(
+            f"{flag} {name} needs the argument{plural} {', '.join(missing)}, which gpuscout "
+            "cannot pass: it calls the function with no arguments.",
+            f"give {'them' if plural else 'it'} a default value, e.g. def {spec.function}("
+            f"{missing[0]}=...), or point {flag} at a function that takes none.",
+        )
+    try:
+        return fn(**given)
+    except Exception as exc:
+        if is_oom(exc):  # the device's answer, stored as an oom run by the caller
+            raise
+        raise UserError(
+            f"{flag} {name} raised {_what(exc, spec.path)}.",
+            "fix the function; calling it in Python shows the traceback (nothing was "
+            "measured or stored).",
+        ) from None
 
 
 def accepted_keywords(spec: FunctionSpec, flag: str, names: tuple[str, ...]) -> set[str]:
@@ -62,23 +135,49 @@ def accepted_keywords(spec: FunctionSpec, flag: str, names: tuple[str, ...]) -> 
 
 
 def load_model(spec: ModelSpec) -> Any:
+    """The user's model, checked to be one gpuscout can feed; UserError if not."""
     if spec.keras_file is not None:
+        label = f"'{spec.keras_file}'"
         try:
             model = keras.saving.load_model(spec.keras_file, safe_mode=True)
-        except (ValueError, OSError) as exc:
+        except Exception as exc:
+            if is_oom(exc):
+                raise
             raise UserError(
-                f"--model '{spec.keras_file}' could not be loaded: {str(exc).splitlines()[0]}",
-                "check that it is a Keras 3 .keras file without unsafe lambdas.",
+                f"--model {label} is not a readable Keras file: Keras said "
+                f"{type(exc).__name__}: {_first_line(exc).rstrip('.')}.",
+                "save it with model.save('name.keras') in Keras 3 (safe mode refuses Lambda "
+                "layers, and custom layers need their code), or build it with --model "
+                "FILE.py:FUNCTION.",
             ) from None
     else:
         assert spec.function is not None
+        label = f"{spec.function.path}:{spec.function.function}"
         model = call_function(spec.function, "--model")
     if not isinstance(model, keras.Model):
         raise UserError(
-            f"--model '{spec.path}' returned {type(model).__name__}, not a keras.Model.",
+            f"--model {label} returned {type(model).__name__}, not a keras.Model.",
             "make the function return a keras.Model (compiled or not).",
         )
+    _check_inputs(model, label)
     return model
+
+
+def _check_inputs(model: Any, label: str) -> None:
+    """A model never told its input shape (a Sequential without ``keras.Input``, a subclassed
+    model never called) has no inputs to make data for and no outputs to make labels for."""
+    try:
+        ok = bool(model.inputs) and bool(model.outputs)
+        reason = "it has no inputs"
+    except (AttributeError, ValueError) as exc:
+        ok, reason = False, _first_line(exc).rstrip(".")
+    if not ok:
+        raise UserError(
+            f"--model {label} returned a model without an input layer ({reason}), so its "
+            "input shape is unknown.",
+            "start the model with keras.Input(shape=...), e.g. keras.Sequential("
+            "[keras.Input((20,)), ...]).",
+        )
 
 
 def _last_activation(model: Any) -> str | None:
