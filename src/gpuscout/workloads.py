@@ -259,13 +259,18 @@ WORKLOADS: dict[str, Workload] = {
 BERT_LARGE: Mapping[str, int] = {"layers": 24, "hidden": 1024, "heads": 16, "ffn": 4096}
 
 
-def get_workload(name: str) -> Workload:
-    """The workload called ``name``, or a user error listing the valid names."""
+def get_workload(name: str, *, own_model: bool = True) -> Workload:
+    """The workload called ``name``, or a user error listing the valid names.
+
+    ``own_model``: the command has ``--model`` too, so the error may suggest it (a command
+    without it must not: the error would name an option it refuses).
+    """
     try:
         return WORKLOADS[name]
     except KeyError:
         names = ", ".join(WORKLOADS)
+        also = ", or --model FILE.py:FUNCTION for your own model" if own_model else ""
         raise UserError(
             f"unknown workload '{name}'.{did_you_mean(name, WORKLOADS)}",
-            f"use one of: {names}, or --model FILE.py:FUNCTION for your own model.",
+            f"use one of: {names}{also}.",
         ) from None

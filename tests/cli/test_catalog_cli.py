@@ -81,7 +81,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
         (("audit",), "nothing to audit"),
         (("audit", "--workload", "resnet50", "--epoch-seconds", "9"), "needs the GPU"),
         (("audit", "--gpu", "t4", "--spec", "fp32"), "is not FIELD=VALUE"),
-        (("audit", "--gpu", "t4", "--epoch-seconds", "-3"), "must be positive"),
+        (("audit", "--gpu", "t4", "--epoch-seconds", "-3"), "must be above 0.001"),
     ]
     assert_user_errors(cases)
 

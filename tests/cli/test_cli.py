@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuscout.store import Store
 from tests.conftest import run_cli
 
 DATA = Path(__file__).parent.parent / "data"
@@ -24,8 +25,7 @@ def test_help_does_not_import_tensorflow() -> None:
 
 def test_runs_list_does_not_import_tensorflow() -> None:
     r = run_cli("runs", "list", block_tf=True)
-    assert r.code == 0, r.err
-    assert "no stored runs yet" in r.out
+    assert r.code == 2 and "no results database at" in r.err, r.err
 
 
 def test_bench_json_contract_and_runs_list() -> None:
@@ -85,7 +85,9 @@ def test_bench_prints_the_summary_table() -> None:
 def test_quiet() -> None:
     r = run_cli("bench", "--workload", "mlp", "-q", *FAST)
     assert r.code == 0, r.err
-    assert r.out.startswith("run 1: ok, ") and r.err.strip() == ""
+    assert r.out.startswith("run 1: ok, ")
+    assert r.err.startswith("gpuscout: new results database at ")  # the one line: where
+    assert len(r.err.strip().splitlines()) == 1
 
 
 def _one_line_error(r) -> str:  # type: ignore[no-untyped-def]
@@ -156,7 +158,10 @@ def test_bad_db_file_is_not_touched(tmp_path: Path) -> None:
     assert path.read_bytes() == b"not sqlite" * 200
 
 
-def test_runs_show_unknown_id() -> None:
+def test_runs_show_unknown_id(tmp_path: Path) -> None:
+    line = _one_line_error(run_cli("runs", "show", "42", block_tf=True))
+    assert "no results database at" in line  # nothing stored yet, and nothing created
+    Store(tmp_path / "runs.sqlite").close()
     line = _one_line_error(run_cli("runs", "show", "42", block_tf=True))
     assert "no run with id 42" in line
 

@@ -61,7 +61,7 @@ def test_doctor_and_soak_reject_bad_input_in_one_line() -> None:
             (("doctor", "--max-batch", "0"), "--max-batch"),
             (("doctor", "--data", "x.py:f"), "--data needs --model"),
             (("soak", "--minutes", "0"), "--minutes"),
-            (("soak", "--max-drift", "1.5"), "must be a fraction below 1"),
+            (("soak", "--max-drift", "1.5"), "must be above 0 and below 1, got 1.5"),
             (("soak", "--workload", "nope"), "unknown workload 'nope'"),
         ]
     )

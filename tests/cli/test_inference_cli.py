@@ -97,8 +97,8 @@ def test_inference_bad_input_is_one_line() -> None:
     inference = ("bench", "--mode", "inference")
     assert_user_errors(
         [
-            ((*inference, "--slo-ms", "0"), "must be positive, got 0"),
-            ((*inference, "--slo-ms", "-5"), "must be positive, got -5"),
+            ((*inference, "--slo-ms", "0"), "must be above 0 and at most 3.6e+06, got 0"),
+            ((*inference, "--slo-ms", "-5"), "must be above 0 and at most 3.6e+06, got -5"),
             ((*inference, "--batch-sizes", ","), "names no sizes"),
             ((*inference, "--batch-sizes", "0,8"), "--batch-sizes"),
             ((*inference, "--batch-size", "8"), "--mode inference does not take --batch-size"),

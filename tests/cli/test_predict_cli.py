@@ -48,13 +48,13 @@ def test_bad_input_is_one_line_exit_2() -> None:
     cases = [
         (("predict", "--workload", "resnet5"), "Did you mean 'resnet50'"),
         (("predict", "--workload", "resnet50", "--gpus", "rtx 4900"), "Did you mean 'rtx-4090'"),
-        (("predict", "--workload", "resnet50", "--count", "0"), "GPU counts must be >= 1"),
+        (("predict", "--workload", "resnet50", "--count", "0"), "a whole number at least 1"),
         (("predict", "--workload", "resnet50", "--count", "ax8"), "is not a GPU count"),
         (
             ("predict", "--workload", "resnet50", "--precision", "mixed_bfloat16", "--gpus", "t4"),
             "t4 has no BF16 tensor cores",
         ),
-        (("predict", "--workload", "resnet50", "--from-run", "99"), "no run with id 99"),
+        (("predict", "--workload", "resnet50", "--from-run", "99"), "no results database at"),
     ]
     assert_user_errors(cases)
 

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from typing import Any
 
-from gpuscout.cli.parser import EPOCHS, SAMPLES, positive_float, positive_int
+from gpuscout.cli.output import print_json
+from gpuscout.cli.parser import (
+    BATCH,
+    BUDGET_USD,
+    DEADLINE,
+    EPOCHS,
+    GPU_COUNT_CHOICES,
+    HEADS,
+    HIDDEN,
+    LAYERS,
+    LORA_RANK,
+    PARAMS,
+    SAMPLES,
+    SEQ_LEN,
+    TOP,
+)
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
-
-
-def _duration(text: str) -> float:
-    """'48h', '2d', '90m' or a number of hours -> hours."""
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([hdm]?)\s*", text.lower())
-    if m is None:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a duration like 48h, 2d or 90m")
-    value = float(m.group(1)) * {"": 1, "h": 1, "d": 24, "m": 1 / 60}[m.group(2)]
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"the deadline must be positive, got '{text}'")
-    return value
 
 
 def register(sub: Any) -> None:
@@ -39,17 +41,19 @@ def register(sub: Any) -> None:
     p.add_argument("--epochs", type=EPOCHS)
     p.add_argument("--samples", type=SAMPLES)
     p.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
-    p.add_argument("-b", "--batch-size", type=positive_int)
-    p.add_argument("--deadline", type=_duration, help="e.g. 48h, 2d")
-    p.add_argument("--budget", type=float, metavar="USD")
+    p.add_argument("-b", "--batch-size", type=BATCH)
+    p.add_argument("--deadline", type=DEADLINE, help="e.g. 48h, 2d")
+    p.add_argument("--budget", type=BUDGET_USD, metavar="USD")
     p.add_argument("--require", default="", help="features, e.g. ecc,nvlink,mig")
     p.add_argument("--owned", action="store_true", help="also consider buying the GPUs")
     p.add_argument("--no-cloud", action="store_true", help="owned hardware only")
     p.add_argument("--provider", default="", help="only these cloud providers, e.g. aws,lambda")
     p.add_argument("--objective", choices=("cheapest", "fastest", "balanced"))
     p.add_argument("--preset", choices=("individual", "sme", "large-model", "production"))
-    p.add_argument("--counts", default="1,2,4,8", help="GPU counts to consider")
-    p.add_argument("--top", type=positive_int, default=5, help="how many to rank")
+    p.add_argument(
+        "--counts", type=GPU_COUNT_CHOICES, default="1,2,4,8", help="GPU counts to consider"
+    )
+    p.add_argument("--top", type=TOP, default=5, help="how many to rank")
     p.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(p)
     p.set_defaults(handler=run_advise)
@@ -58,16 +62,16 @@ def register(sub: Any) -> None:
     m.add_argument("--gpu", action="append", default=[], help="GPUs to check (default: all)")
     m.add_argument("--workload", help="a built-in workload (memory from the compiled step)")
     m.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
-    m.add_argument("-b", "--batch-size", type=positive_int)
-    m.add_argument("--params", type=positive_float, help="LLM parameters, e.g. 7e9")
-    m.add_argument("--layers", type=positive_int)
-    m.add_argument("--hidden", type=positive_int)
-    m.add_argument("--heads", type=positive_int)
-    m.add_argument("--seq-len", type=positive_int,
+    m.add_argument("-b", "--batch-size", type=BATCH)
+    m.add_argument("--params", type=PARAMS, help="LLM parameters, e.g. 7e9")
+    m.add_argument("--layers", type=LAYERS)
+    m.add_argument("--hidden", type=HIDDEN)
+    m.add_argument("--heads", type=HEADS)
+    m.add_argument("--seq-len", type=SEQ_LEN,
                    help="sequence length (an LLM: default 2048; a workload: its own)")  # fmt: skip
-    m.add_argument("--micro-batch", type=positive_int, default=1)
+    m.add_argument("--micro-batch", type=BATCH, default=1)
     m.add_argument("--mode", choices=("full", "lora", "qlora"), default="full")
-    m.add_argument("--lora-rank", type=positive_int, default=16)
+    m.add_argument("--lora-rank", type=LORA_RANK, default=16)
     m.add_argument("--checkpointing", action="store_true", help="activation checkpointing")
     m.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(m)
@@ -97,8 +101,7 @@ def _quick(args: argparse.Namespace) -> int:
         raise UserError("no answers given and no terminal to ask on.", "pass --answers y,n,y,n.")
     result = quick(answers)
     if args.json:
-        json.dump(result.to_json_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(result.to_json_dict())
         return 0
     for question, yes in zip(QUESTIONS, answers, strict=True):
         print(f"  {'yes' if yes else 'no ':3s}  {question}")
@@ -118,7 +121,7 @@ def _full(args: argparse.Namespace) -> int:
     from gpuscout.workloads import get_workload
 
     catalog = load_catalog(args.catalog)
-    workload = get_workload(args.workload)
+    workload = get_workload(args.workload, own_model=False)
     if (args.epochs is None) == (args.samples is None):
         raise UserError("the job needs --epochs or --samples (one of them).", None)
     preset = PRESETS.get(args.preset or "", {})
@@ -158,8 +161,7 @@ def _full(args: argparse.Namespace) -> int:
     if args.preset:
         result.assumptions.insert(0, f"preset '{args.preset}': {preset}")
     if args.json:
-        json.dump(result.to_json_dict(), sys.stdout, indent=2, default=sorted)
-        sys.stdout.write("\n")
+        print_json(result.to_json_dict(), default=sorted)
         return 0
     from gpuscout.report.advise_table import print_advice
     from gpuscout.report.console import stdout_console
@@ -179,7 +181,7 @@ def run_memory(args: argparse.Namespace) -> int:
         from gpuscout.predict.profile import get_profile
         from gpuscout.workloads import get_workload
 
-        w = get_workload(args.workload)
+        w = get_workload(args.workload, own_model=False)
         batch = args.batch_size or w.default_batch_gpu
         dims = w.resolve({"seq_len": args.seq_len} if args.seq_len else {})
         check_fits_a_gpu(w.name, dims, batch, args.precision, "train", catalog)
@@ -220,8 +222,7 @@ def run_memory(args: argparse.Namespace) -> int:
                 for g, r in results
             ],
         }  # fmt: skip
-        json.dump(out, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(out)
         return 0
     total = sum(breakdown.values()) / 1e9
     print(f"{what}: {total:,.1f} GB")

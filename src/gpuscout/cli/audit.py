@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from gpuscout.cli.parser import positive_float, positive_int
+from gpuscout.cli.output import print_json
+from gpuscout.cli.parser import (
+    CLAIM_GPUS,
+    EPOCH_SAMPLES,
+    EPOCH_SECONDS,
+    SAMPLES_PER_SECOND,
+    SEQ_LEN,
+)
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
@@ -18,13 +23,16 @@ def register(sub: Any) -> None:
     p = sub.add_parser("audit", help="check a published speed or spec claim")
     p.add_argument("--gpu", help="the GPU the claim is about, e.g. a100-40gb")
     p.add_argument("--workload", help="resnet50, resnet50-v1.5, bert-base, bert-large, ...")
-    p.add_argument("--precision", choices=PRECISIONS, help="default: judged at the fastest rate")
+    p.add_argument(
+        "--precision", choices=PRECISIONS,
+        help="default: the precision under which the claim is most plausible (printed)",
+    )  # fmt: skip
     speed = p.add_mutually_exclusive_group()
-    speed.add_argument("--epoch-seconds", type=positive_float, help="claimed time per epoch")
-    speed.add_argument("--samples-per-second", type=positive_float, help="claimed throughput")
-    p.add_argument("--epoch-samples", type=positive_int, help="epoch size (default: workload's)")
-    p.add_argument("--gpus", type=positive_int, default=1, help="GPUs the claim used (total)")
-    p.add_argument("--seq-len", type=positive_int, help="sequence length (BERT)")
+    speed.add_argument("--epoch-seconds", type=EPOCH_SECONDS, help="claimed time per epoch")
+    speed.add_argument("--samples-per-second", type=SAMPLES_PER_SECOND, help="claimed throughput")
+    p.add_argument("--epoch-samples", type=EPOCH_SAMPLES, help="epoch size (default: workload's)")
+    p.add_argument("--gpus", type=CLAIM_GPUS, default=1, help="GPUs the claim used (total)")
+    p.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (BERT)")
     p.add_argument(
         "--spec", action="append", default=[], metavar="FIELD=VALUE", help="e.g. fp32_tflops=9.7"
     )
@@ -78,8 +86,7 @@ def run_audit(args: argparse.Namespace) -> int:
     verdicts = audit(_claims(args), load_catalog(args.catalog))
     if args.json:
         out = {"schema_version": 1, "verdicts": [v.to_json_dict() for v in verdicts]}
-        json.dump(out, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(out)
         return 0
     from gpuscout.report.audit_table import print_verdicts
     from gpuscout.report.console import stdout_console

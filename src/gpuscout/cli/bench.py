@@ -3,13 +3,32 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuscout.cli.parser import non_negative_int, positive_float, positive_int, positive_ints
+from gpuscout.cli.output import print_json
+from gpuscout.cli.parser import (
+    BATCH,
+    BATCHES,
+    CONCURRENCIES,
+    DEVICE_COUNTS,
+    EPOCH_SAMPLES,
+    RATE,
+    SECONDS,
+    SEED,
+    SEQ_LEN,
+    SLO_MS,
+    STEPS,
+    TASK_INDEX,
+    WARMUP_STEPS,
+    WORKER_TIMEOUT,
+    devices,
+    model_spec,
+)
 from gpuscout.errors import UserError
 from gpuscout.run_settings import LOOPS, PRECISIONS
 
@@ -24,22 +43,22 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
         help="training speed (or serving latency: --mode inference) of a workload or your model",
-        description="Measure training speed with warm-up detection and a 95%% confidence "
+        description="Measure training speed with warm-up detection and a 95% confidence "
         "interval; the run is stored (see 'gpuscout runs').",
     )
     what = p.add_argument_group("what to measure")
     what.add_argument("--workload", "-w", default="mlp", help="mlp, cnn-small, resnet50, bert-base")
     what.add_argument(
-        "--model", help="your model: FILE.py:FUNCTION (returns a keras.Model) or FILE.keras"
+        "--model",
+        type=model_spec,
+        help="your model: FILE.py:FUNCTION (returns a keras.Model) or FILE.keras",
     )
     what.add_argument(
         "--data", help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset"
     )
+    what.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-base; default 128)")
     what.add_argument(
-        "--seq-len", type=positive_int, help="sequence length (bert-base; default 128)"
-    )
-    what.add_argument(
-        "--epoch-samples", type=positive_int, help="samples in one epoch, to project epoch time"
+        "--epoch-samples", type=EPOCH_SAMPLES, help="samples in one epoch, to project epoch time"
     )
     how = p.add_argument_group("how")
     how.add_argument(
@@ -58,7 +77,7 @@ def register(sub: Any) -> None:
     how.add_argument(
         "--batch-size",
         "-b",
-        type=positive_int,
+        type=BATCH,
         help="samples per step (default: per workload and device, always printed)",
     )
     how.add_argument("--device", help="CPU:0, GPU:1, ... (default: first GPU, else CPU:0)")
@@ -67,16 +86,18 @@ def register(sub: Any) -> None:
     )
     scale.add_argument(
         "--devices",
+        type=devices,
         help="train on N devices (a count: GPUs, else logical CPU devices) or a list "
         "GPU:0,GPU:1; --batch-size is then per replica",
     )
     scale.add_argument(
         "--global-batch-size",
-        type=positive_int,
+        type=BATCH,
         help="samples per step over all replicas (instead of --batch-size per replica)",
     )
     scale.add_argument(
         "--scaling",
+        type=DEVICE_COUNTS,
         metavar="COUNTS",
         help="measure each device count in turn, e.g. 1,2,4, with scaling efficiency",
     )
@@ -85,27 +106,25 @@ def register(sub: Any) -> None:
         metavar="HOST:PORT,...",
         help="every worker's address, the same list on each worker (chief first)",
     )
-    scale.add_argument(
-        "--task-index", type=non_negative_int, help="this worker's place in --workers"
-    )
+    scale.add_argument("--task-index", type=TASK_INDEX, help="this worker's place in --workers")
     scale.add_argument(
         "--worker-timeout",
-        type=positive_float,
+        type=WORKER_TIMEOUT,
         default=120.0,
         metavar="S",
         help="seconds to wait for every worker to connect, and for any one collective "
         "(default 120)",
     )
-    how.add_argument("--seed", type=int, default=0)
+    how.add_argument("--seed", type=SEED, default=0)
     serve = p.add_argument_group("inference (--mode inference): latency under load")
     serve.add_argument("--mode", choices=("train", "inference"), default="train")
-    serve.add_argument("--batch-sizes", type=positive_ints, metavar="B,...",
+    serve.add_argument("--batch-sizes", type=BATCHES, metavar="B,...",
                        help="batch sizes to serve (default 1,8,32)")  # fmt: skip
-    serve.add_argument("--concurrency", type=positive_ints, metavar="C,...",
+    serve.add_argument("--concurrency", type=CONCURRENCIES, metavar="C,...",
                        help="concurrent clients at each batch size (default 1)")  # fmt: skip
-    serve.add_argument("--slo-ms", type=positive_float, metavar="MS",
+    serve.add_argument("--slo-ms", type=SLO_MS, metavar="MS",
                        help="latency target: the best point keeps p99 under it")  # fmt: skip
-    serve.add_argument("--rate", type=positive_float, metavar="SAMPLES_PER_S",
+    serve.add_argument("--rate", type=RATE, metavar="SAMPLES_PER_S",
                        help="load to serve: devices it needs at the best point")  # fmt: skip
     serve.add_argument("--serving", choices=("function", "saved_model", "both"),
                        default="function",
@@ -114,16 +133,16 @@ def register(sub: Any) -> None:
     stop = p.add_argument_group("when to stop")
     stop.add_argument(
         "--seconds",
-        type=positive_float,
+        type=SECONDS,
         help=f"time budget for warm-up + measurement (default {DEFAULT_SECONDS:g}; "
         "stops earlier once the 95%% CI is within +-2%%)",
     )
     stop.add_argument(
-        "--steps", type=positive_int, help="measure exactly this many steps after warm-up instead"
+        "--steps", type=STEPS, help="measure exactly this many steps after warm-up instead"
     )
     stop.add_argument(
         "--warmup-steps",
-        type=non_negative_int,
+        type=WARMUP_STEPS,
         help="discard exactly this many steps as warm-up instead of detecting it",
     )
     out = p.add_argument_group("output")
@@ -225,10 +244,35 @@ def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
-def stop_on_signals() -> None:
-    """A closed terminal or a `kill` ends a measurement like Ctrl-C does: stored, not lost."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+def stop_on_signals(take_sigint: bool = True) -> Callable[[], None]:
+    """A closed terminal or a `kill` ends a measurement like Ctrl-C does: stored, not lost.
+
+    SIGTERM and SIGHUP raise KeyboardInterrupt; SIGHUP stays ignored where it was inherited
+    ignored (``nohup``: the user asked to outlive the terminal). ``take_sigint``: SIGINT too,
+    even where inherited ignored (a background job of a non-interactive shell), since an
+    explicit ``kill -INT`` must stop a measurement; its measuring child then starts with
+    SIGINT at its default rather than ignored. Returns what puts the previous handlers back.
+    Does nothing outside the main thread, where Python cannot set handlers.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    wanted: dict[signal.Signals, Any] = {signal.SIGTERM: _interrupt}
+    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
+        wanted[signal.SIGHUP] = _interrupt
+    if take_sigint:
+        wanted[signal.SIGINT] = signal.default_int_handler
+    previous = {
+        sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    }
+    for sig, handler in wanted.items():
+        signal.signal(sig, handler)
+
+    def restore() -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig, handler in previous.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+    return restore
 
 
 def run(args: argparse.Namespace) -> int:
@@ -259,8 +303,7 @@ def show(result: RunResult, args: argparse.Namespace) -> int:
     from gpuscout.report.terminal import print_result
 
     if args.json:
-        json.dump(result.to_json_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(result.to_json_dict())
     elif not args.quiet:
         print_result(result, stdout_console())
     else:
@@ -292,8 +335,7 @@ def _sweep(args: argparse.Namespace, config: BenchConfig, store: Store, progress
         )
     store.close()
     if args.json:
-        json.dump([r.to_json_dict() for r in results], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json([r.to_json_dict() for r in results])
     else:
         print_sweep(results, stdout_console())
     failed = [r for r in results if r.status != "ok"]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
 from typing import Any
 
+from gpuscout.cli.output import print_json
 from gpuscout.cli.specs import add_catalog_arg
 
 
@@ -24,11 +23,17 @@ def register(sub: Any) -> None:
 def run_calibrate(args: argparse.Namespace) -> int:
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.predict import stored_runs
-    from gpuscout.predict.calibrate import fit_calibration, published_points, run_points
+    from gpuscout.predict.calibrate import (
+        fit_calibration,
+        published_points,
+        run_points,
+        user_rows_used,
+    )
 
     catalog = load_catalog(args.catalog)
     mine, left_out = run_points(stored_runs(args.db), catalog)
     result = fit_calibration(published_points(catalog) + mine)
+    user_rows = user_rows_used(catalog, result.points)
     rows = [
         {
             "point": p.label,
@@ -46,9 +51,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
             "fit": result.describe(),
             "points": rows,
             "left_out": left_out,
+            "user_catalog": user_rows,
         }
-        json.dump(out, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(out)
         return 0
     from rich.table import Table
 
@@ -76,6 +81,6 @@ def run_calibrate(args: argparse.Namespace) -> int:
         "(batch modelled); the source's own batch (batch measured, ? = not stated) can differ",
         highlight=False,
     )
-    for note in left_out:
+    for note in [*user_rows, *left_out]:
         console.print(note, highlight=False)
     return 0

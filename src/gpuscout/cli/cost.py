@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from dataclasses import replace
 from typing import Any
 
 from gpuscout.articles import COST_EXAMPLE_GPU_HOURS, REFERENCE_GPU
-from gpuscout.cli.parser import EPOCHS, GPU_HOURS, SAMPLES, positive_float, positive_int
+from gpuscout.cli.output import print_json
+from gpuscout.cli.parser import (
+    BATCH,
+    CHECKPOINT_HOURS,
+    EPOCHS,
+    FAILURES_PER_1000_GPU_H,
+    FRACTION,
+    GPU_HOURS,
+    PURCHASE_USD,
+    RESTART_MINUTES,
+    SAMPLES,
+    SCALING_EFFICIENCY,
+    SPEEDUP,
+    USD_PER_DAY,
+    USD_PER_KWH,
+    YEARS,
+    cost_option,
+)
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
@@ -30,33 +45,37 @@ def register(sub: Any) -> None:
     job.add_argument("--epochs", type=EPOCHS)
     job.add_argument("--samples", type=SAMPLES)
     p.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
-    p.add_argument("-b", "--batch-size", type=positive_int)
+    p.add_argument("-b", "--batch-size", type=BATCH)
     p.add_argument(
         "--reference", default=REFERENCE_GPU,
         help=f"the GPU the job is measured on (default {REFERENCE_GPU}, the articles')",
     )  # fmt: skip
     p.add_argument(
         "--option",
+        type=cost_option,
         action="append",
         default=[],
         metavar="SPEC",
         help="GPU[xCOUNT][@PROVIDER|@owned][=USD_PER_HOUR], repeatable "
         f"(default: {DEFAULT_OPTIONS}, x1 and x8)",
     )
-    p.add_argument("--speedup", action="append", default=[], metavar="GPU=X")
-    p.add_argument("--scaling", action="append", default=[], metavar="N=EFF|GPUxN=EFF")
-    p.add_argument("--purchase", action="append", default=[], metavar="GPU=USD")
+    p.add_argument("--speedup", type=SPEEDUP, action="append", default=[], metavar="GPU=X")
+    p.add_argument(
+        "--scaling", type=SCALING_EFFICIENCY, action="append", default=[],
+        metavar="N=EFF|GPUxN=EFF",
+    )  # fmt: skip
+    p.add_argument("--purchase", type=PURCHASE_USD, action="append", default=[], metavar="GPU=USD")
     a = p.add_argument_group("assumptions (defaults are printed with the result)")
-    a.add_argument("--power-utilization", type=positive_float)
-    a.add_argument("--usd-per-kwh", type=positive_float)
-    a.add_argument("--amortize-years", type=positive_float)
-    a.add_argument("--owned-utilization", type=positive_float)
-    a.add_argument("--checkpoint-hours", type=positive_float)
-    a.add_argument("--restart-minutes", type=positive_float)
-    a.add_argument("--failures-consumer", type=float, metavar="PER_1000_GPU_H")
-    a.add_argument("--failures-datacenter", type=float, metavar="PER_1000_GPU_H")
+    a.add_argument("--power-utilization", type=FRACTION)
+    a.add_argument("--usd-per-kwh", type=USD_PER_KWH)
+    a.add_argument("--amortize-years", type=YEARS)
+    a.add_argument("--owned-utilization", type=FRACTION)
+    a.add_argument("--checkpoint-hours", type=CHECKPOINT_HOURS)
+    a.add_argument("--restart-minutes", type=RESTART_MINUTES)
+    a.add_argument("--failures-consumer", type=FAILURES_PER_1000_GPU_H, metavar="PER_1000_GPU_H")
+    a.add_argument("--failures-datacenter", type=FAILURES_PER_1000_GPU_H, metavar="PER_1000_GPU_H")
     a.add_argument("--no-failures", action="store_true", help="leave failures out")
-    a.add_argument("--delay-usd-per-day", type=float, help="what a day of waiting costs you")
+    a.add_argument("--delay-usd-per-day", type=USD_PER_DAY, help="what a day of waiting costs you")
     p.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(p)
     p.set_defaults(handler=run_cost)
@@ -77,14 +96,7 @@ def _assumptions(args: argparse.Namespace) -> Any:
         "failures_per_1000_gpu_hours_datacenter": args.failures_datacenter,
         "delay_usd_per_day": args.delay_usd_per_day,
     }
-    for name, value in given.items():
-        if value is not None and value < 0:
-            raise UserError(
-                f"--{name.replace('_', '-')} must not be negative, got {value:g}.", None
-            )
-    for name in ("power_utilization", "owned_utilization"):
-        if given[name] is not None and given[name] > 1:
-            raise UserError(f"--{name.replace('_', '-')} is a fraction in (0, 1].", None)
+    # Each value is already in its option's range (cli/parser.py), named as the user typed it.
     out = replace(base, **{k: v for k, v in given.items() if v is not None})
     return replace(out, failures=not args.no_failures)
 
@@ -93,12 +105,12 @@ def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[
     """(gpu, count) -> (speedup, scaling) from the predictor, and the job in reference
     GPU-hours."""
     from gpuscout.predict import predict
-    from gpuscout.predict.calibrate import fit_calibration, published_points
+    from gpuscout.predict.calibrate import fit_calibration, published_points, user_rows_used
     from gpuscout.predict.profile import get_profile
     from gpuscout.units import fmt_count, fmt_hours, fmt_rate
     from gpuscout.workloads import get_workload
 
-    workload = get_workload(args.workload)
+    workload = get_workload(args.workload, own_model=False)
     if (args.epochs is None) == (args.samples is None):
         raise UserError("a workload job needs --epochs or --samples (one of them).", None)
     samples = args.samples or args.epochs * workload.epoch_samples
@@ -122,13 +134,14 @@ def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[
         f"batch {batch}/GPU) = {fmt_hours(hours)} on one {reference.id} (predicted "
         f"{fmt_rate(ref_sps)}/s)"
     )
-    return predicted, hours, what
+    used = user_rows_used(catalog, calibration.points)
+    return predicted, hours, what + "".join(f"; {line}" for line in used)
 
 
 def run_cost(args: argparse.Namespace) -> int:
     from gpuscout.articles import BY_KEY
     from gpuscout.catalog import load_catalog
-    from gpuscout.price import cost_options
+    from gpuscout.price import cost_all
     from gpuscout.price.options import build_options, parse_option, parse_pairs
     from gpuscout.units import fmt_hours, fmt_usd
 
@@ -154,23 +167,21 @@ def run_cost(args: argparse.Namespace) -> int:
             "say what the job is: --gpu-hours H (on the reference GPU) or --workload W.",
             "e.g. --gpu-hours 1000 --reference rtx-3090, or --workload resnet50 --epochs 90.",
         )
+    # Everything the user typed is checked before anything is predicted or priced, so a
+    # missing price never hides a bad option (issue 17).
+    texts = args.option or [f"{g}x{n}" for g in DEFAULT_OPTIONS.split(",") for n in (1, 8)]
+    specs = [parse_option(t) for t in texts]
+    speedups = parse_pairs(args.speedup, "--speedup", "SPEEDUP")
+    scalings = parse_pairs(args.scaling, "--scaling", "EFFICIENCY")
+    purchases = parse_pairs(args.purchase, "--purchase", "USD")
+    assumptions = _assumptions(args)
     predicted, job_hours, job = None, args.gpu_hours, ""
     if args.workload:
         predicted, job_hours, job = _predictor(args, catalog, reference)
     else:
         job = f"{job_hours:,.0f} GPU-hours on one {reference.id}"
-    texts = args.option or [f"{g}x{n}" for g in DEFAULT_OPTIONS.split(",") for n in (1, 8)]
-    options = build_options(
-        [parse_option(t) for t in texts],
-        catalog,
-        reference,
-        parse_pairs(args.speedup, "--speedup", "SPEEDUP"),
-        parse_pairs(args.scaling, "--scaling", "EFFICIENCY"),
-        parse_pairs(args.purchase, "--purchase", "USD"),
-        predicted,
-    )
-    assumptions = _assumptions(args)
-    lines = cost_options(options, job_hours, assumptions)
+    options = build_options(specs, catalog, reference, speedups, scalings, purchases, predicted)
+    lines, unpriced = cost_all(options, job_hours, assumptions)
     for line in lines:
         if (line.gpu, line.count) in claimed:
             hours, usd = claimed[(line.gpu, line.count)]
@@ -190,15 +201,16 @@ def run_cost(args: argparse.Namespace) -> int:
             "8 x A100 over NVLink applied to 4); failures left out as the article does"
         )
     if args.json:
-        out = {"assumptions": described, "options": [line.to_json_dict() for line in lines]}
-        json.dump(out, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        shown = [line.to_json_dict() for line in lines]
+        shown += [rest.to_json_dict() for rest in unpriced]  # money null, "unpriced": why
+        out = {"assumptions": described, "options": shown}
+        print_json(out)
         return 0
     from gpuscout.report.console import stdout_console
     from gpuscout.report.cost_table import cost_table
 
     console = stdout_console()
-    console.print(cost_table(lines, job))
+    console.print(cost_table(lines, job, unpriced))
     for key, text in described.items():
         console.print(f"assumption ({key}): {text}", highlight=False)
     return 0

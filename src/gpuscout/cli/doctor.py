@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from contextlib import nullcontext
 from typing import Any
 
-from gpuscout.cli.parser import positive_float, positive_int
+from gpuscout.cli.output import print_json
+from gpuscout.cli.parser import BATCH, SECONDS, SEED, SEQ_LEN, STEPS, model_spec
 from gpuscout.run_settings import PRECISIONS
 
 
@@ -17,7 +16,9 @@ def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
     what = p.add_argument_group("what to run")
     what.add_argument("--workload", "-w", default="mlp", help="a built-in workload (default mlp)")
     what.add_argument(
-        "--model", help="your model: FILE.py:FUNCTION (returns a keras.Model) or FILE.keras"
+        "--model",
+        type=model_spec,
+        help="your model: FILE.py:FUNCTION (returns a keras.Model) or FILE.keras",
     )
     if data:
         what.add_argument(
@@ -25,13 +26,13 @@ def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
             help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset; it may take "
             "keyword arguments prefetch, parallel, cache to apply those fixes itself",
         )
-    what.add_argument("--seq-len", type=positive_int, help="sequence length (bert-base)")
+    what.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-base)")
     how = p.add_argument_group("how")
     how.add_argument("--precision", choices=PRECISIONS, default="fp32")
     how.add_argument("--xla", action=argparse.BooleanOptionalAction, default=False)
-    how.add_argument("--batch-size", "-b", type=positive_int, help="default: per workload")
+    how.add_argument("--batch-size", "-b", type=BATCH, help="default: per workload")
     how.add_argument("--device", help="CPU:0, GPU:1, ... (default: first GPU, else CPU:0)")
-    how.add_argument("--seed", type=int, default=0)
+    how.add_argument("--seed", type=SEED, default=0)
 
 
 def target_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -60,14 +61,12 @@ def register(sub: Any) -> None:
     m = p.add_argument_group("measuring")
     m.add_argument(
         "--seconds",
-        type=positive_float,
+        type=SECONDS,
         default=8.0,
         help="time per measurement (default 8; about 12 measurements in all)",
     )
-    m.add_argument("--steps", type=positive_int, help="steps per measurement instead of --seconds")
-    m.add_argument(
-        "--max-batch", type=positive_int, help="largest batch to try (default 8x the batch)"
-    )
+    m.add_argument("--steps", type=STEPS, help="steps per measurement instead of --seconds")
+    m.add_argument("--max-batch", type=BATCH, help="largest batch to try (default 8x the batch)")
     m.add_argument("--skip", default="", help="fixes not to try, comma-separated")
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -103,8 +102,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = report.model_dump(mode="json")
         data = {"verdict": report.verdict, **data}
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(data)
     else:
         print_doctor(report, stdout_console())
     return 0

@@ -4,48 +4,42 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
-from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 class OneLineParser(argparse.ArgumentParser):
     """Bad arguments print one line naming the problem and where help is, exit code 2."""
 
     def error(self, message: str) -> NoReturn:
+        # A type's message may end in a full stop of its own: one period, not "..".
         print(
-            f"{self.prog}: error: {message}. To fix: see '{self.prog} --help'.",
+            f"{self.prog}: error: {message.rstrip('.')}. To fix: see '{self.prog} --help'.",
             file=sys.stderr,
         )
         sys.exit(2)
 
 
-def _whole_number(text: str, minimum: int, maximum: int | None = None) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f">= {minimum}" if maximum is None else f"from {minimum:,} to {maximum:,}"
-        raise argparse.ArgumentTypeError(f"must be a whole number {bound}, got {text}")
-    return value
+class Range:
+    """An argparse type whose values are bounded, finite numbers declared in this module.
+
+    Every numeric option of the CLI takes one of these (``tests/cli/test_option_ranges.py``
+    walks the parser and fails on a numeric option without one), so a new option cannot
+    accept ``inf``, ``nan`` or a 300-digit number by default, and every range reads the same
+    in its error: "must be above X and at most Y, got Z".
+    """
+
+    def __call__(self, text: str) -> Any:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def bounds(self) -> str:
+        """The range in words, as its error says it ("above 0 and at most 1e+06")."""
+        raise NotImplementedError
 
 
-def positive_int(text: str) -> int:
-    return _whole_number(text, 1)
-
-
-def non_negative_int(text: str) -> int:
-    return _whole_number(text, 0)
-
-
-def positive_ints(text: str) -> list[int]:
-    """'1,8,32' -> [1, 8, 32]: at least one, each a whole number >= 1, no repeats."""
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise argparse.ArgumentTypeError(f"'{text}' names no sizes; give e.g. 1,8,32")
-    values = [positive_int(t) for t in items]
-    return list(dict.fromkeys(values))
+def _g(value: float) -> str:
+    return f"{value:g}"
 
 
 def _finite(text: str) -> float:
@@ -59,35 +53,311 @@ def _finite(text: str) -> float:
     return value
 
 
+class FloatRange(Range):
+    """A finite number from ``low`` to ``high``; each end excluded or included as declared."""
+
+    def __init__(
+        self, low: float, high: float, *, low_included: bool = False, high_included: bool = True
+    ) -> None:
+        assert math.isfinite(low) and math.isfinite(high) and low < high
+        self.low, self.high = low, high
+        self.low_included, self.high_included = low_included, high_included
+        self.__name__ = f"number {self.bounds()}"  # argparse names a type by it
+
+    def bounds(self) -> str:
+        below = f"at least {_g(self.low)}" if self.low_included else f"above {_g(self.low)}"
+        above = f"at most {_g(self.high)}" if self.high_included else f"below {_g(self.high)}"
+        return f"{below} and {above}"
+
+    def contains(self, value: float) -> bool:
+        low_ok = value >= self.low if self.low_included else value > self.low
+        high_ok = value <= self.high if self.high_included else value < self.high
+        return low_ok and high_ok
+
+    def __call__(self, text: str) -> float:
+        value = _finite(text)
+        if not self.contains(value):
+            raise argparse.ArgumentTypeError(f"must be {self.bounds()}, got {text}")
+        return value
+
+
+class IntRange(Range):
+    """A whole number from ``low`` to ``high``, both included."""
+
+    def __init__(self, low: int, high: int) -> None:
+        assert low < high
+        self.low, self.high = low, high
+        self.__name__ = f"whole number {self.bounds()}"
+
+    def bounds(self) -> str:
+        return f"at least {self.low:,} and at most {self.high:,}"
+
+    def __call__(self, text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:  # also 'inf', '1e3' and numbers of more than 4300 digits
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if not self.low <= value <= self.high:
+            raise argparse.ArgumentTypeError(f"must be a whole number {self.bounds()}, got {text}")
+        return value
+
+
+class IntListRange(Range):
+    """'1,8,32' -> [1, 8, 32]: at least one whole number, each in ``item``'s range; repeats
+    dropped, order kept."""
+
+    def __init__(self, item: IntRange, example: str, what: str = "numbers") -> None:
+        self.item, self.example, self.what = item, example, what
+        self.__name__ = f"list of whole numbers {self.bounds()}"
+
+    def bounds(self) -> str:
+        return self.item.bounds()
+
+    def __call__(self, text: str) -> list[int]:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(
+                f"'{text}' names no {self.what}; give e.g. {self.example}"
+            )
+        values = []
+        for t in items:
+            try:
+                values.append(self.item(t))
+            except argparse.ArgumentTypeError as exc:
+                where = f" (in '{text}')" if len(items) > 1 else ""
+                raise argparse.ArgumentTypeError(f"{exc}{where}") from None
+        return list(dict.fromkeys(values))
+
+
+class GpuCounts(Range):
+    """'1,4,8,2x8' -> [(1, 1), (1, 4), (1, 8), (2, 8)]: (machines, GPUs per machine)."""
+
+    def __init__(self, per_machine: IntRange, machines: IntRange) -> None:
+        self.per_machine, self.machines = per_machine, machines
+        self.__name__ = "GPU counts"
+
+    def bounds(self) -> str:
+        return f"{self.per_machine.bounds()} GPUs per machine"
+
+    def __call__(self, text: str) -> list[tuple[int, int]]:
+        out = []
+        for item in (c.strip() for c in text.split(",") if c.strip()):
+            nodes, _, per = item.rpartition("x")
+            try:
+                pair = (int(nodes) if nodes else 1, int(per))
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"'{item}' is not a GPU count (8) or machines x GPUs (2x8)"
+                ) from None
+            if not self.machines.low <= pair[0] <= self.machines.high:
+                raise argparse.ArgumentTypeError(
+                    f"machines in '{item}' must be a whole number {self.machines.bounds()}, "
+                    f"got {pair[0]}"
+                )
+            if not self.per_machine.low <= pair[1] <= self.per_machine.high:
+                several = " (several machines: MACHINESxGPUS, e.g. 16x8)" if pair[1] > 1 else ""
+                raise argparse.ArgumentTypeError(
+                    f"GPUs in one machine must be a whole number {self.per_machine.bounds()}, "
+                    f"got {pair[1]} in '{item}'{several}"
+                )
+            out.append(pair)
+        if not out:
+            raise argparse.ArgumentTypeError("give at least one GPU count, e.g. 1,4,8")
+        return out
+
+
+class HoursRange(Range):
+    """A duration, '48h', '2d', '90m' or a number of hours, as hours in a :class:`FloatRange`."""
+
+    def __init__(self, hours: FloatRange) -> None:
+        self.hours = hours
+        self.__name__ = "duration"
+
+    def bounds(self) -> str:
+        return f"{self.hours.bounds()} hours"
+
+    def __call__(self, text: str) -> float:
+        m = re.fullmatch(r"\s*([0-9.]+)\s*([hdm]?)\s*", text.lower())
+        if m is None:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a duration like 48h, 2d or 90m")
+        try:
+            value = float(m.group(1)) * {"": 1, "h": 1, "d": 24, "m": 1 / 60}[m.group(2)]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"'{text}' is not a duration like 48h, 2d or 90m"
+            ) from None
+        if not (math.isfinite(value) and self.hours.contains(value)):
+            raise argparse.ArgumentTypeError(f"must be {self.bounds()}, got {text}")
+        return value
+
+
+class CountText(Range):
+    """'1,2,4': whole numbers each in ``item``'s range, given back as the text (the command
+    parses it itself, with messages of its own for the rest)."""
+
+    def __init__(self, item: IntRange, example: str) -> None:
+        self.item, self.example = item, example
+        self.__name__ = "counts"
+
+    def bounds(self) -> str:
+        return self.item.bounds()
+
+    def __call__(self, text: str) -> str:
+        IntListRange(self.item, self.example, "counts")(text)
+        return text
+
+
+class KeyedNumbers(Range):
+    """'KEY=VALUE' (or several, comma-separated, with ``several``): each VALUE a number in
+    ``value``'s range, given back as the text for the command to parse."""
+
+    def __init__(self, value: FloatRange, example: str, several: bool = False) -> None:
+        self.value, self.example, self.several = value, example, several
+        self.__name__ = "KEY=VALUE"
+
+    def bounds(self) -> str:
+        return self.value.bounds()
+
+    def __call__(self, text: str) -> str:
+        items = [t for t in text.split(",") if t.strip()] if self.several else [text]
+        for item in items or [text]:
+            key, sep, number = item.partition("=")
+            if not sep or not key.strip():
+                raise argparse.ArgumentTypeError(f"'{item}' is not KEY=VALUE, e.g. {self.example}")
+            try:
+                self.value(number.strip())
+            except argparse.ArgumentTypeError as exc:
+                raise argparse.ArgumentTypeError(f"the value in '{item}' {exc}") from None
+        return text
+
+
+def cost_option(text: str) -> str:
+    """GPU[xCOUNT][@PROVIDER|@owned][=USD_PER_HOUR]: the count and the price, where given, in
+    range (the rest is checked by ``gpuscout.price.options.parse_option``)."""
+    count = re.search(r"x(\d+)(?=@|=|$)", text.strip().lower())
+    if count:
+        try:
+            OPTION_GPUS(count.group(1))
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"the GPU count in '{text}' {exc}") from None
+    _, sep, price = text.rpartition("=")
+    if sep and re.fullmatch(r"\s*[\d.]+\s*", price):
+        try:
+            USD_PER_HOUR(price.strip())
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"the price in '{text}' {exc}") from None
+    return text
+
+
+def devices(text: str) -> str:
+    """--devices: a count of devices (in range) or a list of device names."""
+    if text.strip().isdigit():
+        try:
+            DEVICE_COUNT(text.strip())
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"a device count {exc}") from None
+    return text
+
+
+def float_in(
+    low: float, high: float, *, low_included: bool = False, high_included: bool = True
+) -> FloatRange:
+    """A finite number above ``low`` (or at least it) and at most ``high`` (or below it)."""
+    return FloatRange(low, high, low_included=low_included, high_included=high_included)
+
+
+def int_in(low: int, high: int) -> IntRange:
+    """A whole number from ``low`` to ``high``, both included."""
+    return IntRange(low, high)
+
+
+def model_spec(text: str) -> str:
+    """A model to load, FILE.py:FUNCTION or FILE.keras: an empty one would silently fall back
+    to the built-in workload, so it is refused here, before anything is measured."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "the model is empty; give FILE.py:FUNCTION or FILE.keras, or leave --model out"
+        )
+    return text
+
+
+def gpu_names(text: str) -> str:
+    """A comma list of GPU names (or 'all'): an empty list would predict nothing at all."""
+    if not [n for n in text.split(",") if n.strip()]:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' names no GPU; give e.g. rtx-4090,h100-sxm, or all"
+        )
+    return text
+
+
+# The ranges of every numeric option, in one place. Why each bound:
+HOUR, DAY, WEEK = 3600.0, 86400.0, 604800.0
+INT32 = 2**31 - 1  # TensorFlow indexes a tensor's dimensions with int32
+SOAK_MINUTES = float_in(0.0, WEEK / 60)  # a week: longer soaks are several runs
+EPOCHS = float_in(0.0, 1e6)  # a million epochs: past any real training job
+SAMPLES = float_in(0.0, 1e15)  # a million epochs of ImageNet-1k is 1.3e12
+GPU_HOURS = float_in(0.0, 1e9)  # a billion GPU-hours: 114,000 GPU-years, past any job
+EPOCH_SAMPLES = int_in(1, 10**15)  # the largest corpora are ~1.5e13 tokens
+BATCH = int_in(1, INT32)  # a batch is a tensor dimension
+SEQ_LEN = int_in(1, 10**7)  # ten million tokens: past any context length in use
+STEPS = int_in(1, 10**9)  # a billion steps: years at a millisecond a step
+WARMUP_STEPS = int_in(0, 10**9)  # 0: no warm-up discarded
+SEED = int_in(0, 2**32 - 1)  # what NumPy and TensorFlow take as a seed
+TASK_INDEX = int_in(0, 9_999)  # ten thousand workers
+WORKERS = int_in(1, 10_000)  # launch checks the machine's own limit with a better message
+CONCURRENCY = int_in(1, 4_096)  # a client thread each
+RUN_ID = int_in(1, 2**63 - 1)  # SQLite's largest integer
+RUN_IDS = IntListRange(RUN_ID, "3,4,7", "run ids")
+BATCHES = IntListRange(BATCH, "1,8,32", "sizes")
+CONCURRENCIES = IntListRange(CONCURRENCY, "1,4,16", "counts")
+TOP = int_in(1, 10_000)  # options to rank
+CLAIM_GPUS = int_in(1, 10**6)  # a million GPUs: past the largest cluster
+GPU_COUNTS = GpuCounts(int_in(1, 72), int_in(1, 100_000))  # 72: an NVL72 rack is one machine
+LAYERS = int_in(1, 10_000)
+HIDDEN = int_in(1, 10**6)
+HEADS = int_in(1, 10_000)
+LORA_RANK = int_in(1, 10**6)
+SECONDS = float_in(0.0, WEEK)  # a measurement's time budget: a week at most
+WORKER_TIMEOUT = float_in(0.0, DAY)  # seconds
+SLO_MS = float_in(0.0, HOUR * 1000)  # a latency target of up to an hour
+RATE = float_in(0.0, 1e12)  # samples/s to serve
+EPOCH_SECONDS = float_in(1e-3, 1e9)  # a millisecond to 31 years per epoch
+SAMPLES_PER_SECOND = float_in(1e-6, 1e12)  # per claim, all its GPUs together
+NETWORK_GBIT = float_in(1e-3, 1e5)  # Gb/s per machine: a megabit to 100 Tb/s
+MIN_MEMORY_GB = float_in(0.0, 1e4, low_included=True)  # 0: no filter; 10 TB: past any GPU
+PARAMS = float_in(0.0, 1e13)  # ten trillion parameters
+BUDGET_USD = float_in(0.0, 1e12)
+DEADLINE = HoursRange(float_in(0.0, 10 * 365 * 24.0))  # ten years
+FRACTION = float_in(0.0, 1.0)  # a share, 0 excluded: (0, 1]
+DRIFT = float_in(0.0, 1.0, high_included=False)  # (0, 1): 1 would be a run that stopped
+USD_PER_KWH = float_in(0.0, 100.0, low_included=True)  # 0: the power is free to you
+YEARS = float_in(0.0, 100.0)
+CHECKPOINT_HOURS = float_in(0.0, 1e4, low_included=True)  # 0: every step is checkpointed
+RESTART_MINUTES = float_in(0.0, WEEK / 60, low_included=True)
+FAILURES_PER_1000_GPU_H = float_in(0.0, 1000.0, low_included=True)  # 1000: one an hour
+USD_PER_DAY = float_in(0.0, 1e9, low_included=True)  # 0: waiting costs nothing
+USD_PER_HOUR = float_in(0.0, 1e6)  # an option's price per hour, all its GPUs together
+OPTION_GPUS = int_in(1, 100_000)  # GPUs in one priced option
+DEVICE_COUNT = int_in(1, 1_024)  # devices of this machine (GPUs or logical CPU devices)
+DEVICE_COUNTS = CountText(DEVICE_COUNT, "1,2,4")  # bench --scaling
+GPU_COUNT_CHOICES = CountText(OPTION_GPUS, "1,2,4,8")  # advise --counts
+SPEEDUP = KeyedNumbers(float_in(0.0, 1e4), "a100-40gb=1.78")  # against the reference GPU
+SCALING_EFFICIENCY = KeyedNumbers(float_in(0.0, 1.0), "4=0.68")  # of linear
+PURCHASE_USD = KeyedNumbers(float_in(0.0, 1e9), "rtx-4090=1599")
+MEASURE_PLAN = KeyedNumbers(SECONDS, "resnet50=60,mlp=15", several=True)  # scout --measure
+
+
+# General-purpose types, bounded only by what SQLite and the counters can hold. A new option
+# should take a named range above instead; the option-range test accepts these.
+positive_int = int_in(1, 2**63 - 1)
+non_negative_int = int_in(0, 2**63 - 1)
+positive_ints = IntListRange(int_in(1, 2**63 - 1), "1,8,32", "sizes")
+
+
 def positive_float(text: str) -> float:
-    """A finite number > 0 (no option of gpuscout has a use for infinity)."""
+    """A finite number > 0, with no upper bound: for values checked elsewhere, not for options
+    (the option-range test refuses an option of this type; give it a named range above)."""
     value = _finite(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {text}")
     return value
-
-
-def float_in(low: float, high: float) -> Callable[[str], float]:
-    """An argparse type: a finite number above ``low`` (excluded) and up to ``high``.
-
-    Every bounded numeric option of the CLI is built here, so the ranges live in one place
-    and read the same in every error.
-    """
-
-    def parse(text: str) -> float:
-        value = _finite(text)
-        if not low < value <= high:
-            raise argparse.ArgumentTypeError(
-                f"must be above {low:g} and at most {high:g}, got {text}"
-            )
-        return value
-
-    parse.__name__ = f"number in ({low:g}, {high:g}]"
-    return parse
-
-
-# The ranges of the options bounded so far (the rest take any finite positive number).
-SOAK_MINUTES = float_in(0.0, 7 * 24 * 60.0)  # a week: longer soaks are several runs
-EPOCHS = float_in(0.0, 1e6)  # a million epochs: past any real training job
-SAMPLES = float_in(0.0, 1e15)  # a million epochs of ImageNet-1k is 1.3e12
-GPU_HOURS = float_in(0.0, 1e9)  # a billion GPU-hours: 114,000 GPU-years, past any job

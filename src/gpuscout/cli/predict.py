@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
 from typing import Any
 
 from gpuscout.articles import REFERENCE_GPU
-from gpuscout.cli.parser import positive_float, positive_int
+from gpuscout.cli.output import print_json
+from gpuscout.cli.parser import (
+    BATCH,
+    EPOCH_SAMPLES,
+    GPU_COUNTS,
+    NETWORK_GBIT,
+    RUN_ID,
+    SEQ_LEN,
+    gpu_names,
+    model_spec,
+)
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
@@ -17,49 +25,33 @@ from gpuscout.run_settings import PRECISIONS
 DEFAULT_GPUS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
 
 
-def _counts(text: str) -> list[tuple[int, int]]:
-    """'1,4,8,2x8' -> [(1, 1), (1, 4), (1, 8), (2, 8)]: (nodes, GPUs per node)."""
-    out = []
-    for item in (c.strip() for c in text.split(",") if c.strip()):
-        nodes, _, per = item.rpartition("x")
-        try:
-            pair = (int(nodes) if nodes else 1, int(per))
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"'{item}' is not a GPU count (8) or nodes x GPUs (2x8)"
-            ) from None
-        if min(pair) < 1:
-            raise argparse.ArgumentTypeError(f"GPU counts must be >= 1, got '{item}'")
-        out.append(pair)
-    if not out:
-        raise argparse.ArgumentTypeError("give at least one GPU count")
-    return out
-
-
 def register(sub: Any) -> None:
     p = sub.add_parser("predict", help="training speed on GPUs you don't have, 1..N of them")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--workload", help="mlp, cnn-small, resnet50, bert-base")
-    what.add_argument("--model", help="your model: FILE.py:FUNCTION or FILE.keras")
+    what.add_argument("--model", type=model_spec, help="your model: FILE.py:FUNCTION or FILE.keras")
     p.add_argument("--precision", choices=PRECISIONS, default="fp32")
     p.add_argument("--mode", choices=("train", "inference"), default="train",
                    help="inference: a forward pass per batch (traced once, with TF)")  # fmt: skip
-    p.add_argument("-b", "--batch-size", type=positive_int, help="per GPU (default: workload's)")
-    p.add_argument("--seq-len", type=positive_int, help="sequence length (bert-base)")
-    p.add_argument("--gpus", default=DEFAULT_GPUS, help=f"comma list or 'all' ({DEFAULT_GPUS})")
+    p.add_argument("-b", "--batch-size", type=BATCH, help="per GPU (default: workload's)")
+    p.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-base)")
+    p.add_argument(
+        "--gpus", type=gpu_names, default=DEFAULT_GPUS,
+        help=f"comma list or 'all' ({DEFAULT_GPUS})",
+    )  # fmt: skip
     p.add_argument(
         "--count",
-        type=_counts,
+        type=GPU_COUNTS,
         default=[(1, 1)],
         help="GPU counts, e.g. 1,4,8, or nodes x GPUs 2x8",
     )
     p.add_argument(
-        "--network", type=positive_float, default=100.0, metavar="GBIT",
+        "--network", type=NETWORK_GBIT, default=100.0, metavar="GBIT",
         help="network between nodes, Gb/s per node (default 100)",
     )  # fmt: skip
-    p.add_argument("--epoch-samples", type=positive_int, help="epoch size (default: workload's)")
+    p.add_argument("--epoch-samples", type=EPOCH_SAMPLES, help="epoch size (default: workload's)")
     p.add_argument("--reference", default=REFERENCE_GPU, help="relative speeds against this GPU")
-    p.add_argument("--from-run", type=positive_int, metavar="ID", help="anchor on a stored run")
+    p.add_argument("--from-run", type=RUN_ID, metavar="ID", help="anchor on a stored run")
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     p.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(p)
@@ -68,9 +60,11 @@ def register(sub: Any) -> None:
 
 def stored_runs(db: str | None) -> list[Any]:
     """Every successful stored run, in full (for measured values and calibration)."""
-    from gpuscout.store import Store
+    from gpuscout.store import Store, database_exists
 
-    with Store(db) as store:
+    if not database_exists(db):  # nothing measured yet: predict from the catalog alone
+        return []
+    with Store(db, readonly=True) as store:
         return [store.get(row.id) for row in store.list() if row.status == "ok"]
 
 
@@ -122,7 +116,7 @@ def _predict_inference(args: argparse.Namespace) -> int:
     """One GPU's forward pass per batch: serving throughput and the model's share of latency."""
     from gpuscout.catalog import load_catalog
     from gpuscout.predict import predict
-    from gpuscout.predict.calibrate import fit_calibration, published_points
+    from gpuscout.predict.calibrate import fit_calibration, published_points, user_rows_used
     from gpuscout.predict.profile import get_forward_profile
 
     if args.count != [(1, 1)] or args.from_run:
@@ -147,15 +141,8 @@ def _predict_inference(args: argparse.Namespace) -> int:
         else list({g.id: g for g in (catalog.resolve(n).gpu for n in names)}.values())
     )
     reference = catalog.resolve(args.reference).gpu
-    rows, common = predict(
-        profile,
-        gpus,
-        [1],
-        catalog,
-        reference,
-        1,
-        calibration=fit_calibration(published_points(catalog)),
-    )
+    calibration = fit_calibration(published_points(catalog))
+    rows, common = predict(profile, gpus, [1], catalog, reference, 1, calibration=calibration)
     notes = [
         "inference, predicted: one forward pass per request batch, as 'bench --mode "
         "inference' times it, without serving overhead, queueing or host transfers; measure "
@@ -166,12 +153,12 @@ def _predict_inference(args: argparse.Namespace) -> int:
         "efficiencies fitted to published *training* measurements, applied to the forward pass",
         *(c for c in common if not c.startswith(("memory:", "several GPUs"))),
         "memory: the weights (a forward pass keeps no activations for a backward pass)",
+        *user_rows_used(catalog, calibration.points),
     ]
     if args.json:
         out = [r.to_json_dict() | {"mode": "inference", "latency_s": profile.batch /
                r.samples_per_second, "common_assumptions": notes} for r in rows]  # fmt: skip
-        json.dump(out, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(out)
         return 0
     from gpuscout.report.console import stdout_console
     from gpuscout.report.predict_table import inference_table
@@ -221,10 +208,16 @@ def run_predict(args: argparse.Namespace) -> int:
     if names != ["all"]:
         _check_precision(gpus, args.precision)
     runs = stored_runs(args.db)
-    from gpuscout.predict.calibrate import fit_calibration, published_points, run_points
+    from gpuscout.predict.calibrate import (
+        fit_calibration,
+        published_points,
+        run_points,
+        user_rows_used,
+    )
 
     mine, left_out = run_points(runs, catalog)
     calibration = fit_calibration(published_points(catalog) + mine)
+    notes += user_rows_used(catalog, calibration.points)
     if mine:
         notes.append(f"calibration includes {len(mine)} of your stored GPU runs")
     notes += left_out
@@ -232,7 +225,7 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.from_run:
         from gpuscout.store import Store
 
-        with Store(args.db) as store:
+        with Store(args.db, readonly=True) as store:
             anchor = anchor_from_run(store.get(args.from_run), profile, catalog)
     measured, measured_scaling = _measured(runs, profile, catalog)
     if measured_scaling:
@@ -256,8 +249,7 @@ def run_predict(args: argparse.Namespace) -> int:
     notes = [*notes, *common, f"epoch = {epoch:,} {unit}"]
     if args.json:
         out = [r.to_json_dict() | {"common_assumptions": notes} for r in rows]
-        json.dump(out, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(out)
         return 0
     from gpuscout.report.console import stdout_console
     from gpuscout.report.predict_table import prediction_table

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuscout.cli.parser import EPOCHS
 from gpuscout.cli.runs import parse_ids
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
+
+if TYPE_CHECKING:
+    from gpuscout.report.summary import Summary
 
 
 def _answers(text: str) -> list[bool]:
@@ -50,31 +53,52 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run_report)
 
 
-def selected_runs(db: str | None, ids: list[int] | None, latest: bool) -> list[Any]:
+def selected_runs(
+    db: str | None, ids: list[int] | None, latest: bool
+) -> tuple[list[Any], Summary | None]:
     """The runs a report covers: the ids given, the latest run (with the rest of its scaling
-    sweep), or every stored run; oldest first."""
+    sweep), or every stored run; oldest first. Beyond ``DETAIL_LIMIT`` runs, only the newest
+    are loaded whole and the rest are summarised from the store's list columns (the summary),
+    so a store of 10,000 runs reports in seconds and bounded memory."""
+    from gpuscout.report.summary import DETAIL_LIMIT, Summary, aggregate
     from gpuscout.store import Store
 
-    with Store(db) as store:
+    with Store(db, readonly=True) as store:
+        rows = store.list(limit=None)  # list columns only: no JSON, no step times
         if ids:
-            return [store.get(i) for i in ids]
-        rows = store.list()
+            stored = {r.id for r in rows}
+            for i in ids:
+                if i not in stored:
+                    store.get(i)  # the usual "no run with id" error
+            wanted = set(ids)
+            rows = [r for r in rows if r.id in wanted]
+            if len(rows) <= DETAIL_LIMIT:
+                return [store.get(i) for i in ids], None
         if not rows:
             raise UserError(
                 "no stored runs to report on.", "measure first: gpuscout bench, or gpuscout scout."
             )
-        if not latest:
-            return [store.get(r.id) for r in reversed(rows)]
-        last = store.get(rows[0].id)
-        scaling = last.distribution.scaling if last.distribution else None
-        if scaling is None:
-            return [last]
-        sweep = [store.get(r.id) for r in reversed(rows[:16])]
-        return [
-            r for r in sweep
-            if r.distribution and r.distribution.scaling
-            and r.distribution.scaling.sweep == scaling.sweep
-        ]  # fmt: skip
+        if latest:
+            return _latest(store, rows), None
+        if len(rows) <= DETAIL_LIMIT:
+            return [store.get(r.id) for r in reversed(rows)], None
+        newest = rows[:DETAIL_LIMIT]  # rows are newest first
+        summary = Summary(len(rows), len(newest), aggregate(rows))
+        return [store.get(r.id) for r in reversed(newest)], summary
+
+
+def _latest(store: Any, rows: list[Any]) -> list[Any]:
+    """The latest run, with the rest of its scaling sweep if it ended one."""
+    last = store.get(rows[0].id)
+    scaling = last.distribution.scaling if last.distribution else None
+    if scaling is None:
+        return [last]
+    sweep = [store.get(r.id) for r in reversed(rows[:16])]
+    return [
+        r for r in sweep
+        if r.distribution and r.distribution.scaling
+        and r.distribution.scaling.sweep == scaling.sweep
+    ]  # fmt: skip
 
 
 def write(report: Any, html: Path | None, md: Path | None) -> list[Path]:
@@ -99,12 +123,14 @@ def run_report(args: argparse.Namespace) -> int:
     if args.html is None and args.md is None:
         raise UserError("say where to write the report.", "pass --html FILE and/or --md FILE.")
     from gpuscout.catalog import load_catalog
+    from gpuscout.cli.paths import check_output_files
     from gpuscout.report.document import build_report
 
-    runs = selected_runs(args.db, args.runs, args.latest)
+    check_output_files([(args.html, "--html"), (args.md, "--md")])  # before reading the runs
+    runs, summary = selected_runs(args.db, args.runs, args.latest)
     report = build_report(
         runs, load_catalog(args.catalog), title=args.title, epochs=args.epochs,
-        answers=args.answers,
+        answers=args.answers, summary=summary,
     )  # fmt: skip
     for path in write(report, args.html, args.md):
         print(f"wrote {path}", file=sys.stderr)

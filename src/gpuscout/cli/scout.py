@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuscout.cli.bench import add_note_arg, add_publish_args
+from gpuscout.cli.parser import MEASURE_PLAN
 from gpuscout.cli.report import add_job_args
 from gpuscout.cli.specs import add_catalog_arg
 
@@ -17,7 +18,7 @@ def register(sub: Any) -> None:
         "scout", help="the main job: measure here, predict the catalog, price, advise, report"
     )
     p.add_argument(
-        "--measure", default="resnet50=60,mlp=15", metavar="W=SECONDS,...",
+        "--measure", type=MEASURE_PLAN, default="resnet50=60,mlp=15", metavar="W=SECONDS,...",
         help="workloads to measure and each one's time budget (default resnet50=60,mlp=15)",
     )  # fmt: skip
     p.add_argument("--html", type=Path, default=Path("report.html"), metavar="FILE",
@@ -38,6 +39,7 @@ def run_scout(args: argparse.Namespace) -> int:
 
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.bench import check_publish, publish, stop_on_signals
+    from gpuscout.cli.paths import check_output_files
     from gpuscout.cli.progress import BenchProgress
     from gpuscout.cli.report import write
     from gpuscout.report.console import stdout_console
@@ -51,6 +53,8 @@ def run_scout(args: argparse.Namespace) -> int:
     )  # fmt: skip
     catalog = load_catalog(args.catalog)
     check_publish(args)
+    # before the minutes of measuring: a folder or an unwritable place fails now, not after
+    check_output_files([(args.html, "--html"), (args.md, "--md")])
     err = Console(stderr=True)
     live = err.is_terminal and not args.quiet
 
@@ -73,5 +77,7 @@ def run_scout(args: argparse.Namespace) -> int:
         print(f"report: {path.resolve()}")
     failed = [r for r in result.runs if r.status != "ok"]
     for r in failed:
-        print(f"gpuscout: run {r.id} failed ({r.status}): {r.message}", file=sys.stderr)
+        from gpuscout.text import printable
+
+        print(f"gpuscout: run {r.id} failed ({r.status}): {printable(r.message)}", file=sys.stderr)
     return 1 if failed else 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 from contextlib import nullcontext
@@ -11,16 +10,10 @@ from typing import Any
 
 from gpuscout.cli.bench import stop_on_signals
 from gpuscout.cli.doctor import add_target_options, target_fields
-from gpuscout.cli.parser import SOAK_MINUTES, positive_float
+from gpuscout.cli.output import print_json
+from gpuscout.cli.parser import DRIFT, SOAK_MINUTES
 
 EXIT = {"pass": 0, "fail": 1, "incomplete": 3}
-
-
-def _fraction(text: str) -> float:
-    value = positive_float(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"must be a fraction below 1 (0.10 = 10%), got {text}")
-    return value
 
 
 def register(sub: Any) -> None:
@@ -40,7 +33,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--max-drift",
-        type=_fraction,
+        type=DRIFT,
         default=0.10,
         help="fail if the last window is this much slower than the first (default 0.10)",
     )
@@ -79,8 +72,7 @@ def run(args: argparse.Namespace) -> int:
     result = store.save(result)
     store.close()
     if args.json:
-        json.dump({"run_id": result.id, **report.model_dump(mode="json")}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json({"run_id": result.id, **report.model_dump(mode="json")})
     else:
         print_soak(report, result.id, stdout_console())
     return EXIT[report.verdict]

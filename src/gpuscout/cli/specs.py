@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from typing import Any
 
-from gpuscout.cli.parser import positive_float
+from gpuscout.cli.output import print_json
+from gpuscout.cli.parser import MIN_MEMORY_GB
 
 CATALOG_HELP = "your own catalog CSV or folder (GPUs, prices, or a SkyPilot catalog); repeatable"
 
@@ -20,7 +20,7 @@ def add_catalog_arg(p: argparse.ArgumentParser) -> None:
 def register(sub: Any) -> None:
     p = sub.add_parser("specs", help="the GPU catalog, filtered or side by side")
     p.add_argument("names", nargs="*", metavar="GPU", help="GPUs to compare, e.g. 4090 h100")
-    p.add_argument("--min-memory", type=positive_float, metavar="GB", help="at least this memory")
+    p.add_argument("--min-memory", type=MIN_MEMORY_GB, metavar="GB", help="at least this memory")
     p.add_argument("--arch", help="architecture, e.g. ampere, hopper, ada")
     p.add_argument(
         "--feature",
@@ -73,8 +73,7 @@ def run_specs(args: argparse.Namespace) -> int:
     if args.sort:
         gpus = sort_gpus(gpus, args.sort)
     if args.json:
-        json.dump(specs_json(gpus, catalog, assumptions), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(specs_json(gpus, catalog, assumptions))
         return 0
     if args.csv:
         rows = [g.to_csv_row() for g in gpus]
@@ -117,8 +116,7 @@ def run_prices(args: argparse.Namespace) -> int:
         and (not args.kind or p.kind == args.kind)
     ]
     if args.json:
-        json.dump([p.model_dump(mode="json") for p in rows], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json([p.model_dump(mode="json") for p in rows])
         return 0
     from gpuscout.report.catalog_tables import prices_table
     from gpuscout.report.console import stdout_console
