@@ -63,7 +63,7 @@ CASES = [
     Case(("launch", "--workers", "1e9", "--", "bench"), 2, "'1e9' is not a whole number"),
     # Numbers inside text options (GPU=X, W=SECONDS, counts) have ranges too.
     Case(("cost", "--gpu-hours", "10", "--speedup", "rtx-4090=inf"), 2,
-         "the value in 'rtx-4090=inf' must be a finite number"),
+         "the value in 'rtx-4090=inf': must be a finite number"),
     Case(("cost", "--gpu-hours", "10", "--purchase", "rtx-4090=1e308"), 2, "at most 1e+09"),
     Case(("cost", "--gpu-hours", "10", "--scaling", "8=1.5"), 2, "at most 1, got 1.5"),
     Case(("cost", "--gpu-hours", "10", "--option", "rtx-4090x1000000000"), 2,
@@ -74,7 +74,7 @@ CASES = [
          "at most 100,000"),
     Case(("bench", "--scaling", "1,99999999999"), 2, "at most 1,024, got 99999999999"),
     Case(("bench", "--devices", "99999999999"), 2, "a device count must be a whole number"),
-    Case(("scout", "--measure", "mlp=inf"), 2, "the value in 'mlp=inf' must be a finite"),
+    Case(("scout", "--measure", "mlp=inf"), 2, "the value in 'mlp=inf': must be a finite"),
     Case(("scout", "--measure", "mlp=15,resnet50=1e308"), 2, "at most 604800, got 1e308"),
     # Texts that name what does not exist.
     Case(("audit", *A100, "--workload", "nosuch", "--epoch-seconds", "100"), 2,

@@ -79,7 +79,7 @@ def test_scout_bad_input_is_one_line() -> None:
     assert_user_errors(
         [
             (("scout", "--measure", "nosuch=5"), "unknown workload 'nosuch'"),
-            (("scout", "--measure", "mlp=0"), "the value in 'mlp=0' must be above 0"),
+            (("scout", "--measure", "mlp=0"), "the value in 'mlp=0': must be above 0"),
             (("scout", "--answers", "yes,no"), "--answers needs 4 answers"),
         ]
     )

@@ -279,11 +279,13 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from gpuscout.cli.progress import BenchProgress
+    from gpuscout.measure.benchmark import check
     from gpuscout.measure.runner import run_isolated
     from gpuscout.store import Store
 
     config = config_from_args(args)
     check_publish(args)
+    check(config)  # a bad setting is refused before a database is created for it
     store = Store(args.db)  # open (and migrate) before measuring: a bad --db fails fast
     stop_on_signals()
     err = Console(stderr=True)

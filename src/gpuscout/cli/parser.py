@@ -227,7 +227,7 @@ class KeyedNumbers(Range):
             try:
                 self.value(number.strip())
             except argparse.ArgumentTypeError as exc:
-                raise argparse.ArgumentTypeError(f"the value in '{item}' {exc}") from None
+                raise argparse.ArgumentTypeError(f"the value in '{item}': {exc}") from None
         return text
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from itertools import islice
 from typing import Any
@@ -59,7 +60,16 @@ parse_ids = RUN_IDS  # '3,4,7' -> [3, 4, 7]: run ids, each within what SQLite ca
 def run_list(args: argparse.Namespace) -> int:
     from gpuscout.store import Store
 
+    from gpuscout.store.db import database_exists, default_target
+
     limit = args.limit if args.limit is not None else (0 if args.json else LIST_DEFAULT)
+    if args.db is None and not os.environ.get("GPUSCOUT_DB") and not database_exists():
+        # A fresh install, not a typo: nothing stored yet is the truth, and where it will be.
+        if args.json:
+            print_json([])
+        else:
+            print(f"no stored runs yet (they will go in {default_target()}): run 'gpuscout bench'")
+        return 0
     with Store(args.db, readonly=True) as store:
         rows = store.list(limit or None)  # the listed columns only, never a run's JSON
         total = store.count() if limit and len(rows) == limit else len(rows)
