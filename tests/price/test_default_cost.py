@@ -41,7 +41,10 @@ def test_other_options_are_checked_before_pricing() -> None:
         (("--option", "rtx-3090", "--option", "rtx 4900"), "Did you mean 'rtx-4090'"),
         (("--option", "rtx-3090", "--purchase", "h1oo=30000"), "h1oo"),
         (("--option", "rtx-3090", "--speedup", "4090=x"), "--speedup: the value in '4090=x'"),
-        (("--option", "rtx-3090", "--option", "4090x4", "--scaling", "4=1.5"), "at most 1, got 1.5"),
+        (
+            ("--option", "rtx-3090", "--option", "4090x4", "--scaling", "4=1.5"),
+            "at most 1, got 1.5",
+        ),
     ]
     for args, message in cases:
         r = run_cli("cost", "--gpu-hours", "1000", *args, block_tf=True)

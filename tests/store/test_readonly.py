@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from gpuscout.errors import UserError
-from gpuscout.store import Store
+from gpuscout.store import Store, engines
 from gpuscout.store import db as db_module
 from gpuscout.store.exchange import export_json, read_runs
 from tests.conftest import BLOCK_TF, CliResult, run_cli
@@ -136,8 +136,9 @@ def test_the_write_probe_is_a_real_write(tmp_path: Path) -> None:
     Store(db, announce=False).close()
     db.chmod(0o444)
     code = (
-        "import sys\nfrom gpuscout.store import db as m\nfrom gpuscout.errors import UserError\n"
-        "m._writable = lambda path: True\n"
+        "import sys\nfrom gpuscout.store import db as m, engines\n"
+        "from gpuscout.errors import UserError\n"
+        "engines.writable = lambda path: True\n"
         "try:\n    m.Store(sys.argv[1])\nexcept UserError as e:\n    print(e)\n"
     )
     proc = subprocess.run(
@@ -157,7 +158,7 @@ def test_a_finished_run_the_store_refuses_is_kept_as_an_import_file(
 ) -> None:
     """The database is locked by another writer past the busy timeout when the run ends:
     the run goes to a file the error names, and that file imports."""
-    monkeypatch.setattr(db_module, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(engines, "BUSY_TIMEOUT_MS", 100)
     monkeypatch.chdir(tmp_path)
     db = tmp_path / "busy.sqlite"
     store = Store(db, announce=False)
@@ -187,7 +188,7 @@ def test_the_kept_file_goes_where_it_can(tmp_path: Path) -> None:
     cwd.mkdir(mode=0o555)
     db_dir.mkdir()
     code = (
-        "import sys\nfrom gpuscout.store.db import unsaved_file\n"
+        "import sys\nfrom gpuscout.store.unsaved import unsaved_file\n"
         "from tests.store.test_store import _result\n"
         "print(unsaved_file(_result(1), sys.argv[1]))\n"
     )

@@ -15,7 +15,7 @@ import pytest
 from gpuscout.errors import UserError
 from gpuscout.records import BenchConfig, Interval, RunResult
 from gpuscout.store import Store, schema
-from gpuscout.store import db as db_module
+from gpuscout.store import engines as db_module
 
 
 def _result(i: int = 0) -> RunResult:

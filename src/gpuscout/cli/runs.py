@@ -58,9 +58,7 @@ parse_ids = RUN_IDS  # '3,4,7' -> [3, 4, 7]: run ids, each within what SQLite ca
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from gpuscout.store import Store
-
-    from gpuscout.store.db import database_exists, default_target
+    from gpuscout.store import Store, database_exists, default_target
 
     limit = args.limit if args.limit is not None else (0 if args.json else LIST_DEFAULT)
     if args.db is None and not os.environ.get("GPUSCOUT_DB") and not database_exists():

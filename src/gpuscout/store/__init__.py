@@ -1,5 +1,6 @@
 """The results store (SQLite by default), with a versioned schema."""
 
-from gpuscout.store.db import RunRow, Store, database_exists, default_target
+from gpuscout.store.db import RunRow, Store
+from gpuscout.store.engines import database_exists, default_target
 
 __all__ = ["RunRow", "Store", "database_exists", "default_target"]

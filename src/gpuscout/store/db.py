@@ -12,89 +12,39 @@ so two gpuscouts opening a new database at once migrate it once.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import json
-import os
-import sqlite3
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from sqlalchemy import (
-    URL,
     Connection,
-    Engine,
-    create_engine,
-    event,
     func,
-    make_url,
     select,
     text,
     update,
 )
-from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
+from sqlalchemy.exc import DatabaseError, OperationalError
 
 from gpuscout.errors import UserError
 from gpuscout.records import RunResult
 from gpuscout.store import schema
+from gpuscout.store.engines import (
+    WRITABLE_FIX,
+    check_sqlite_path,
+    default_target,
+    is_url,
+    postgres_engine,
+    postgres_url,
+    sqlite_engine,
+    sqlite_readonly_engine,
+)
+from gpuscout.store.unsaved import unsaved_file
 
-BUSY_TIMEOUT_MS = 30_000
 MIGRATION_LOCK = 0x6770_7573  # pg_advisory_xact_lock key: "gpus"
 IMPORT_BATCH = 500  # runs validated and inserted per batch of an import (one transaction)
-_WRITABLE_FIX = (
-    "make it writable (its permissions and its folder's), or pass another --db / GPUSCOUT_DB."
-)
-
-
-def default_target() -> str | Path:
-    """GPUSCOUT_DB as given (a SQLite path or a PostgreSQL URL), else the user data dir's file."""
-    return os.environ.get("GPUSCOUT_DB") or (
-        Path(platformdirs.user_data_dir("gpuscout")) / "runs.sqlite"
-    )
-
-
-def database_exists(target: Path | str | None = None) -> bool:
-    """Whether there is a database to read (a server URL is assumed to exist): commands that
-    merely consult stored runs (``predict``'s calibration) skip a missing one silently, rather
-    than create it or fail."""
-    if target is None:
-        target = default_target()
-    return is_url(target) or Path(target).exists()
-
-
-def is_url(target: str | Path) -> bool:
-    return isinstance(target, str) and "://" in target
-
-
-def _postgres_url(text: str) -> URL:
-    """A PostgreSQL URL with the psycopg (v3) driver named; anything else is refused."""
-    try:
-        url = make_url(text)
-    except ArgumentError:
-        url = None
-    if url is None or url.get_backend_name() != "postgresql":
-        shown = text.split("://")[0]
-        raise UserError(
-            f"--db '{shown}://...' is not a database gpuscout can use.",
-            "pass a SQLite file path, or postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE.",
-        )
-    return url.set(drivername="postgresql+psycopg")
-
-
-def _postgres_engine(url: URL) -> Engine:
-    try:
-        import psycopg  # noqa: F401  (a clear message instead of SQLAlchemy's)
-    except ImportError:
-        raise UserError(
-            "PostgreSQL needs the psycopg driver, which is not installed.",
-            "pip install 'psycopg[binary]'.",
-        ) from None
-    return create_engine(url, pool_pre_ping=True)
 
 
 @dataclass(frozen=True)
@@ -182,79 +132,6 @@ def _insert(conn: Connection, result: RunResult) -> RunResult:
     return saved
 
 
-def _sqlite_engine(path: Path) -> Engine:
-    engine = create_engine(f"sqlite:///{path}")
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # let SQLAlchemy's BEGIN below own transactions
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA journal_mode = WAL")
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return engine
-
-
-def _sqlite_readonly_engine(path: Path) -> Engine:
-    """A database gpuscout may not write (mode 444, a read-only folder) opened to read only.
-
-    ``mode=ro`` reads a WAL database when SQLite can still create its -shm file beside it;
-    in a read-only folder it cannot, and ``immutable=1`` (no locks, no -shm) is the only way
-    in: nobody can be writing a database whose folder nobody may write."""
-    uri = path.resolve().as_uri()
-
-    def connect() -> sqlite3.Connection:
-        try:
-            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.OperationalError:
-            conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-        conn.isolation_level = None
-        return conn
-
-    return create_engine("sqlite://", creator=connect)
-
-
-def _writable(path: Path) -> bool:
-    """Whether this process may write ``path`` (a file or a folder). ``os.access`` asks the
-    kernel with the real uid: root passes, as its writes do."""
-    return os.access(path, os.W_OK)
-
-
-def unsaved_file(result: RunResult, db: str) -> Path | None:
-    """Keep a finished run the database refused as an import file; the file, or None.
-
-    Tried in the current folder, then the database's folder, then the temp folder: the first
-    that takes it. The file is what ``gpuscout runs import`` reads, so nothing is lost."""
-    from gpuscout.store.exchange import export_json
-
-    body = export_json([result])
-    name = f"gpuscout-unsaved-run-{datetime.now(UTC):%Y%m%d-%H%M%S}"
-    here = [Path.cwd()]
-    if not is_url(db):
-        here.append(Path(db).resolve().parent)
-    here.append(Path(tempfile.gettempdir()))
-    for folder in here:
-        for n in range(100):
-            path = folder / (f"{name}.json" if n == 0 else f"{name}-{n}.json")
-            try:
-                with open(path, "x", encoding="utf-8") as f:
-                    f.write(body)
-                return path.resolve()
-            except FileExistsError:
-                continue
-            except OSError:
-                with contextlib.suppress(OSError):
-                    path.unlink(missing_ok=True)  # a half-written file (disk full) is no copy
-                break
-    return None
-
-
 class Store:
     """A results database, migrated to the current schema on open.
 
@@ -283,18 +160,18 @@ class Store:
         self.created = False
         sqlite_ro = False
         if is_url(target):
-            url = _postgres_url(str(target))
+            url = postgres_url(str(target))
             self.where = url.render_as_string(hide_password=True)
-            self.engine = _postgres_engine(url)
+            self.engine = postgres_engine(url)
         else:
             self.path = Path(target)
             self.where = str(self.path)
-            sqlite_ro = self._check_sqlite_path(self.path, readonly, create and not readonly)
+            sqlite_ro = check_sqlite_path(self.path, readonly, create and not readonly)
             if sqlite_ro:
-                self.engine = _sqlite_readonly_engine(self.path)
+                self.engine = sqlite_readonly_engine(self.path)
             else:
                 self.created = not self.path.exists()
-                self.engine = _sqlite_engine(self.path)
+                self.engine = sqlite_engine(self.path)
         try:
             if sqlite_ro:
                 self._check_version_readonly()
@@ -369,49 +246,8 @@ class Store:
         except (OperationalError, DatabaseError) as exc:
             reason = " ".join(str(exc.orig).split())
             raise UserError(
-                f"cannot write to the database '{self.where}': {reason}.", _WRITABLE_FIX
+                f"cannot write to the database '{self.where}': {reason}.", WRITABLE_FIX
             ) from None
-
-    @staticmethod
-    def _check_sqlite_path(path: Path, readonly: bool, create: bool) -> bool:
-        """Refuse what cannot work before SQLite says something obscure; whether to open the
-        file read-only (only when asked to read and the file or its folder may not be written)."""
-        shown = path.resolve()
-        if path.exists() and path.is_dir():
-            raise UserError(f"--db '{path}' is a directory.", "pass a file path.")
-        if not path.exists():
-            if not create:
-                raise UserError(
-                    f"no results database at '{shown}' (nothing was ever stored there).",
-                    "check --db and GPUSCOUT_DB; 'gpuscout bench' creates the database on its "
-                    "first run.",
-                )
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise UserError(
-                    f"cannot create the folder for --db '{path}': {exc.strerror}.",
-                    "pass a writable path with --db or GPUSCOUT_DB.",
-                ) from None
-            if not _writable(path.parent):
-                raise UserError(
-                    f"cannot create the database '{shown}': its folder is not writable.",
-                    "pass a path in a writable folder with --db or GPUSCOUT_DB.",
-                )
-            return False
-        if not _writable(path):
-            if readonly:
-                return True
-            raise UserError(f"the database '{shown}' is read-only.", _WRITABLE_FIX)
-        if not _writable(shown.parent):
-            if readonly:
-                return True
-            raise UserError(
-                f"the database '{shown}' is in a read-only folder, where SQLite cannot write "
-                "its -wal and -shm files.",
-                _WRITABLE_FIX,
-            )
-        return False
 
     def close(self) -> None:
         self.engine.dispose()
@@ -552,7 +388,7 @@ class Store:
         except (OperationalError, DatabaseError) as exc:
             reason = " ".join(str(exc.orig).split())
             raise UserError(
-                f"cannot write to the database '{self.where}': {reason}.", _WRITABLE_FIX
+                f"cannot write to the database '{self.where}': {reason}.", WRITABLE_FIX
             ) from None
         return deleted
 

@@ -120,7 +120,7 @@ class ScoutCallback(FitTimer):
         reason, as the line to print: the user's training has finished, so never fail it now."""
         from gpuscout.errors import GpuscoutError
         from gpuscout.store import Store, default_target
-        from gpuscout.store.db import unsaved_file
+        from gpuscout.store.unsaved import unsaved_file
 
         try:
             store = Store(self.db)
