@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -100,15 +102,47 @@ def run_cli(*args: str, block_tf: bool = False, timeout: float = 300) -> CliResu
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+def run_in_process(*args: str) -> CliResult:
+    """Run ``gpuscout ARGS`` through :func:`gpuscout.cli.main` in this process: for refusals,
+    hundreds of which would each cost an interpreter start as subprocesses. stdin is empty."""
+    from gpuscout.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        contextlib.ExitStack() as stack,
+    ):
+        stack.enter_context(_stdin_from(io.StringIO("")))
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:  # argparse's own exits
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _stdin_from(stream: Any) -> Any:
+    saved, sys.stdin = sys.stdin, stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
 def assert_user_errors(cases: list[tuple[tuple[str, ...], str]]) -> None:
     """Each command fails as bad input should: exit 2, one line naming the problem, no
-    traceback; TensorFlow blocked, since rejecting input must not need it."""
+    traceback, and without importing TensorFlow (checked where this test process has not
+    imported it yet; tests/test_public_api.py imports every non-measuring module with it
+    blocked). In-process: a refusal needs no fresh interpreter."""
+    had_tf = "tensorflow" in sys.modules
     for args, message in cases:
-        r = run_cli(*args, block_tf=True)
+        r = run_in_process(*args)
         assert r.code == 2, (args, r.err)
         assert message in r.err, (args, r.err)
         assert len(r.err.strip().splitlines()) == 1, r.err
         assert "Traceback" not in r.err
+        assert had_tf or "tensorflow" not in sys.modules, (args, "imported TensorFlow")
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,6 @@ TensorFlow imported to refuse it.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import sys
 from collections.abc import Callable
@@ -20,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.cli import main
+from tests.conftest import CliResult, run_in_process
 
 
 @dataclass(frozen=True)
@@ -43,11 +41,7 @@ class Case:
         return " ".join(self.args)[:80]
 
 
-@dataclass
-class Outcome:
-    code: int
-    out: str
-    err: str
+Outcome = CliResult  # what a row printed and its exit code
 
 
 def run_case(case: Case, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Outcome:
@@ -60,13 +54,7 @@ def run_case(case: Case, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Outcome:
     monkeypatch.setenv("COLUMNS", "200")
     args = [a.replace("{tmp}", str(tmp)) for a in case.args]
     had_tf = "tensorflow" in sys.modules
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(args)
-        except SystemExit as exit_:  # argparse's own exits
-            code = exit_.code if isinstance(exit_.code, int) else 1
-    outcome = Outcome(code, out.getvalue(), err.getvalue())
+    outcome = run_in_process(*args)
     where = f"gpuscout {' '.join(args)}\nstdout: {outcome.out[-2000:]}\nstderr: {outcome.err}"
     assert outcome.code == case.code, where
     assert "Traceback" not in outcome.err, where

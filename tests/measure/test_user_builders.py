@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuscout.errors import UserError
+from gpuscout.measure import bench
+from gpuscout.records import BenchConfig
 from tests.conftest import run_cli
 
 pytest.importorskip("tensorflow")
@@ -30,11 +33,23 @@ def _not_keras(tmp: Path) -> str:
     return str(path)
 
 
+def test_a_builder_that_raises_is_refused_through_the_cli_and_nothing_stored(
+    tmp_path: Path,
+) -> None:
+    """End to end once (a real measuring child); the other cases in-process below."""
+    db = tmp_path / "runs.sqlite"
+    model = f"{MODELS}:raises"
+    r = run_cli("bench", "--model", model, "--steps", "4", "--db", str(db), "--json")
+    assert r.code == 2, r.err
+    assert "Traceback" not in r.err and r.out == ""
+    errors = [line for line in r.err.splitlines() if line.startswith("gpuscout: error:")]
+    assert len(errors) == 1 and "To fix:" in errors[0], r.err
+    assert f"{model} raised ValueError at line " in errors[0], r.err
+    if db.exists():
+        assert sqlite3.connect(db).execute("select count(*) from runs").fetchone() == (0,)
+
+
 CASES = {
-    "raises": (
-        lambda _: f"{MODELS}:raises",
-        f"{MODELS}:raises raised ValueError at line ",
-    ),
     "needs_an_argument": (
         lambda _: f"{MODELS}:needs_an_argument",
         "needs the argument width, which gpuscout cannot pass",
@@ -51,13 +66,11 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_refused_before_measuring_and_nothing_stored(name: str, tmp_path: Path) -> None:
+def test_refused_before_measuring(name: str, tmp_path: Path) -> None:
+    """The measuring code raises UserError, which the child reports as a refusal (exit 2,
+    nothing stored: the test above and tests/measure/test_runner.py)."""
     model, says = CASES[name]
-    db = tmp_path / "runs.sqlite"
-    r = run_cli("bench", "--model", model(tmp_path), "--steps", "4", "--db", str(db), "--json")
-    assert r.code == 2, r.err
-    assert "Traceback" not in r.err and r.out == ""
-    errors = [line for line in r.err.splitlines() if line.startswith("gpuscout: error:")]
-    assert len(errors) == 1 and says in errors[0] and "To fix:" in errors[0], r.err
-    if db.exists():
-        assert sqlite3.connect(db).execute("select count(*) from runs").fetchone() == (0,)
+    config = BenchConfig(model=model(tmp_path), steps=4, warmup_steps=1, device="CPU:0")
+    with pytest.raises(UserError) as refused:
+        bench(config, monitor=False)
+    assert says in refused.value.problem and refused.value.fix, refused.value.one_line()
