@@ -7,6 +7,7 @@ shipped one is a warning; and a user row never enters a calibration silently."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from gpuscout.catalog import Catalog, load_catalog
 from gpuscout.catalog.catalog import data_dir
 from gpuscout.catalog.plausible import FLOP_PER_BYTE, RANGES, WARN_FACTOR
 from gpuscout.errors import UserError
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_in_process
 
 
 def _gpu_file(path: Path, gpu_id: str = "rtx-4090", **cells: str) -> Path:
@@ -99,6 +100,11 @@ def test_predict_and_calibrate_name_the_user_rows_they_use(tmp_path: Path) -> No
     assert "replaces the shipped row of rtx-4090" in shown.out
     assert "user_catalog" in run_cli("calibrate", "--json", block_tf=True).out  # [] without one
     assert "your catalog" not in run_cli("calibrate", block_tf=True).out
+    advised = run_in_process(
+        "advise", "--workload", "resnet50", "--epochs", "1", "--json", "--catalog", str(path)
+    )
+    assert advised.code == 0, advised.err
+    assert any(a.startswith(line) for a in json.loads(advised.out)["assumptions"])
 
 
 def test_published_rows_of_a_user_file_are_named_too(tmp_path: Path) -> None:

@@ -18,7 +18,13 @@ from gpuscout.advise.recommend import Advice, Request, advise
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import predict
-from gpuscout.predict.calibrate import Calibration, fit_calibration, published_points, run_points
+from gpuscout.predict.calibrate import (
+    Calibration,
+    fit_calibration,
+    published_points,
+    run_points,
+    user_rows_used,
+)
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.price import Assumptions
 from gpuscout.records import FIT_PREFIX, RunResult
@@ -277,7 +283,7 @@ def build_report(
     # One fit for every prediction in the report: published data and these runs' GPU runs.
     mine, left_out = run_points(runs, catalog)
     calibration = fit_calibration(published_points(catalog) + mine)
-    notes += left_out
+    notes += left_out + user_rows_used(catalog, calibration.points)  # a user row is named
     report = Report(title, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), runs, [])
     report.summary = summary
     if summary is not None:
