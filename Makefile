@@ -9,7 +9,7 @@ BACKEND ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo cuda || echo cp
 RUN_STAMP := $(VENV)/.installed-$(BACKEND)
 TEST_STAMP := $(VENV)/.installed-$(BACKEND)-test
 
-.PHONY: run setup test lint bench-harness bench-startup bench-predict bench-scale bench-numeric clean
+.PHONY: run setup test lint bench-harness bench-startup bench-predict bench-scale bench-numeric bench-store bench-report clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,13 @@ bench-predict: $(RUN_STAMP)
 
 bench-scale: $(RUN_STAMP)
 	$(BIN)/python benchmarks/scale_out.py
+
+# A team-sized store: 10,000 runs imported, listed and reported.
+bench-store: $(RUN_STAMP)
+	$(BIN)/python benchmarks/store_scale.py
+
+bench-report: $(RUN_STAMP)
+	$(BIN)/python benchmarks/report_scale.py
 
 # The report under two numeric environments (OpenBLAS kernels, thread counts): identical.
 bench-numeric: $(TEST_STAMP)
