@@ -16,39 +16,13 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import subprocess
 
 from gpuscout.report.summary import DETAIL_LIMIT
-from store_scale import timed, write_import_file
-
-# Runs one command; prints its exit code, peak RSS (KiB) and CPU seconds (user + system) as
-# the last line. CPU time is what a busy machine does not inflate, unlike the wall time.
-_WRAP = (
-    "import resource, subprocess, sys\n"
-    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-    "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-    "print(code, u.ru_maxrss, u.ru_utime + u.ru_stime)\n"
-)
-
-
-def timed_cpu(args: list[str], env: dict[str, str]) -> tuple[int, float, float, float]:
-    """(exit code, wall s, peak RSS MB, CPU s) of ``gpuscout ARGS`` in a fresh process."""
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", _WRAP, sys.executable, "-m", "gpuscout", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    wall = time.perf_counter() - start
-    code, kib, cpu = done.stdout.split()[-3:]
-    return int(code), wall, int(kib) / 1024, float(cpu)
+from store_scale import timed, timed_cpu, write_import_file
 
 
 def main() -> None:

@@ -39,7 +39,8 @@ TIMELINE = 60  # monitor samples per run (6 s at 10 Hz)
 _WRAP = (
     "import resource, subprocess, sys\n"
     "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-    "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(code, u.ru_maxrss, u.ru_utime + u.ru_stime)\n"
 )
 
 
@@ -158,6 +159,13 @@ def write_import_file(path: Path, n: int, seed: int = 0) -> None:
 
 def timed(args: list[str], env: dict[str, str]) -> tuple[int, float, float]:
     """(exit code, wall seconds, peak RSS in MB) of ``gpuscout ARGS`` in a fresh process."""
+    code, wall, mb, _ = timed_cpu(args, env)
+    return code, wall, mb
+
+
+def timed_cpu(args: list[str], env: dict[str, str]) -> tuple[int, float, float, float]:
+    """(exit code, wall s, peak RSS MB, CPU s) of ``gpuscout ARGS`` in a fresh process: the
+    CPU time is what a busy machine does not inflate, unlike the wall time."""
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", _WRAP, sys.executable, "-m", "gpuscout", *args],
@@ -167,8 +175,8 @@ def timed(args: list[str], env: dict[str, str]) -> tuple[int, float, float]:
         check=False,
     )
     wall = time.perf_counter() - start
-    code, kib = done.stdout.split()[-2:]
-    return int(code), wall, int(kib) / 1024
+    code, kib, cpu = done.stdout.split()[-3:]
+    return int(code), wall, int(kib) / 1024, float(cpu)
 
 
 def main() -> None:

@@ -14,8 +14,7 @@ import pytest
 
 from gpuscout.errors import UserError
 from gpuscout.records import BenchConfig, Interval, RunResult
-from gpuscout.store import Store, schema
-from gpuscout.store import engines as db_module
+from gpuscout.store import Store, engines, schema
 
 
 def _result(i: int = 0) -> RunResult:
@@ -157,7 +156,7 @@ def test_a_write_the_database_refuses_is_a_user_error(
 ) -> None:
     """Another process holds the write lock past the busy timeout: one line, not a traceback
     (and the run kept in a file in the current folder: see test_readonly.py)."""
-    monkeypatch.setattr(db_module, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(engines, "BUSY_TIMEOUT_MS", 100)
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "r.sqlite"
     with Store(path) as store:

@@ -196,15 +196,7 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
             raise UserError(f"{option.label()}: no price.", "give a price per hour.")
         rate, energy_usd = option.usd_per_hour, 0.0
     total = hours * rate
-    failures = rework = 0.0
-    if a.failures:
-        per_1000 = (
-            a.failures_per_1000_gpu_hours_consumer
-            if option.consumer
-            else a.failures_per_1000_gpu_hours_datacenter
-        )
-        failures = per_1000 * option.count * hours / 1000
-        rework = failures * (a.checkpoint_hours / 2 + a.restart_minutes / 60)
+    failures, rework = _rework(option, hours, a)
     rework_usd = rework * rate
     delay_usd = (hours + rework) / 24 * a.delay_usd_per_day
     return CostLine(
@@ -231,15 +223,7 @@ def unpriced_line(option: Option, reference_gpu_hours: float, a: Assumptions) ->
     """Time, energy and failures of the job on an option the catalog has no price for."""
     _validate(option, reference_gpu_hours)
     hours = reference_gpu_hours / (option.speedup * option.count * option.scaling)
-    failures = rework = 0.0
-    if a.failures:
-        per_1000 = (
-            a.failures_per_1000_gpu_hours_consumer
-            if option.consumer
-            else a.failures_per_1000_gpu_hours_datacenter
-        )
-        failures = per_1000 * option.count * hours / 1000
-        rework = failures * (a.checkpoint_hours / 2 + a.restart_minutes / 60)
+    failures, rework = _rework(option, hours, a)
     return UnpricedLine(
         gpu=option.gpu_id,
         count=option.count,
@@ -281,3 +265,17 @@ def cost_all(
     lines = cost_options(priced, reference_gpu_hours, assumptions)
     rest = [unpriced_line(o, reference_gpu_hours, assumptions) for o in unpriced]
     return lines, sorted(rest, key=lambda line: line.hours)
+
+
+def _rework(option: Option, hours: float, a: Assumptions) -> tuple[float, float]:
+    """Expected failures over the job and the hours they cost (half a checkpoint interval
+    plus a restart each): priced or not, an option loses the same time to them."""
+    if not a.failures:
+        return 0.0, 0.0
+    per_1000 = (
+        a.failures_per_1000_gpu_hours_consumer
+        if option.consumer
+        else a.failures_per_1000_gpu_hours_datacenter
+    )
+    failures = per_1000 * option.count * hours / 1000
+    return failures, failures * (a.checkpoint_hours / 2 + a.restart_minutes / 60)
