@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuscout.catalog.models import Gpu, Price
+from gpuscout.catalog.models import TENSOR_RATES, Gpu, Price
 from gpuscout.errors import UserError
 
 # A user's row this many times above or below the shipped row of the same GPU, on any number, is
@@ -80,13 +80,8 @@ PRICE_RANGES: dict[str, Range] = {
 # is in another unit.
 FLOP_PER_BYTE = (2.0, 400.0)
 # Rates that tensor cores (or FP64 units) have, when the row says so (0 = lacks them).
-_TENSOR = (
-    "tf32_tensor_tflops",
-    "fp16_tensor_fp32acc_tflops",
-    "fp16_tensor_fp16acc_tflops",
-    "bf16_tensor_tflops",
-    "fp8_tensor_tflops",
-    "fp4_tensor_tflops",
+_TENSOR = tuple(
+    r for r in TENSOR_RATES if r not in ("fp64_tflops", "fp64_tensor_tflops", "fp32_tflops")
 )
 _TOLERANCE = 1.001  # datasheets round
 # A tensor rate may sit this far below fp32_tflops: GeForce cards run dense TF32 at exactly the
