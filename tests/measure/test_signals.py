@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -221,3 +222,41 @@ def test_progress_does_not_extend_an_interrupted_childs_time(
         proc.wait()
         assert proc.stdout is not None
         proc.stdout.close()
+
+
+def test_an_interrupt_wrapped_by_an_import_still_ends_as_interrupted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SIGTERM inside an import can surface as another exception: Python 3.11 wraps one
+    raised in a class's ``__set_name__`` (rich's Task dataclass, imported by bench) in a
+    RuntimeError. Found by CI: a traceback and exit 1 instead of 'interrupted', 130."""
+    import gpuscout.cli as cli
+
+    def importing(_args: object) -> int:
+        try:
+            raise KeyboardInterrupt("SIGTERM")
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
+
+    real = cli.build_parser
+
+    def parser() -> Any:
+        built = real()
+        built.set_defaults(command="specs", handler=importing)
+        return built
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    assert cli.main([]) == 130
+    assert capsys.readouterr().err.strip() == "gpuscout: interrupted"
+    with pytest.raises(RuntimeError):  # any other exception stays a bug, with its traceback
+        monkeypatch.setattr(cli, "build_parser", lambda: _raising_parser(real))
+        cli.main([])
+
+
+def _raising_parser(real: Any) -> Any:
+    def bug(_args: object) -> int:
+        raise RuntimeError("a bug")
+
+    built = real()
+    built.set_defaults(command="specs", handler=bug)
+    return built

@@ -69,8 +69,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpuscout: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not _caused_by_interrupt(exc):
+            raise
+        print("gpuscout: interrupted", file=sys.stderr)
+        return 130
     finally:
         restore()
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` wraps a KeyboardInterrupt: a signal that lands while a module is being
+    imported can surface as another exception (Python 3.11 turns one raised in a class's
+    ``__set_name__``, such as a dataclass field of rich's, into a RuntimeError)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _main(argv: Sequence[str] | None) -> int:
