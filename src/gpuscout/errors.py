@@ -38,3 +38,20 @@ def did_you_mean(value: str, choices: Iterable[str]) -> str:
     """Return " Did you mean 'x'?" for the closest choice, or "" when nothing is close."""
     close = closest(value, choices)
     return f" Did you mean '{close}'?" if close else ""
+
+
+def caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is or wraps a KeyboardInterrupt (or the child's quiet SystemExit on
+    SIGINT): a signal that lands while a module is being imported can surface as another
+    exception (Python 3.11 turns one raised in a class's ``__set_name__``, such as a dataclass
+    field of rich's, into a RuntimeError). Such a failure is an interrupt, not a bug."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt) or (
+            isinstance(cause, SystemExit) and cause is not exc
+        ):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False

@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
+from gpuscout.errors import caused_by_interrupt
 from gpuscout.measure import runner
 from gpuscout.measure.benchmark import INTERRUPTED, NOT_RECORDED, NOT_RESOLVED
 from gpuscout.records import RunResult
@@ -260,3 +261,20 @@ def _raising_parser(real: Any) -> Any:
     built = real()
     built.set_defaults(command="specs", handler=bug)
     return built
+
+
+def test_what_counts_as_an_interrupt() -> None:
+    def wrapped(inner: BaseException) -> RuntimeError:
+        try:
+            try:
+                raise inner
+            except BaseException as exc:
+                raise RuntimeError("Error calling __set_name__") from exc
+        except RuntimeError as outer:
+            return outer
+
+    assert caused_by_interrupt(KeyboardInterrupt())
+    assert caused_by_interrupt(wrapped(KeyboardInterrupt()))
+    assert caused_by_interrupt(wrapped(SystemExit(130)))  # the child's quiet SIGINT handler
+    assert not caused_by_interrupt(SystemExit(0))  # a plain exit is no interrupt
+    assert not caused_by_interrupt(wrapped(ValueError()))

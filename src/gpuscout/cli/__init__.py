@@ -25,7 +25,7 @@ from gpuscout.cli import scout as scout_cmd
 from gpuscout.cli import soak as soak_cmd
 from gpuscout.cli import specs as specs_cmd
 from gpuscout.cli.parser import OneLineParser
-from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.errors import GpuscoutError, UserError, caused_by_interrupt
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,26 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gpuscout: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if not _caused_by_interrupt(exc):
+        if not caused_by_interrupt(exc):
             raise
         print("gpuscout: interrupted", file=sys.stderr)
         return 130
     finally:
         restore()
-
-
-def _caused_by_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` wraps a KeyboardInterrupt: a signal that lands while a module is being
-    imported can surface as another exception (Python 3.11 turns one raised in a class's
-    ``__set_name__``, such as a dataclass field of rich's, into a RuntimeError)."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -28,6 +28,7 @@ def _quit(_signum: int, _frame: object) -> None:
 # Only when run as the child: a process that imports this module keeps its own handlers.
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, _quit)
+    sys.excepthook = lambda kind, exc, tb: _quiet_interrupts(kind, exc, tb)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
@@ -38,7 +39,7 @@ import traceback  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
-from gpuscout.errors import GpuscoutError, UserError  # noqa: E402
+from gpuscout.errors import GpuscoutError, UserError, caused_by_interrupt  # noqa: E402
 from gpuscout.measure.lifeline import die_with_parent  # noqa: E402
 from gpuscout.measure.protocol import Progress  # noqa: E402
 from gpuscout.records import BenchConfig  # noqa: E402
@@ -83,6 +84,8 @@ def main(argv: list[str]) -> int:
         emit({"error": str(exc)})
         return 1
     except Exception as exc:  # a bug or a device failure: the parent says what, not only "died"
+        if caused_by_interrupt(exc):  # an interrupt an import wrapped: not a bug
+            return INTERRUPTED_CODE
         traceback.print_exc()
         emit({"error": f"{type(exc).__name__}: {exc}"})
         return 1
@@ -114,6 +117,13 @@ def _main_quietly(argv: list[str]) -> int:
         return main(argv)
     except KeyboardInterrupt:
         return INTERRUPTED_CODE
+
+
+def _quiet_interrupts(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+    """No traceback for an interrupt that an import at this module's top wrapped in another
+    exception (see caused_by_interrupt); any other uncaught exception prints as usual."""
+    if not caused_by_interrupt(exc):
+        sys.__excepthook__(kind, exc, tb)
 
 
 if __name__ == "__main__":
