@@ -286,7 +286,9 @@ def impossible_value(run: RunResult) -> tuple[str, str] | None:
     except ValueError:
         return "created_at", f"'{run.created_at[:40]}' is not an ISO 8601 date and time"
     checks: list[tuple[str, float | int | None, str]] = [
-        ("batch_size", run.batch_size, ">=1" if run.status == "ok" else ">=0"),
+        # A rate per sample needs a batch; a ScoutCallback run told none stores steps/s only
+        # and batch 0, as a failed run does.
+        ("batch_size", run.batch_size, ">=1" if run.samples_per_second else ">=0"),
         ("mean_samples_per_second", run.mean_samples_per_second, ">0"),
         ("ci_rel_halfwidth", run.ci_rel_halfwidth, ">=0"),
         ("cv", run.cv, ">=0"),

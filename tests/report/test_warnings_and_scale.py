@@ -132,3 +132,18 @@ def test_a_ranking_chart_draws_the_fastest_measured_runs_only() -> None:
     svg = ranking_chart(Ranking("mlp", "samples", 0, "RTX 3090", rows))
     assert f"fastest {MAX_MEASURED_BARS} of 40 measured runs" in svg
     assert svg.count("[measured]") == MAX_MEASURED_BARS and svg.count("[predicted]") == 3
+
+
+def test_a_run_no_measurement_gives_is_left_out_of_the_report_and_named(tmp_path: Path) -> None:
+    """An interval above its median (imports refuse it now; an older gpuscout stored it) made
+    every report over the store crash ('xerr' must not contain negative values)."""
+    db = tmp_path / "old.sqlite"
+    bad = _run(samples_per_second=Interval(median=1_001.0, ci_low=1_500.0, ci_high=1_600.0))
+    with Store(db) as store:
+        store.save_many([bad, _run()])  # saved directly: what an older import let through
+    md = tmp_path / "r.md"
+    res = run_cli("report", "--db", str(db), "--md", str(md), block_tf=True)
+    assert res.code == 0, res.err
+    text = md.read_text()
+    assert "run 1 left out" in text and "runs delete 1" in text
+    assert "\\(run 2\\)" in text and "\\(run 1\\)" not in text  # Markdown-escaped

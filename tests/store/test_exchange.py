@@ -162,3 +162,24 @@ def test_names_and_messages_print_as_text_never_as_markup(tmp_path: Path) -> Non
         assert "<script>alert(1)</script>" in r.out
     shown = run_cli("runs", "show", "2", "--db", str(db), block_tf=True).out
     assert "[/job:worker/replica:0/task:1] [bold]x" in shown and "[red]GPU:0" in shown
+
+
+def test_a_run_without_a_batch_size_round_trips(tmp_path: Path) -> None:
+    """A ScoutCallback run told no batch size stores steps/s and batch 0: a true record, which
+    an import must take back (the impossible-value check asks for a batch only with a rate
+    per sample)."""
+    from gpuscout.measure.fit_run import compose_fit_run
+
+    steps_only = compose_fit_run(
+        [0.01] * 40, model_name="mine", device="CPU:0", device_name="a CPU", policy="float32",
+        xla=False, batch_size=None, env={"hostname": "box"},
+    )  # fmt: skip
+    path = tmp_path / "fit.json"
+    path.write_text(export_json([steps_only]))
+    [back] = read_runs(path)
+    assert back.batch_size == 0 and back.samples_per_second is None
+    rated = json.loads(export_json([_result()]))
+    rated["runs"][0]["batch_size"] = 0
+    path.write_text(json.dumps(rated))
+    with pytest.raises(UserError, match="batch_size"):
+        read_runs(path)

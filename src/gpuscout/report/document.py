@@ -27,7 +27,7 @@ from gpuscout.predict.calibrate import (
 )
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.price import Assumptions
-from gpuscout.records import FIT_PREFIX, RunResult
+from gpuscout.records import FIT_PREFIX, RunResult, impossible_value
 from gpuscout.report.chart_data import Curve, Timeline, measured_curves, predicted_curves, timeline
 from gpuscout.report.summary import Summary
 from gpuscout.units import fmt_count, fmt_hours
@@ -271,9 +271,12 @@ def build_report(
     main workload (``main``, else the most common among the runs), scaling curves and monitor
     timelines. ``summary``: a large store's runs beyond ``runs`` (then its newest), counted
     and aggregated per workload, device and precision instead of shown one by one."""
+    runs, notes = _possible(runs)
     if not runs:
-        raise UserError("no runs to report on.", "measure one first: gpuscout bench, or scout.")
-    notes: list[str] = []
+        raise UserError(
+            "no runs to report on" + (f" ({'; '.join(notes)})" if notes else "") + ".",
+            "measure one first: gpuscout bench, or scout.",
+        )
     by_workload: dict[str, list[RunResult]] = {}
     for run in runs:
         if run.mode == "train":
@@ -355,3 +358,22 @@ def _price(
         notes.append(f"no full recommendation: {exc.problem}")
         return
     report.quick_vs_advice = versus_advice(report.quick, report.advice.ranked, request.objective)
+
+
+def _possible(runs: list[RunResult]) -> tuple[list[RunResult], list[str]]:
+    """The runs a report can draw, and a note for each it leaves out: imports are checked for
+    values no measurement produces (records.impossible_value), but a store filled by an older
+    gpuscout may hold one, and one interval below its median broke every report over it."""
+    kept: list[RunResult] = []
+    notes: list[str] = []
+    for run in runs:
+        bad = impossible_value(run)
+        if bad is None:
+            kept.append(run)
+        else:
+            field, why = bad
+            notes.append(
+                f"run {run.id} left out: field '{field}': {why} (no measurement gives that; "
+                f"'gpuscout runs delete {run.id}' removes it)"
+            )
+    return kept, notes
