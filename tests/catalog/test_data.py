@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 
+from gpuscout.audit import SpecClaim, audit_spec
 from gpuscout.audit.published import _flops
 from gpuscout.catalog import Catalog, load_catalog, peak_tflops
 from gpuscout.catalog.models import TENSOR_RATES
@@ -38,6 +39,16 @@ ISSUE_GPUS = [
     "v100-pcie-16gb",
     "rtx-a6000",
     "rtx-6000-ada",
+    # issue 18: the GPUs users weigh today
+    "a40",
+    "a30",
+    "l40",
+    "rtx-4080",
+    "rtx-4080-super",
+    "rtx-5080",
+    "rtx-pro-6000-blackwell",
+    "h100-nvl",
+    "gh200",
 ]
 
 
@@ -91,6 +102,16 @@ SPARSE_HEADLINES = [
     ("rtx-a6000", "fp16_tensor_fp16acc_tflops", 309.7),
     ("rtx-6000-ada", "fp8_tensor_tflops", 1457),
     ("rtx-5090", "fp4_tensor_tflops", 3352),
+    ("a40", "bf16_tensor_tflops", 299.4),
+    ("a30", "bf16_tensor_tflops", 330),
+    ("a30", "tf32_tensor_tflops", 165),
+    ("l40", "fp8_tensor_tflops", 724),
+    ("h100-nvl", "bf16_tensor_tflops", 1671),
+    ("h100-nvl", "fp8_tensor_tflops", 3341),
+    ("gh200", "fp8_tensor_tflops", 3958),
+    ("rtx-5080", "fp4_tensor_tflops", 1801),
+    ("rtx-pro-6000-blackwell", "fp4_tensor_tflops", 4000),
+    ("rtx-4080-super", "fp8_tensor_tflops", 836 / 2),  # '836 AI TOPS': FP8, sparse, FP16 acc
 ]
 
 
@@ -109,6 +130,80 @@ def test_h200_computes_exactly_like_h100_sxm(cat: Catalog) -> None:
         assert getattr(h200, column) == getattr(h100, column), column
     assert h200.memory_gb > h100.memory_gb
     assert h200.memory_bandwidth_gb_per_s > h100.memory_bandwidth_gb_per_s
+
+
+def test_every_row_has_what_a_per_kernel_model_needs(cat: Catalog) -> None:
+    """SMs, boost clock and L2 size on every shipped row, each with its source named (issue 18:
+    whether a kernel's working set fits in L2 and how many waves of tiles it makes)."""
+    for g in cat.gpus.values():
+        assert g.sm_count and g.boost_clock_mhz and g.l2_cache_mb, g.id
+        assert "L2" in g.source, g.id
+        if g.cuda_cores and g.fp32_tflops and g.id != "a10g":  # a10g: reported figures only
+            clock_ghz = g.fp32_tflops * 1e3 / (2 * g.cuda_cores)
+            assert clock_ghz * 1e3 == pytest.approx(g.boost_clock_mhz, rel=0.06), g.id
+
+
+L2_MB = {
+    "rtx-3090": 6,
+    "rtx-4090": 72,
+    "rtx-5090": 96,
+    "a100-40gb-sxm": 40,
+    "a100-80gb-sxm": 40,
+    "h100-sxm": 50,
+    "h100-pcie": 50,
+    "h200": 60,  # six HBM stacks: the driver reports 60 MB, not the H100 SXM's 50
+    "b200": 126,
+    "t4": 4,
+    "v100-sxm2-16gb": 6,
+    "l4": 48,
+    "l40s": 96,
+    "rtx-6000-ada": 96,
+    "a30": 24,
+    "rtx-4080": 64,
+    "rtx-5080": 64,
+    "gh200": 60,
+}
+
+
+@pytest.mark.parametrize(("gpu", "mb"), L2_MB.items())
+def test_l2_sizes(cat: Catalog, gpu: str, mb: float) -> None:
+    assert cat.gpus[gpu].l2_cache_mb == mb
+
+
+@pytest.mark.parametrize(
+    ("value", "verdict"),
+    [
+        ("72", "confirmed"),
+        ("72 MB", "confirmed"),
+        ("73728 KB", "confirmed"),
+        ("96", "contradicted"),
+    ],
+)
+def test_an_l2_claim_can_be_audited(cat: Catalog, value: str, verdict: str) -> None:
+    """'The 4090 has 96 MB of L2' is the full AD102's figure, not the 4090's."""
+    assert audit_spec(SpecClaim("rtx-4090", "l2", value), cat).verdict == verdict
+
+
+def test_new_gpus_are_not_their_siblings(cat: Catalog) -> None:
+    """The mix-ups the new rows are most exposed to."""
+    l40, l40s = cat.gpus["l40"], cat.gpus["l40s"]
+    assert l40.fp16_tensor_fp32acc_tflops == pytest.approx(
+        l40s.fp16_tensor_fp32acc_tflops / 2, 0.01
+    )
+    assert l40.memory_bandwidth_gb_per_s == l40s.memory_bandwidth_gb_per_s
+    h100, gh200, nvl = cat.gpus["h100-sxm"], cat.gpus["gh200"], cat.gpus["h100-nvl"]
+    for column in TENSOR_RATES:
+        if column not in ("fp64_tflops", "fp64_tensor_tflops"):
+            assert getattr(gh200, column) == getattr(h100, column), column
+    assert (gh200.memory_gb, gh200.memory_bandwidth_gb_per_s) == (96, 4000)  # the HBM3 part
+    assert nvl.memory_gb == 94 and nvl.bf16_tensor_tflops < h100.bf16_tensor_tflops
+    pro = cat.gpus["rtx-pro-6000-blackwell"]
+    assert pro.market == "workstation" and pro.mig_max_instances == 4
+    assert pro.fp16_tensor_fp32acc_tflops == pro.fp16_tensor_fp16acc_tflops  # full rate
+    assert pro.fp16_tensor_fp32acc_tflops > 2 * cat.gpus["rtx-5090"].fp16_tensor_fp32acc_tflops
+    a30 = cat.gpus["a30"]
+    assert a30.fp32_tflops == 10.3 and a30.fp64_tflops == 5.2 and a30.mig_max_instances == 4
+    assert "b300" not in cat.gpus  # no per-GPU datasheet yet: see the catalog README
 
 
 def test_reference_values(cat: Catalog) -> None:

@@ -30,13 +30,26 @@ def test_specs_json_carries_values_with_sources() -> None:
 def test_specs_filters() -> None:
     r = run_cli("specs", "--feature", "mig", "--min-memory", "80", "--json", block_tf=True)
     ids = {g["id"] for g in r.json()["gpus"]}
-    assert ids == {"a100-80gb-sxm", "a100-80gb-pcie", "h100-sxm", "h100-pcie", "h200", "b200"}
+    assert ids == {
+        "a100-80gb-sxm",
+        "a100-80gb-pcie",
+        "h100-sxm",
+        "h100-pcie",
+        "h100-nvl",
+        "h200",
+        "gh200",
+        "b200",
+        "rtx-pro-6000-blackwell",  # MIG up to 4 on the workstation Blackwell
+    }
     r = run_cli("specs", "--arch", "ada", "--market", "consumer", "--json", block_tf=True)
-    assert [g["id"] for g in r.json()["gpus"]] == ["rtx-4090"]
+    assert [g["id"] for g in r.json()["gpus"]] == ["rtx-4090", "rtx-4080", "rtx-4080-super"]
     r = run_cli("specs", "--market", "consumer", "--sort", "training", "--json", block_tf=True)
     assert [g["id"] for g in r.json()["gpus"]] == [
         "rtx-5090",
         "rtx-4090",
+        "rtx-5080",
+        "rtx-4080-super",
+        "rtx-4080",
         "rtx-3090-ti",
         "rtx-3090",
     ]

@@ -36,6 +36,7 @@ LABELS = {
     "sm_count": "SM count",
     "cuda_cores": "CUDA cores",
     "boost_clock_mhz": "boost clock (MHz)",
+    "l2_cache_mb": "L2 cache (MB)",
     "tdp_w": "TDP (W)",
     "mig_max_instances": "MIG instances",
     "launch_price_usd": "launch price (USD)",
@@ -57,6 +58,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "nvlink": ("nvlink_gb_per_s_total", "nvlink_gb_per_s_per_direction"),
     "sms": ("sm_count",),
     "sm": ("sm_count",),
+    "l2": ("l2_cache_mb",),
     "tdp": ("tdp_w",),
     "mig": ("mig_max_instances",),
     "price": ("launch_price_usd",),
@@ -159,6 +161,7 @@ _UNITS: dict[str, dict[str, float]] = {
     "memory_gb": {"gb": 1},
     "tdp_w": {"w": 1},
     "boost_clock_mhz": {"mhz": 1, "ghz": 1000},
+    "l2_cache_mb": {"mb": 1, "kb": 1 / 1024},
     "launch_price_usd": {"usd": 1, "$": 1},
 }
 _NUMBER = re.compile(r"^[~≈]?\s*(\$?)\s*(-?[0-9][0-9,]*\.?[0-9]*)\s*([a-z/$]*)$")

@@ -91,6 +91,10 @@ class Gpu(_Row):
     sm_count: Count = None
     cuda_cores: Count = None
     boost_clock_mhz: Rate = None
+    # Why: a kernel whose working set fits in L2 is not bound by DRAM bandwidth; the per-kernel
+    # model needs the size (RTX 4090 72 MB, A100 40 MB, T4 4 MB). MB = 2**20 bytes, as NVIDIA's
+    # whitepapers count it (A100: 40 MB = 40,960 KB).
+    l2_cache_mb: Annotated[float | None, Field(gt=0)] = None
     fp64_tflops: Rate = None
     fp64_tensor_tflops: Rate = None
     fp32_tflops: Positive

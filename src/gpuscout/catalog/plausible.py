@@ -4,7 +4,8 @@ user's row strays from the shipped row of the same GPU.
 Why: the types alone let a unit typo through. A ``rtx-4090`` row with
 ``memory_bandwidth_gb_per_s=1.008`` (TB/s written in the GB/s column) was accepted, entered the
 calibration and moved the fitted efficiencies from 95/80/49 % to 35/67/100 % and the H100
-prediction from 3,403 to 5,808 images/s (issue 17). Every GPU and price row, shipped or the
+prediction from 3,403 to 5,808 images/s (issue 17, under the bandwidth-ratio model of the
+time). Every GPU and price row, shipped or the
 user's, is checked here when the catalog loads; an impossible row is refused in one line naming
 the file, line, column, value and range, with the unit fix when one is likely. A user's row that
 is possible but more than :data:`WARN_FACTOR` away from the shipped row is loaded with a
@@ -65,6 +66,9 @@ RANGES: dict[str, Range] = {
     "nvlink_gb_per_s_per_direction": Range(1, 10_000, "GB/s", ((1e3, "TB/s"),)),
     "nvlink_gb_per_s_total": Range(1, 20_000, "GB/s", ((1e3, "TB/s"),)),
     "boost_clock_mhz": Range(100, 5_000, "MHz", ((1e3, "GHz"),)),
+    # MB of L2 (2**20 bytes): shipped GPUs hold 4 (T4) to 128 (RTX PRO 6000 Blackwell); a value
+    # in KB (deviceQuery's "L2 Cache Size" divided by 1024) or bytes is refused with the fix.
+    "l2_cache_mb": Range(0.25, 1_024, "MB", ((1 / 1024, "KB"), (1 / 1024**2, "bytes"))),
     "sm_count": Range(1, 1_000, "SMs"),
     "cuda_cores": Range(16, 100_000, "cores"),
     "tdp_w": Range(20, 2_000, "W", ((1e3, "kW"),)),
@@ -91,6 +95,8 @@ _FP32_SLACK = 1.25
 
 
 def _fmt(value: float) -> str:
+    if abs(value) >= 1e6 and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))  # a byte count as deviceQuery prints it, not 4.1943e+07
     return f"{value:,.6g}".replace(",", "") if abs(value) < 1e6 else f"{value:g}"
 
 

@@ -89,6 +89,7 @@ ROWS: list[tuple[str, Callable[[Gpu, Catalog], str]]] = [
     ("2:4 sparsity (2x)", lambda g, c: _yes(g.sparsity_2to4)),
     ("memory", lambda g, c: f"{g.memory_gb:g} GB {g.memory_type}"),
     ("memory bandwidth", lambda g, c: _n(g.memory_bandwidth_gb_per_s, "GB/s")),
+    ("L2 cache", lambda g, c: _n(g.l2_cache_mb, "MB")),
     ("NVLink GB/s", lambda g, c: _nvlink(g)),
     ("PCIe", lambda g, c: f"Gen{_n(g.pcie_gen)} x{_n(g.pcie_lanes)}"),
     ("ECC · MIG", lambda g, c: f"{_yes(g.ecc)} · {_n(g.mig_max_instances, absent='no')}"),
