@@ -222,8 +222,8 @@ def test_an_unstated_precision_is_judged_at_the_most_plausible_one_and_says_so()
 @pytest.mark.parametrize(
     ("precision", "sps", "verdict"),
     [
-        ("mixed_float16", 4200, "implausible"),  # 31 % MFU, under the 35 % bound, but 2.05x
-        ("mixed_float16", 4000, "plausible"),  # 1.95x the best published on the A100
+        ("mixed_float16", 4200, "implausible"),  # 33 % MFU, under the 35 % bound, but 2.02x
+        ("mixed_float16", 4000, "plausible"),  # 1.93x the best published on the A100 PCIe
         (None, 4200, "implausible"),
         (None, 2000, "plausible"),
     ],
@@ -231,8 +231,10 @@ def test_an_unstated_precision_is_judged_at_the_most_plausible_one_and_says_so()
 def test_twice_the_best_published_on_the_same_gpu_is_implausible(
     cat: Catalog, precision: str | None, sps: float, verdict: str
 ) -> None:
-    v = audit_speed(SpeedClaim("a100-40gb-sxm", "resnet50", precision, None, sps), cat)
-    assert v.numbers["best_published_on_gpu"] == 2050
+    # The A100 PCIe: on the SXM4 part the best published (2,375, NVIDIA's revised TF figure)
+    # doubled is already above the MFU bound, so the 2x rule could not be seen alone.
+    v = audit_speed(SpeedClaim("a100-40gb-pcie", "resnet50", precision, None, sps), cat)
+    assert v.numbers["best_published_on_gpu"] == 2075
     assert v.verdict == verdict
     if verdict == "implausible" and v.numbers["implied_mfu"] < v.numbers["best_published_mfu"]:
         assert "2x or more is implausible" in v.reasons[0]
