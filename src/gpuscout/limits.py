@@ -114,12 +114,22 @@ def _bert(d: Dims) -> list[int]:
     return [*layer, length * h] * d["layers"]
 
 
+def _gpt2(d: Dims) -> list[int]:
+    """bert's per-layer tensors, plus the logits over the vocabulary at every position (the
+    softmax's gradient needs them): at GPT-2's vocabulary of 50,257 the largest tensor."""
+    return [*_bert(d), d["seq_len"] * d["vocab"]]
+
+
 _KEPT: dict[str, Callable[[Dims], list[int]]] = {
     "mlp": _dense,
     "input-bound-demo": _dense,
     "cnn-small": _cnn_small,
     "resnet50": _resnet50,
     "bert-base": _bert,
+    "bert-large": _bert,
+    "gpt2": _gpt2,
+    "gpt2-medium": _gpt2,
+    "gpt2-large": _gpt2,
 }
 
 

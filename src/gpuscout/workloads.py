@@ -2,11 +2,14 @@
 
 Deliberately free of TensorFlow: listing workloads, validating a name or projecting an epoch
 must not pay for importing TensorFlow. The Keras code that builds each model lives in
-``measure/backends/tensorflow/models.py`` and is looked up by name only when a measurement starts.
+``measure/backends/tensorflow/models.py`` (bert-large and GPT-2: ``transformers.py`` beside it)
+and is looked up by name only when a measurement starts.
 
 FLOPs are *training* FLOPs per sample, counted as 3 x the forward pass's multiply-adds x 2
 (forward, plus backward for activations and for weights); biases, activations, normalisation
 and the optimizer update are not counted. This is the convention MFU figures are quoted in.
+Transformer workloads count attention over the full L x L score matrix, causal or not: Keras'
+MultiHeadAttention masks the scores after computing all of them, so that is the work done.
 """
 
 from __future__ import annotations
@@ -48,6 +51,12 @@ class Workload:
     # recognise for this model, in epochs, and where that number comes from (printed with it).
     default_epochs: float = 1.0
     default_epochs_why: str = "one epoch"
+    # "classify": one class label per sample, drawn from dims["classes"]; "causal-lm": the
+    # next token at every position (labels shaped like the input, drawn from dims["vocab"]).
+    task: str = "classify"
+    # Upper bounds of settings the model cannot exceed (a learned position table's length),
+    # each with the reason printed when a user asks for more.
+    max_dims: Mapping[str, tuple[int, str]] = field(default_factory=dict)
 
     def resolve(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
         """Defaults with ``overrides`` applied; unknown or non-positive values are user errors."""
@@ -60,8 +69,19 @@ class Workload:
                 )
             if value <= 0:
                 raise UserError(f"{key} must be positive, got {value}.", f"pass {key} > 0.")
+            if key in self.max_dims and value > self.max_dims[key][0]:
+                limit, why = self.max_dims[key]
+                flag = "--" + key.replace("_", "-")
+                raise UserError(
+                    f"{self.name} takes {key} up to {limit:,} ({why}), got {value:,}.",
+                    f"pass {flag} {limit} or less.",
+                )
             out[key] = int(value)
         return out
+
+    def labels_shape(self, dims: Dims) -> tuple[int, ...]:
+        """One label per sample, or one per position for a causal language model."""
+        return (dims["seq_len"],) if self.task == "causal-lm" else self.label_shape
 
     def training_flops_per_sample(self, dims: Dims) -> float | None:
         return self.flops_per_sample(dims) if self.flops_per_sample else None
@@ -139,6 +159,111 @@ def _bert_flops(d: Dims) -> float:
     return 3 * 2 * bert_forward_macs(d)
 
 
+def gpt2_forward_macs(d: Dims) -> int:
+    """Multiply-adds of one sequence through a GPT-2-style decoder, counted exactly.
+
+    Per layer and token: Q, K, V and output projections 4*h^2, feed-forward 2*h*ffn; per layer
+    and sequence, attention scores and the weighted sum 2*L^2*h (the full square: the causal
+    mask is applied to the scores, not used to skip work). The language-model head, the
+    transposed token embedding (tied), h*vocab per token. Embedding look-ups are gathers.
+    """
+    length, h, ffn = d["seq_len"], d["hidden"], d["ffn"]
+    per_layer = length * (4 * h * h + 2 * h * ffn) + 2 * length * length * h
+    return d["layers"] * per_layer + length * h * d["vocab"]
+
+
+def _gpt2_flops(d: Dims) -> float:
+    return 3 * 2 * gpt2_forward_macs(d)
+
+
+# BERT-large's sizes (Devlin et al. 2019): the bert-large workload, and published results.
+BERT_LARGE: Mapping[str, int] = {"layers": 24, "hidden": 1024, "heads": 16, "ffn": 4096}
+_BERT_BASE_DIMS = {
+    "seq_len": 128,
+    "layers": 12,
+    "hidden": 768,
+    "heads": 12,
+    "ffn": 3072,
+    "vocab": 30522,
+    "classes": 2,
+}
+_BERT_TINY = {"seq_len": 16, "layers": 2, "hidden": 32, "heads": 2, "ffn": 64, "vocab": 100}
+
+# GPT-2's context window: its learned position table has 1,024 rows (Radford et al. 2019).
+GPT2_CONTEXT = 1024
+# OpenWebText in GPT-2 tokens, as nanoGPT's data/openwebtext/prepare.py counts its train split
+# (9,035,582,198 tokens), in sequences of GPT2_CONTEXT tokens: the open stand-in for GPT-2's
+# WebText that GPT-2 reproductions train on.
+OPENWEBTEXT_SEQUENCES = 9_035_582_198 // GPT2_CONTEXT
+# (layers, hidden, heads) of the released GPT-2 sizes (Radford et al. 2019; Hugging Face's
+# gpt2, gpt2-medium and gpt2-large configs): FFN 4 x hidden, vocabulary 50,257.
+_GPT2_SIZES = {
+    "gpt2": (12, 768, 12, "124M"),
+    "gpt2-medium": (24, 1024, 16, "355M"),
+    "gpt2-large": (36, 1280, 20, "774M"),
+}
+
+
+def _bert(name: str, description: str, dims: dict[str, int], batch_cpu: int) -> Workload:
+    """bert-base and bert-large: one model at two sizes."""
+    return Workload(
+        name=name,
+        description=description,
+        epoch_samples=1_000_000,
+        epoch_unit="sequences",
+        default_batch_gpu=32,
+        default_batch_cpu=batch_cpu,
+        dims=dims,
+        tiny=dict(_BERT_TINY),
+        input_shape=lambda d: (d["seq_len"],),
+        input_dtype="int32",
+        label_shape=(),
+        flops_per_sample=_bert_flops,
+        flops_note="analytic: 6 x non-embedding parameters per token plus attention",
+        settable=("seq_len",),
+        default_epochs=3,
+        default_epochs_why="3 epochs, within the 2-4 the BERT paper recommends for fine-tuning",
+    )
+
+
+def _gpt2(name: str) -> Workload:
+    layers, hidden, heads, size = _GPT2_SIZES[name]
+    return Workload(
+        name=name,
+        description=f"A GPT-2 {size}-shaped decoder from Keras layers ({layers} layers, hidden "
+        f"{hidden}, {heads} heads, FFN {4 * hidden}, vocab 50257, context up to "
+        f"{GPT2_CONTEXT:,}): causal attention, learned positions, pre-LayerNorm and a final "
+        "LayerNorm, GELU, the output projection tied to the token embedding; trained on the "
+        "next token at every position; AdamW; random token ids, no downloads. Epoch = "
+        f"OpenWebText, {OPENWEBTEXT_SEQUENCES:,} sequences of {GPT2_CONTEXT:,} tokens.",
+        epoch_samples=OPENWEBTEXT_SEQUENCES,
+        epoch_unit="sequences",
+        default_batch_gpu=8,
+        default_batch_cpu=1,
+        dims={
+            "seq_len": GPT2_CONTEXT,
+            "layers": layers,
+            "hidden": hidden,
+            "heads": heads,
+            "ffn": 4 * hidden,
+            "vocab": 50257,
+        },
+        tiny={"seq_len": 16, "layers": 2, "hidden": 32, "heads": 2, "ffn": 128, "vocab": 100},
+        input_shape=lambda d: (d["seq_len"],),
+        input_dtype="int32",
+        label_shape=(),
+        flops_per_sample=_gpt2_flops,
+        flops_note="analytic: 6 x non-embedding parameters per token, plus attention over the "
+        "full L x L scores, plus the tied output projection (6 x hidden x vocab per token)",
+        settable=("seq_len",),
+        default_epochs=1,
+        default_epochs_why="one pass over OpenWebText (9.0 billion tokens), a fine-tuning-"
+        "sized run; nanoGPT's from-scratch GPT-2 reproduction trains on ~300 billion",
+        task="causal-lm",
+        max_dims={"seq_len": (GPT2_CONTEXT, "GPT-2's context: its position table has 1,024 rows")},
+    )
+
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
@@ -201,34 +326,23 @@ WORKLOADS: dict[str, Workload] = {
             default_epochs_why="90 epochs, the standard ImageNet schedule for ResNet-50 (He et "
             "al. 2016; Goyal et al. 2017)",
         ),
-        Workload(
-            name="bert-base",
-            description="A BERT-base-shaped encoder from Keras layers (12 layers, hidden 768, "
-            "12 heads, FFN 3072, vocab 30522) with a 2-class sequence-classification head; "
-            "AdamW; random token ids, no downloads.",
-            epoch_samples=1_000_000,
-            epoch_unit="sequences",
-            default_batch_gpu=32,
-            default_batch_cpu=4,
-            dims={
-                "seq_len": 128,
-                "layers": 12,
-                "hidden": 768,
-                "heads": 12,
-                "ffn": 3072,
-                "vocab": 30522,
-                "classes": 2,
-            },
-            tiny={"seq_len": 16, "layers": 2, "hidden": 32, "heads": 2, "ffn": 64, "vocab": 100},
-            input_shape=lambda d: (d["seq_len"],),
-            input_dtype="int32",
-            label_shape=(),
-            flops_per_sample=_bert_flops,
-            flops_note="analytic: 6 x non-embedding parameters per token plus attention",
-            settable=("seq_len",),
-            default_epochs=3,
-            default_epochs_why="3 epochs, within the 2-4 the BERT paper recommends for fine-tuning",
+        _bert(
+            "bert-base",
+            "A BERT-base-shaped encoder from Keras layers (12 layers, hidden 768, 12 heads, FFN "
+            "3072, vocab 30522) with a 2-class sequence-classification head; AdamW; random "
+            "token ids, no downloads.",
+            dict(_BERT_BASE_DIMS),
+            batch_cpu=4,
         ),
+        _bert(
+            "bert-large",
+            "A BERT-large-shaped encoder from Keras layers (24 layers, hidden 1024, 16 heads, "
+            "FFN 4096, vocab 30522), the same model as bert-base at BERT-large's sizes, with a "
+            "2-class sequence-classification head; AdamW; random token ids, no downloads.",
+            {**_BERT_BASE_DIMS, **BERT_LARGE},
+            batch_cpu=2,
+        ),
+        *(_gpt2(name) for name in _GPT2_SIZES),
         Workload(
             name="input-bound-demo",
             description="The seed MLP fed by a deliberately slow input pipeline: each sample "
@@ -253,10 +367,6 @@ WORKLOADS: dict[str, Workload] = {
         ),
     )
 }
-
-
-# BERT-large's sizes, for the bert-base workload's builder: published results use it.
-BERT_LARGE: Mapping[str, int] = {"layers": 24, "hidden": 1024, "heads": 16, "ffn": 4096}
 
 
 def get_workload(name: str, *, own_model: bool = True) -> Workload:

@@ -2,8 +2,8 @@
 
 They come from the workload registry (analytic counts, the same ones ``bench`` uses for MFU).
 If the measuring package is not installed alongside, a small table of the same analytic counts
-stands in; a test keeps the two equal. ``resnet50-v1.5`` and ``bert-large`` are here because
-published results use them.
+stands in; a test keeps the two equal. ``resnet50-v1.5`` is here because published results
+use it; ``bert-large`` and the GPT-2 sizes are built-in workloads of their own.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class WorkloadFlops:
 
 def family(name: str) -> str:
     """Published results are compared within a family (any ResNet-50, any BERT)."""
-    for prefix in ("resnet50", "bert"):
+    for prefix in ("resnet50", "bert", "gpt2"):
         if name.startswith(prefix):
             return prefix
     return name
@@ -53,22 +53,31 @@ FALLBACK: dict[str, WorkloadFlops] = {
         "analytic: 6 x non-embedding parameters per token plus attention, sequence length 128",
     ),
 }
-NAMES = ("resnet50", "resnet50-v1.5", "bert-base", "bert-large", "mlp", "cnn-small")
+NAMES = (
+    "resnet50",
+    "resnet50-v1.5",
+    "bert-base",
+    "bert-large",
+    "gpt2",
+    "gpt2-medium",
+    "gpt2-large",
+    "mlp",
+    "cnn-small",
+)
 
 
 def workload_flops(name: str, seq_len: int | None = None) -> WorkloadFlops:
-    """FLOPs per training sample for a workload name (and sequence length for BERT)."""
+    """FLOPs per training sample for a workload name (and sequence length for BERT, GPT-2)."""
     if name == "resnet50-v1.5":
         return WorkloadFlops(name, RESNET50_V15, 1_281_167, "images", RESNET50_V15_NOTE)
-    base = "bert-base" if name == "bert-large" else name
     try:
-        from gpuscout.workloads import BERT_LARGE, WORKLOADS
+        from gpuscout.workloads import WORKLOADS
     except ImportError:  # catalog and audit shipped without the measuring code
         return _fallback(name, seq_len)
-    if base not in WORKLOADS:
+    if name not in WORKLOADS:
         raise _unknown(name)
-    w = WORKLOADS[base]
-    dims: dict[str, int] = dict(BERT_LARGE) if name == "bert-large" else {}
+    w = WORKLOADS[name]
+    dims: dict[str, int] = {}
     if seq_len is not None:
         if "seq_len" not in w.dims:
             raise UserError(f"workload '{name}' has no sequence length.", "drop --seq-len.")

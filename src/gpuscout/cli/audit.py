@@ -22,7 +22,7 @@ from gpuscout.run_settings import PRECISIONS
 def register(sub: Any) -> None:
     p = sub.add_parser("audit", help="check a published speed or spec claim")
     p.add_argument("--gpu", help="the GPU the claim is about, e.g. a100-40gb")
-    p.add_argument("--workload", help="resnet50, resnet50-v1.5, bert-base, bert-large, ...")
+    p.add_argument("--workload", help="resnet50, resnet50-v1.5, bert-base, bert-large, gpt2, ...")
     p.add_argument(
         "--precision", choices=PRECISIONS,
         help="default: the precision under which the claim is most plausible (printed)",

@@ -26,7 +26,7 @@ def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
             help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset; it may take "
             "keyword arguments prefetch, parallel, cache to apply those fixes itself",
         )
-    what.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-base)")
+    what.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-*, gpt2*)")
     how = p.add_argument_group("how")
     how.add_argument("--precision", choices=PRECISIONS, default="fp32")
     how.add_argument("--xla", action=argparse.BooleanOptionalAction, default=False)

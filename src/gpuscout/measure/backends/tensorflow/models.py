@@ -14,6 +14,7 @@ from typing import Any
 import keras
 
 from gpuscout.articles import SEED_MLP_DROPOUT
+from gpuscout.measure.backends.tensorflow.transformers import build_bert_large, build_gpt2
 from gpuscout.workloads import Dims
 
 
@@ -121,5 +122,9 @@ BUILDERS: dict[str, Callable[[Dims], Built]] = {
     "cnn-small": build_cnn_small,
     "resnet50": build_resnet50,
     "bert-base": build_bert,
+    "bert-large": build_bert_large,
+    "gpt2": build_gpt2,
+    "gpt2-medium": build_gpt2,
+    "gpt2-large": build_gpt2,
     "input-bound-demo": build_mlp,
 }
