@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from gpuscout.records import Interval, RunResult
+from gpuscout.run_settings import ran_with_tf32
 
 SOFTWARE = ("tensorflow", "keras", "cuda", "cudnn")
 
@@ -63,6 +64,7 @@ def compare(a: RunResult, b: RunResult) -> Comparison:
         ),
         ("loop", a.loop, b.loop, True),
         ("XLA", a.xla, b.xla, True),
+        ("TF32", _tf32(a), _tf32(b), _tf32_matters(a) or _tf32_matters(b)),
         *((name, a.env.get(name), b.env.get(name), True) for name in SOFTWARE),
         (
             "device",
@@ -81,6 +83,25 @@ def compare(a: RunResult, b: RunResult) -> Comparison:
     if result.comparable and a.samples_per_second and b.samples_per_second:
         return Comparison(a, b, differences, ratio(b.samples_per_second, a.samples_per_second))
     return result
+
+
+def _tf32(run: RunResult) -> str:
+    """The run's TF32 switch (see ran_with_tf32: runs from before the setting read as on)."""
+    return "on" if ran_with_tf32(run.env, run.config.tf32) else "off"
+
+
+def _tf32_matters(run: RunResult) -> bool:
+    """Whether the switch can have changed what ``run`` measured: float32 matmuls on a GPU
+    with TF32 tensor cores (compute capability 8.0+, or not recorded). Otherwise a TF32
+    difference is listed but does not make two runs incomparable: on a CPU it changes nothing.
+    """
+    if run.precision != "fp32" or "GPU" not in run.device:
+        return False
+    cc = str(run.env.get("compute_capability") or "")
+    try:
+        return tuple(int(n) for n in cc.split(".")) >= (8, 0) if cc else True
+    except ValueError:
+        return True
 
 
 def _strategy(run: RunResult) -> str:

@@ -35,6 +35,9 @@ class BenchConfig(_Record):
     loop: Loop = "custom"
     precision: Precision = "fp32"
     xla: bool = False
+    # TF32 tensor cores for float32 matmuls/convs (Ampere+ GPUs); True is TensorFlow's default,
+    # and what a stored run from before this field read as.
+    tf32: bool = True
     batch_size: int | None = Field(default=None, gt=0)
     device: str | None = None  # "CPU:0", "GPU:1"; None = first GPU, else CPU:0
     seconds: float | None = Field(default=60.0, gt=0)

@@ -30,7 +30,7 @@ from gpuscout.cli.parser import (
     model_spec,
 )
 from gpuscout.errors import UserError
-from gpuscout.run_settings import LOOPS, PRECISIONS
+from gpuscout.run_settings import LOOPS, PRECISIONS, TF32_HELP
 
 if TYPE_CHECKING:
     from gpuscout.records import BenchConfig, RunResult
@@ -47,7 +47,12 @@ def register(sub: Any) -> None:
         "interval; the run is stored (see 'gpuscout runs').",
     )
     what = p.add_argument_group("what to measure")
-    what.add_argument("--workload", "-w", default="mlp", help="mlp, cnn-small, resnet50, bert-base")
+    what.add_argument(
+        "--workload",
+        "-w",
+        default="mlp",
+        help="mlp, cnn-small, resnet50, bert-base, bert-large, gpt2, gpt2-medium, gpt2-large",
+    )
     what.add_argument(
         "--model",
         type=model_spec,
@@ -56,7 +61,11 @@ def register(sub: Any) -> None:
     what.add_argument(
         "--data", help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset"
     )
-    what.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-base; default 128)")
+    what.add_argument(
+        "--seq-len",
+        type=SEQ_LEN,
+        help="sequence length (bert-*: default 128; gpt2*: 1024, the most)",
+    )
     what.add_argument(
         "--epoch-samples", type=EPOCH_SAMPLES, help="samples in one epoch, to project epoch time"
     )
@@ -74,6 +83,7 @@ def register(sub: Any) -> None:
         default=False,
         help="compile the step with XLA (default: off)",
     )
+    how.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True, help=TF32_HELP)
     how.add_argument(
         "--batch-size",
         "-b",
@@ -218,6 +228,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         loop=args.loop,
         precision=args.precision,
         xla=args.xla,
+        tf32=args.tf32,
         batch_size=args.batch_size,
         device=args.device,
         seconds=seconds,

@@ -21,6 +21,7 @@ from gpuscout.measure.protocol import BUILDING, Outcome, Progress, Protocol, Sto
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
 from gpuscout.records import BenchConfig, Distribution, RunResult
+from gpuscout.run_settings import tf32_run_note
 from gpuscout.scale import distribute
 from gpuscout.workloads import Workload
 
@@ -142,18 +143,21 @@ def run(
 ) -> RunResult:
     """Measure ``config`` on the device; raises on failure (the caller stores it).
 
-    The global Keras precision policy is restored afterwards, so that calling
-    ``gpuscout.bench`` from a user's program does not change how their models are built.
+    The global Keras precision policy and TensorFlow's TF32 switch are restored afterwards, so
+    that calling ``gpuscout.bench`` from a user's program does not change how their models are
+    built or run.
     """
     on_phase("starting TensorFlow")
     tf = tf_runtime.import_tensorflow()
     import keras
 
     previous_policy = keras.mixed_precision.global_policy()
+    previous_tf32 = tf_runtime.set_tf32(tf, config.tf32)  # before any op runs
     try:
         return _measure(tf, config, workload, model_spec, on_progress, on_phase)
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)
+        tf_runtime.set_tf32(tf, previous_tf32)
 
 
 def _measure(
@@ -198,8 +202,11 @@ def _measure(
     prep.assumptions.append(f"peak for MFU: {peak[1]}")
     if device.kind == "GPU":
         prep.assumptions.append(tf_runtime.MEMORY_GROWTH_NOTE)
-    if tf_runtime.tf32_in_effect(tf, device):
-        prep.assumptions.append("TF32 is on for fp32 matmuls/convs (TensorFlow's default)")
+    tf32 = tf_runtime.tf32_environment(tf, device)
+    if note := tf32_run_note(
+        bool(tf32["tf32_enabled"]), config.precision, device.kind, device.compute_capability
+    ):
+        prep.assumptions.append(note)
     prep.assumptions.append(
         "the median's 95% interval: order statistics per step, widened from 60 steps on to "
         "those of the medians of 12-30 consecutive blocks, so slow drift widens it"
@@ -223,7 +230,7 @@ def _measure(
         **tf_runtime.tf_environment(tf, device),
         "precision": keras.mixed_precision.global_policy().name,
         "xla": config.xla,
-        "tf32": tf_runtime.tf32_in_effect(tf, device),
+        **tf32,
         "workload_hash": prep.workload_hash,
     }
     name = config.model if model_spec is not None and config.model else config.workload

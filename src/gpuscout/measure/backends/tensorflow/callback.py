@@ -77,7 +77,7 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
             policy=keras.mixed_precision.global_policy().name,
             xla=bool(getattr(self.model, "jit_compile", False)),
             batch_size=self.batch_size,
-            env={**base_environment(), "keras": keras.__version__},
+            env={**base_environment(), "keras": keras.__version__, **_tf32_switch()},
         )
 
 
@@ -201,7 +201,16 @@ def _predict(
     profile = profile_from_ir(fit_workload(model.name), {}, batch, precision, ir, cost)
     catalog = load_catalog()
     gpus = [catalog.resolve(g).gpu for g in gpu_ids]
-    return predict(profile, gpus, [1], catalog, gpus[0], epoch_samples=batch)
+    tf32 = _tf32_switch()["tf32_enabled"]  # predict as the user's process trains
+    return predict(profile, gpus, [1], catalog, gpus[0], epoch_samples=batch, tf32=tf32)
+
+
+def _tf32_switch() -> dict[str, bool]:
+    """TensorFlow's TF32 switch in the user's process (they may have turned it off), so that
+    ``runs compare`` and ``predict`` read the fit run's TF32 as it was, not as the default."""
+    import tensorflow as tf
+
+    return {"tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled())}
 
 
 def fit_device() -> tuple[str, str]:

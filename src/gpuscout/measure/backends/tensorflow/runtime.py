@@ -138,6 +138,25 @@ def tf32_in_effect(tf: Any, device: Device) -> bool:
     )
 
 
+def set_tf32(tf: Any, enabled: bool) -> bool:
+    """Turn TensorFlow's TF32 switch on or off for this process; returns what it was, so an
+    in-process caller (``gpuscout.bench``) can put it back. Set before the model is built: XLA
+    reads it when it compiles."""
+    previous = bool(tf.config.experimental.tensor_float_32_execution_enabled())
+    tf.config.experimental.enable_tensor_float_32_execution(enabled)
+    return previous
+
+
+def tf32_environment(tf: Any, device: Device) -> dict[str, object]:
+    """The run's env keys for TF32: ``tf32_enabled``, TensorFlow's switch read back from it
+    (not the flag asked for, so a switch that did not take shows), and ``tf32``, whether it was
+    in effect: on, on a GPU with TF32 tensor cores (the key's meaning since the first run)."""
+    return {
+        "tf32": tf32_in_effect(tf, device),
+        "tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
+    }
+
+
 def sync(tf: Any, device: Device) -> None:
     """Wait until the device has finished all queued work."""
     if device.kind == "GPU":

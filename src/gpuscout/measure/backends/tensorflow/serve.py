@@ -17,6 +17,7 @@ from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.protocol import BUILDING
 from gpuscout.measure.user_spec import ModelSpec
 from gpuscout.records import BenchConfig, RunResult
+from gpuscout.run_settings import tf32_run_note
 from gpuscout.workloads import Workload
 
 DEFAULT_BATCH_SIZES = [1, 8, 32]
@@ -84,6 +85,11 @@ def run_inference(
                            "is served as exported")  # fmt: skip
     if device.kind == "GPU":
         assumptions.append(tf_runtime.MEMORY_GROWTH_NOTE)
+    tf32 = tf_runtime.tf32_environment(tf, device)  # the switch backend.run set
+    if note := tf32_run_note(
+        bool(tf32["tf32_enabled"]), config.precision, device.kind, device.compute_capability
+    ):
+        assumptions.append(note)
     tf_runtime.reset_peak_memory(tf, device)
     served = tf_inference.serve(tf, model, inputs, p, config.xla, device.tf_name, on_phase)
     env = {
@@ -91,6 +97,7 @@ def run_inference(
         **tf_runtime.tf_environment(tf, device),
         "precision": keras.mixed_precision.global_policy().name,
         "xla": config.xla,
+        **tf32,
         "workload_hash": workload_hash,
     }
     name = config.model if model_spec is not None and config.model else config.workload
