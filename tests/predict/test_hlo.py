@@ -44,6 +44,11 @@ def test_mlp_profile_is_exact(mlp_profile) -> None:  # type: ignore[no-untyped-d
     assert mlp_profile.params == i * h + h + h * c + c
     assert mlp_profile.param_bytes == 4 * mlp_profile.params
     assert mlp_profile.optimizer_state_bytes >= 2 * mlp_profile.param_bytes  # Adam: m and v
+    # Its kernels: 2 forward GEMMs, 2 weight gradients, 1 input gradient; their FLOPs (with
+    # the fused elementwise and reduction kernels') are exactly the class totals.
+    gemms = sorted((k.m, k.n, k.k) for k in mlp_profile.kernels if k.op == "matmul")
+    assert gemms == sorted([(b, h, i), (b, c, h), (h, c, b), (i, h, b), (b, h, c)])
+    assert sum(k.flops * k.count for k in mlp_profile.kernels) == sum(mlp_profile.flops.values())
 
 
 def test_tiny_workloads_match_the_analytic_counts() -> None:

@@ -19,6 +19,25 @@ show: matmuls and reductions read their operands and write their result; an elem
 writes its result unless it has a single elementwise consumer (XLA's loop fusion keeps such a
 chain in registers), and its inputs come from producers already counted. The fitted efficiency
 factors of the roofline model absorb the estimate's systematic error.
+
+The same module is also cut into the *kernels* the GPU runs (``StepCost.kernels``), because a
+step's time is a sum over kernels, each bounded by its own shape, not by the class totals. The
+grouping mirrors the fusion estimate above, so both views agree on what is fused:
+
+- one ``matmul`` kernel per ``dot`` (GEMM view from its batch, contracting and free dims) and
+  one ``conv`` kernel per ``convolution`` (implicit GEMM from ``dim_labels``: m = output batch x
+  output spatial, n = output features per group, k = window x input features per group, batch
+  = groups; backward-filter and backward-input convolutions are convolutions with other labels,
+  so the same rule gives their GEMMs). FLOPs and bytes are exactly the class's.
+- one ``reduction`` kernel per reduce, with the elementwise ops fused into it (XLA's input
+  fusion); sibling reductions of one tensor (a norm's mean and variance) are one kernel (XLA's
+  multi-output fusion), as the class count reads that tensor once.
+- one ``elementwise`` kernel per loop fusion: an elementwise op with its fused producers.
+
+A fused kernel's bytes are what enters it from outside (looking through reshapes and
+broadcasts to the tensor actually read) plus what it writes. The class totals count writes
+only, so an elementwise kernel's bytes exceed its class share by its reads. FLOPs add up
+exactly: the sum over all kernels equals the sum over the classes.
 """
 
 from __future__ import annotations
@@ -26,6 +45,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+
+from gpuscout.predict.kernels import Kernel, merge
 
 CLASSES = ("matmul", "elementwise", "reduction")
 
@@ -87,6 +108,14 @@ class StepCost:
     # Forward-pass results (op names under the model's name) that the backward pass reads:
     # the activations training must keep in memory between the two passes.
     saved_activation_bytes: float = 0.0
+    # Every kernel in step order, unmerged: two traces of one model at two batch sizes give
+    # lists that align one to one, which is how a profile learns how each kernel scales.
+    raw_kernels: list[Kernel] = field(default_factory=list)
+
+    @property
+    def kernels(self) -> list[Kernel]:
+        """The step's kernels, identical ones kept once with a count."""
+        return merge(self.raw_kernels)
 
 
 @dataclass(frozen=True)
@@ -194,6 +223,7 @@ def _add(
     seen.add(name)
     live = _live(comps.get(name, []))
     fusable = _fused_into_consumer(live)
+    cost.raw_kernels.extend(_kernels(live))
     reduced: set[str] = set()
     for ins in live:
         if ins.opcode in _DESCEND:
@@ -240,6 +270,12 @@ def _fused_into_consumer(instrs: list[_Instr]) -> dict[str, bool]:
     """Elementwise results XLA keeps in registers: a single consumer that is itself
     elementwise (loop fusion), looking through reshapes. Results that leave the step (the
     tuple of outputs: updated weights, the loss) are written to memory."""
+    targets = _fusion_targets(instrs)
+    return {ins.name: ins.name in targets for ins in instrs}
+
+
+def _fusion_targets(instrs: list[_Instr]) -> dict[str, str]:
+    """For each elementwise result fused into its consumer, that consumer's name."""
     consumers: dict[str, list[_Instr]] = {}
     for ins in instrs:
         for ref in set(_REF.findall(_operands(ins.rest))):
@@ -254,17 +290,157 @@ def _fused_into_consumer(instrs: list[_Instr]) -> dict[str, bool]:
                 out.append(user)
         return out
 
-    fused = {}
+    targets = {}
     for ins in instrs:
         users = effective(ins.name)
-        fused[ins.name] = (
+        if (
             _elementwise(ins)
             and not ins.root
             and len(users) == 1
             and (_elementwise(users[0]) or users[0].opcode in _REDUCTION)
             and not users[0].root
+        ):
+            targets[ins.name] = users[0].name
+    return targets
+
+
+def _dtype(text: str) -> str:
+    arrays = _arrays(text)
+    return arrays[0][0] if arrays else "f32"
+
+
+def _dims(rest: str, attr: str) -> list[int]:
+    found = re.search(rf"\b{attr}=\{{([0-9,]*)\}}", rest)
+    return [int(d) for d in found.group(1).split(",") if d] if found else []
+
+
+def _dot_kernel(ins: _Instr, operands: str) -> Kernel:
+    """A dot as a (batched) GEMM: batch dims, then the free dims of each side, contracted."""
+    (dtype, lhs), (_, rhs) = _arrays(operands)[:2]
+    lhs_batch, lhs_contract = (
+        _dims(ins.rest, "lhs_batch_dims"),
+        _dims(ins.rest, "lhs_contracting_dims"),
+    )
+    rhs_batch, rhs_contract = (
+        _dims(ins.rest, "rhs_batch_dims"),
+        _dims(ins.rest, "rhs_contracting_dims"),
+    )
+    lhs_free = [d for i, d in enumerate(lhs) if i not in lhs_batch and i not in lhs_contract]
+    rhs_free = [d for i, d in enumerate(rhs) if i not in rhs_batch and i not in rhs_contract]
+    return Kernel(
+        op="matmul",
+        flops=_dot_flops(ins, operands),
+        bytes=_nbytes(operands) + _nbytes(ins.shape),
+        dtype=dtype,
+        batch=max(1, math.prod(lhs[i] for i in lhs_batch)),
+        m=math.prod(lhs_free),
+        n=math.prod(rhs_free),
+        k=math.prod(lhs[i] for i in lhs_contract),
+        elements=_elements(ins.shape),
+    )
+
+
+def _conv_kernel(ins: _Instr, operands: str) -> Kernel:
+    """A convolution as the implicit GEMM cuDNN runs, read from its ``dim_labels``: m = output
+    batch x output spatial, n = output features per group, k = window taps x input features
+    per group (taps on an input-dilated gradient's inserted zeros do no work), batch = groups.
+    A backward-filter convolution labels the images as features and the channels as batch,
+    so the same rule gives its GEMM: m = input channels x taps, k = images x pixels."""
+    (dtype, lhs), _ = _arrays(operands)[:2]
+    out = _arrays(ins.shape)[0][1]
+    labels = re.search(r"dim_labels=([0-9a-z]+)_([0-9a-z]+)->([0-9a-z]+)", ins.rest)
+    lhs_labels, out_labels = (labels.group(1), labels.group(3)) if labels else ("b01f", "b01f")
+    groups = re.search(r"feature_group_count=(\d+)", ins.rest)
+    g = int(groups.group(1)) if groups else 1
+    flops = _conv_flops(ins, operands)
+    out_features = out[out_labels.index("f")]
+    m = math.prod(d for i, d in enumerate(out) if out_labels[i] != "f")
+    n = max(1, out_features // g)
+    return Kernel(
+        op="conv",
+        flops=flops,
+        bytes=_nbytes(operands) + _nbytes(ins.shape),
+        dtype=dtype,
+        batch=g,
+        m=m,
+        n=n,
+        k=max(1, round(flops / (2.0 * g * m * n))) if m else lhs[lhs_labels.index("f")] // g,
+        elements=_elements(ins.shape),
+    )
+
+
+def _kernels(live: list[_Instr]) -> list[Kernel]:
+    """The kernels of one computation, in program order (see the module docstring)."""
+    by_name = {i.name: i for i in live}
+    targets = _fusion_targets(live)
+    first_reduce: dict[str, str] = {}  # reduced tensor -> the reduce whose kernel reads it
+    sibling: dict[str, str] = {}  # a reduce -> the first reduce of the same tensor
+    for ins in live:
+        if ins.opcode in _REDUCTION:
+            source = (_REF.findall(_operands(ins.rest)) or [ins.name])[0]
+            sibling[ins.name] = first_reduce.setdefault(source, ins.name)
+    groups: dict[str, list[_Instr]] = {}  # root (or first sibling reduce) -> its members
+    for ins in live:
+        if ins.opcode in _FREE or ins.opcode in _DESCEND:
+            continue
+        root = ins.name
+        while root in targets:
+            root = targets[root]
+        groups.setdefault(sibling.get(root, root), []).append(ins)
+    # A fused producer appears before its root: order kernels by their root's position.
+    order = {i.name: n for n, i in enumerate(live)}
+    kernels = []
+    for root in sorted(groups, key=order.__getitem__):
+        members = groups[root]
+        head = by_name[root]
+        if head.opcode == "dot":
+            kernels.append(_dot_kernel(head, _operands(head.rest)))
+        elif head.opcode == "convolution":
+            kernels.append(_conv_kernel(head, _operands(head.rest)))
+        else:
+            kernels.append(_fused_kernel(head, members, by_name))
+    return kernels
+
+
+def _fused_kernel(head: _Instr, members: list[_Instr], by_name: dict[str, _Instr]) -> Kernel:
+    """A loop fusion (head elementwise) or an input fusion (head a reduce, with its siblings):
+    reads what enters from outside the group, writes the non-fused results."""
+    inside = {i.name for i in members}
+    read: dict[str, int] = {}
+    flops = 0.0
+    for ins in members:
+        for ref in set(_REF.findall(_operands(ins.rest))):
+            src = by_name.get(ref)
+            while (
+                src is not None
+                and src.name not in inside
+                and src.opcode in ("reshape", "bitcast", "broadcast")
+            ):
+                refs = _REF.findall(_operands(src.rest))
+                src = by_name.get(refs[0]) if refs else None
+            if src is not None and src.name not in inside:
+                read[src.name] = 0 if src.opcode == "iota" else _nbytes(src.shape)
+        if ins.opcode in _REDUCTION:
+            flops += float(math.prod(_arrays(_operands(ins.rest))[0][1]))
+        elif ins.opcode not in _MOVEMENT:
+            flops += float(_elements(ins.shape))
+    if head.opcode in _REDUCTION:
+        written = sum(_nbytes(i.shape) for i in members if i.opcode in _REDUCTION)
+        data = _arrays(_operands(head.rest))[0]
+        return Kernel(
+            op="reduction",
+            flops=flops,
+            bytes=sum(read.values()) + written,
+            dtype=data[0],
+            elements=math.prod(data[1]),
         )
-    return fused
+    return Kernel(
+        op="elementwise",
+        flops=flops,
+        bytes=sum(read.values()) + _nbytes(head.shape),
+        dtype=_dtype(head.shape),
+        elements=_elements(head.shape),
+    )
 
 
 def _saved_bytes(instrs: list[_Instr], scope: str) -> float:

@@ -3,20 +3,53 @@
 A profile depends only on the model, batch size and precision, so it is computed once (which
 needs TensorFlow) and read back afterwards (which does not). Profiles of the built-in workloads
 at their usual sizes ship with the package, so ``predict`` runs with no TensorFlow installed.
+
+A profile also lists the step's kernels (``kernels``), and a shipped one knows how every number
+in it grows with the batch (``per_sample``), so ``Profile.at_batch`` gives the exact profile at
+any batch size without TensorFlow: each published measurement is modelled at its own batch
+(ResNet-50 rows run 96 to 1,280 images per GPU). Every size in a training step's HLO is an
+affine function of the batch (a dimension is the batch or it is not; bytes and FLOPs are sums
+of such products, each with the batch at most once), so two traces at two batches determine it:
+``compute(..., scale_from=...)`` traces the second one and stores the slopes per sample. A test
+checks the rescaled profile against a real trace at a third batch, field for field.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
-PROFILE_VERSION = 1
+from gpuscout.predict.kernels import Kernel
+
+if TYPE_CHECKING:
+    from gpuscout.predict.hlo import StepCost
+
+# 2: kernels and per-sample scaling; a cached version-1 file is ignored (traced again).
+PROFILE_VERSION = 2
+# The numbers of a kernel that may depend on the batch (everything but op, dtype and count).
+_KERNEL_SIZES = ("flops", "bytes", "batch", "m", "n", "k", "elements")
+
+
+class PerSample(BaseModel):
+    """How much each batch-dependent number of a profile grows per sample of batch: learnt
+    from traces at two batch sizes, exact because every size in the step is affine in the
+    batch. ``kernels[i]`` belongs to ``Profile.kernels[i]`` and names only the sizes that
+    change (a weight's bytes do not; a GEMM's m over images and pixels does)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    from_batches: tuple[int, int]
+    flops: dict[str, float]
+    bytes: dict[str, float]
+    saved_activation_bytes: float
+    kernels: list[dict[str, float]]
 
 
 class Profile(BaseModel):
@@ -40,6 +73,48 @@ class Profile(BaseModel):
     # "train": one training step (forward, backward, update); "forward": one inference call,
     # for ``predict --mode inference``
     kind: Literal["train", "forward"] = "train"
+    # The step's kernels after fusion, identical ones merged (see predict/kernels.py).
+    kernels: list[Kernel] = []
+    # Growth per sample of batch, for ``at_batch``; None: traced at one batch only.
+    per_sample: PerSample | None = None
+
+    @model_validator(mode="after")
+    def _aligned(self) -> Profile:
+        if self.per_sample is not None and len(self.per_sample.kernels) != len(self.kernels):
+            raise ValueError("per_sample.kernels must have one entry per kernel")
+        return self
+
+    def at_batch(self, batch: int) -> Profile:
+        """This step at another batch size, exactly, without TensorFlow.
+
+        Raises ValueError for a profile traced at one batch only (user models, the cache) or
+        for a batch at which a kernel would have no work left."""
+        if batch == self.batch:
+            return self
+        if batch < 1:
+            raise ValueError(f"batch {batch} is not a batch size; give 1 or more")
+        if self.per_sample is None:
+            raise ValueError(
+                f"the profile of {self.key} was traced at one batch only; "
+                "trace it at the batch wanted (compute) or with scale_from"
+            )
+        step = batch - self.batch
+        grow = self.per_sample
+        kernels = [
+            _grown(k, slopes, step) for k, slopes in zip(self.kernels, grow.kernels, strict=True)
+        ]
+        method = self.method if "rescaled" in self.method else f"{self.method}; rescaled"
+        return self.model_copy(
+            update={
+                "batch": batch,
+                "flops": {c: v + grow.flops.get(c, 0.0) * step for c, v in self.flops.items()},
+                "bytes": {c: v + grow.bytes.get(c, 0.0) * step for c, v in self.bytes.items()},
+                "saved_activation_bytes": self.saved_activation_bytes
+                + grow.saved_activation_bytes * step,
+                "kernels": kernels,
+                "method": method,
+            }
+        )
 
     @property
     def key(self) -> str:
@@ -48,6 +123,65 @@ class Profile(BaseModel):
     def gradient_bytes(self) -> int:
         """Bytes all-reduced per step: one gradient per parameter, in the variables' dtype."""
         return self.param_bytes
+
+
+def _grown(kernel: Kernel, slopes: dict[str, float], step: int) -> Kernel:
+    sizes = {}
+    for name, slope in slopes.items():
+        value = getattr(kernel, name) + slope * step
+        sizes[name] = round(value) if name not in ("flops", "bytes") else float(value)
+    if sizes.get("batch", 1) < 1 or any(v < 0 for v in sizes.values()):
+        raise ValueError(f"a {kernel.op} kernel has no work left at {step:+d} samples of batch")
+    return Kernel.model_validate({**kernel.model_dump(), **sizes})
+
+
+def learn_per_sample(
+    batch: int, cost: StepCost, other_batch: int, other: StepCost
+) -> tuple[list[Kernel], PerSample]:
+    """The merged kernels at ``batch`` and their growth per sample, from the same step traced
+    at two batches. The unmerged kernel lists align one to one (the program is the same, only
+    its shapes differ); kernels identical at ``batch`` but growing differently stay apart.
+
+    Raises ValueError when the two programs differ or a size is not affine in the batch (a
+    growth per sample that is not a whole number): rescaling would then be a guess."""
+    if batch == other_batch:
+        raise ValueError(f"two different batches are needed, got {batch} twice")
+    mine, theirs = cost.raw_kernels, other.raw_kernels
+    if [(k.op, k.dtype) for k in mine] != [(k.op, k.dtype) for k in theirs]:
+        raise ValueError(f"the step's kernels differ between batch {batch} and {other_batch}")
+    span = other_batch - batch
+
+    def slope(a: float, b: float) -> float:
+        per = (b - a) / span
+        if not float(per).is_integer():
+            raise ValueError(f"a size grows by {per} per sample: not affine in the batch")
+        return per
+
+    merged: dict[tuple[object, ...], int] = {}
+    kernels: list[Kernel] = []
+    slopes: list[dict[str, float]] = []
+    for k, o in zip(mine, theirs, strict=True):
+        grow = {
+            name: slope(getattr(k, name), getattr(o, name))
+            for name in _KERNEL_SIZES
+            if getattr(k, name) != getattr(o, name)
+        }
+        key = (k.key(), tuple(sorted(grow.items())))
+        if key in merged:
+            i = merged[key]
+            kernels[i] = kernels[i].model_copy(update={"count": kernels[i].count + k.count})
+        else:
+            merged[key] = len(kernels)
+            kernels.append(k)
+            slopes.append(grow)
+    per_sample = PerSample(
+        from_batches=(batch, other_batch),
+        flops={c: slope(v, other.flops[c]) for c, v in cost.flops.items()},
+        bytes={c: slope(v, other.bytes[c]) for c, v in cost.bytes.items()},
+        saved_activation_bytes=slope(cost.saved_activation_bytes, other.saved_activation_bytes),
+        kernels=slopes,
+    )
+    return kernels, per_sample
 
 
 def profile_key(
@@ -64,7 +198,9 @@ def profile_key(
     return f"{workload}[{sizes}]@b{batch}/{precision}{suffix}"
 
 
+@functools.cache
 def _shipped() -> dict[str, Profile]:
+    """Read once per process: with their kernels the shipped profiles are megabytes of JSON."""
     path = Path(str(resources.files("gpuscout.predict") / "data" / "profiles.json"))
     if not path.exists():
         return {}
@@ -78,11 +214,19 @@ def cache_dir() -> Path:
 def cached(
     workload: str, dims: Mapping[str, int], batch: int, precision: str, kind: str = "train"
 ) -> Profile | None:
-    """A shipped or previously computed profile, or None."""
+    """A shipped or previously computed profile, or None. A shipped profile of the same step
+    at another batch is rescaled to this one (exact, see ``Profile.at_batch``)."""
     key = profile_key(workload, dims, batch, precision, kind)
-    shipped = _shipped().get(key)
-    if shipped is not None:
-        return shipped
+    shipped = _shipped()
+    if key in shipped:
+        return shipped[key]
+    anybatch = _without_batch(key)
+    for profile in shipped.values():
+        if profile.per_sample is not None and _without_batch(profile.key) == anybatch:
+            try:
+                return profile.at_batch(batch)
+            except ValueError:
+                break
     path = cache_dir() / f"{_filename(key)}.json"
     try:
         found = Profile.model_validate_json(path.read_text())
@@ -103,12 +247,26 @@ def store(profile: Profile) -> None:
         pass
 
 
+def _without_batch(key: str) -> str:
+    head, _, tail = key.rpartition("@b")
+    return f"{head}@b*/{tail.partition('/')[2]}"
+
+
 def _filename(key: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in key)
 
 
-def compute(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> Profile:
-    """Trace the step with TensorFlow and count its HLO (seconds; no device time)."""
+def compute(
+    workload: str,
+    dims: Mapping[str, int],
+    batch: int,
+    precision: str,
+    scale_from: int | None = None,
+) -> Profile:
+    """Trace the step with TensorFlow and count its HLO (seconds; no device time).
+
+    ``scale_from``: a second batch to trace too, so the profile learns how it grows with the
+    batch and ``at_batch`` works (twice the time; the shipped profiles do it)."""
     from gpuscout.measure.backends.tensorflow.hlo import step_hlo
     from gpuscout.predict.hlo import step_cost
     from gpuscout.workloads import get_workload
@@ -116,7 +274,13 @@ def compute(workload: str, dims: Mapping[str, int], batch: int, precision: str) 
     resolved = get_workload(workload).resolve(dims)
     ir = step_hlo(workload, resolved, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
-    return profile_from_ir(workload, resolved, batch, precision, ir, cost)
+    profile = profile_from_ir(workload, resolved, batch, precision, ir, cost)
+    if scale_from is None:
+        return profile
+    other_ir = step_hlo(workload, resolved, scale_from, precision)
+    other = step_cost(other_ir.hlo, forward_scope=other_ir.model_name)
+    kernels, per_sample = learn_per_sample(batch, cost, scale_from, other)
+    return profile.model_copy(update={"kernels": kernels, "per_sample": per_sample})
 
 
 def profile_from_ir(
@@ -145,6 +309,7 @@ def profile_from_ir(
         param_bytes=ir.param_bytes,
         optimizer_state_bytes=ir.optimizer_state_bytes,
         saved_activation_bytes=cost.saved_activation_bytes,
+        kernels=cost.kernels,
         method=method,
         tf_version=ir.tf_version,
     )

@@ -44,7 +44,7 @@ def step_hlo(workload: str, dims: Mapping[str, int], batch: int, precision: str)
     def build() -> tuple[Any, Any, Any]:
         built = BUILDERS[w.name](resolved)
         x = tf.zeros((batch, *w.input_shape(resolved)), dtype=w.input_dtype)
-        y = tf.zeros((batch, *w.label_shape), dtype="int32")
+        y = tf.zeros((batch, *w.labels_shape(resolved)), dtype="int32")
         return built, x, y
 
     return _trace(tf, build, precision)
