@@ -58,7 +58,7 @@ def test_the_typo_is_refused_through_predict_before_any_fit(tmp_path: Path) -> N
 
 
 def test_the_corrected_row_predicts_what_the_shipped_row_does(tmp_path: Path) -> None:
-    """The fix the error suggests gives back the shipped figures (3,403 images/s on an H100)."""
+    """The fix the error suggests gives back the shipped figures (3,983 images/s on an H100)."""
     path = _gpu_file(tmp_path / "gpus.csv", memory_bandwidth_gb_per_s="1008")
     args = ("predict", "--workload", "resnet50", "--gpus", "h100", "--precision", "mixed_float16")
     shipped = run_cli(*args, "--json", block_tf=True)
@@ -67,7 +67,7 @@ def test_the_corrected_row_predicts_what_the_shipped_row_does(tmp_path: Path) ->
     assert mine.json()[0]["samples_per_second"] == pytest.approx(
         shipped.json()[0]["samples_per_second"]
     )
-    assert round(shipped.json()[0]["samples_per_second"]) == 3403
+    assert round(shipped.json()[0]["samples_per_second"]) == 3983
     assert "warning" not in mine.err  # the same figures as shipped: nothing to warn about
 
 
@@ -134,3 +134,17 @@ def test_a_check_names_file_line_column_and_range(tmp_path: Path) -> None:
         f"{path}: line 2, column 'memory_gb': 81920 is outside 1..1,000 GB for h100-sxm."
     )
     assert err.value.fix == "81920 looks like MiB; the column is GB: write 80."
+
+
+def test_an_l2_size_in_kb_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """deviceQuery prints L2 in bytes and whitepapers in KB; the column is MB."""
+    path = _gpu_file(tmp_path / "gpus.csv", "a100-40gb-sxm", l2_cache_mb="40960")
+    with pytest.raises(UserError) as err:
+        load_catalog([str(path)])
+    assert "column 'l2_cache_mb': 40960 is outside 0.25..1,024 MB" in err.value.problem
+    assert err.value.fix == "40960 looks like KB; the column is MB: write 40."
+    path = _gpu_file(tmp_path / "gpus.csv", "a100-40gb-sxm", l2_cache_mb="41943040")
+    with pytest.raises(UserError) as err:
+        load_catalog([str(path)])
+    assert err.value.fix == "41943040 looks like bytes; the column is MB: write 40."
+    assert load_catalog([str(_gpu_file(tmp_path / "ok.csv", l2_cache_mb=""))]).gpus["rtx-4090"]

@@ -91,9 +91,13 @@ def test_calibrate_shows_the_fit() -> None:
     r = run_cli("calibrate", "--json", block_tf=True)
     assert r.code == 0, r.err
     out = r.json()
-    assert set(out["efficiency"]) == {"tensor", "cuda", "memory"}
-    assert all(0 < v <= 1 for v in out["efficiency"].values())
-    assert len(out["points"]) >= 40
+    assert set(out["efficiency"]) == {"tensor", "step_s", "launch_s", "feed", "stack"}
+    assert len(out["efficiency"]["tensor"]) == 4
+    assert all(0 < v <= 1 for v in out["efficiency"]["tensor"])
+    assert 0 < out["efficiency"]["launch_s"] < 1e-4
+    assert len(out["points"]) >= 100
+    low, high = out["out_of_sample"]["range"]
+    assert low < 1 < high
 
 
 def test_gpus_lacking_the_precision_are_predicted_and_marked_with_all() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from gpuscout.catalog import load_catalog
-from gpuscout.predict.calibrate import Calibration, fit_calibration
+from gpuscout.predict.calibrate import Calibration, calibration_for
 from gpuscout.report import document
 from gpuscout.report.markdown import render_markdown
 from gpuscout.store import Store
@@ -25,15 +25,17 @@ from tests.report.runs import report_runs
 
 
 def _markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, factor: float) -> str:
-    def nudged(points: Any) -> Calibration:
-        fit = fit_calibration(points)
-        e = fit.efficiency
-        moved = dataclasses.replace(
-            e, tensor=e.tensor * factor, cuda=e.cuda * factor, memory=e.memory * factor
+    def nudged(catalog: Any, mine: Any = ()) -> Calibration:
+        fit = calibration_for(catalog, mine)
+        return dataclasses.replace(
+            fit,
+            tensor=tuple(t * factor for t in fit.tensor),
+            launch_s=fit.launch_s * factor,
+            step_s=fit.step_s * factor,
+            feed=fit.feed * factor,
         )
-        return dataclasses.replace(fit, efficiency=moved)
 
-    monkeypatch.setattr(document, "fit_calibration", nudged)
+    monkeypatch.setattr(document, "calibration_for", nudged)
     with Store(tmp_path / f"{factor}.sqlite") as store:
         runs = store.save_many(report_runs())
     report = document.build_report(runs, load_catalog())

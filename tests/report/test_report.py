@@ -124,7 +124,10 @@ def test_html_is_self_contained_escaped_and_complete(written: dict[str, str]) ->
     # the checklist's answer and advice #1 side by side, with why they differ; the sources
     ids = [a.get("id") for _, a in page.tags]
     assert "checklist-vs-advice" in ids and "sources" in ids
-    assert "never prices the job" in written["html"] and "article 000, " in written["html"]
+    # why the checklist's answer and advice #1 differ, or that they agree (data-dependent)
+    html = written["html"]
+    assert "never prices the job" in html or "first recommended option" in html
+    assert "article 000, " in html
 
 
 def test_report_errors_are_one_line(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from gpuscout.advise.pareto import front
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
-from gpuscout.predict import predict
+from gpuscout.predict import predict, ranking
 from gpuscout.predict.calibrate import Calibration
 from gpuscout.predict.predictor import memory_needed
 from gpuscout.predict.profile import Profile
@@ -175,6 +175,7 @@ def advise(
     ranked = sorted(feasible, key=_key(req.objective, feasible))
     for c in ranked:
         _explain(c, req, catalog)
+    ties = _top_ties(ranked, req.objective, calibration.relative_error())
     notes = [
         f"job: {fmt_count(req.samples)} {req.unit} of {req.profile.workload} "
         f"({req.profile.precision}, batch {req.profile.batch} per GPU)",
@@ -185,8 +186,39 @@ def advise(
         *assumptions.describe().values(),
         # the energy of a GPU without a board power in its row: the assumed one, said once
         *dict.fromkeys(n for c in ranked if (n := catalog.gpus[c.gpu].board_power_w()[1])),
+        *ties,
     ]
     return Advice(ranked, best_front, dict(rejected), notes)
+
+
+def _top_ties(ranked: list[Candidate], objective: Objective, relative: float) -> list[str]:
+    """The options at the top the model cannot tell apart: their predicted hours (and so their
+    costs, at fixed prices) differ by less than its out-of-sample error. Ranking one of them
+    first would claim a precision the predictions do not have."""
+    if len(ranked) < 2:
+        return []
+    score = _key(objective, ranked)
+    first = score(ranked[0])
+    value = first[0] if isinstance(first, tuple) else first
+    limit = ranking.threshold(relative)
+    tied: list[Candidate] = []
+    for c in ranked[1:12]:
+        if (c.gpu, c.count) == (ranked[0].gpu, ranked[0].count) or any(
+            (c.gpu, c.count) == (t.gpu, t.count) for t in tied
+        ):
+            continue  # the same prediction at another price: the prices tell them apart
+        other = score(c)
+        v = other[0] if isinstance(other, tuple) else other
+        if value > 0 and v / value < limit:
+            tied.append(c)
+    if not tied:
+        return []
+    names = ", ".join(f"{c.count} x {c.gpu} ({c.provider})" for c in [ranked[0], *tied])
+    return [
+        f"not distinguishable at the top: {names} are within x{limit:.2f} of each other on "
+        f"'{objective}', inside the predictions' out-of-sample error ({relative:.0%} on "
+        "relative speed): the order among them is not a finding; measure before committing"
+    ]
 
 
 def _key(objective: Objective, items: list[Candidate]) -> Any:

@@ -115,7 +115,7 @@ def _quick(args: argparse.Namespace) -> int:
 def _full(args: argparse.Namespace) -> int:
     from gpuscout.advise import PRESETS, Request, advise
     from gpuscout.catalog import FEATURES, load_catalog
-    from gpuscout.predict.calibrate import fit_calibration, published_points, user_rows_used
+    from gpuscout.predict.calibrate import calibration_for, user_rows_used
     from gpuscout.predict.profile import get_profile
     from gpuscout.price import Assumptions
     from gpuscout.workloads import get_workload
@@ -156,7 +156,7 @@ def _full(args: argparse.Namespace) -> int:
         counts=counts,
         objective=args.objective or preset.get("objective", "balanced"),
     )
-    calibration = fit_calibration(published_points(catalog))
+    calibration = calibration_for(catalog)
     result = advise(request, catalog, calibration, Assumptions())
     result.ranked = result.ranked[: args.top]
     result.assumptions[0:0] = user_rows_used(catalog, calibration.points)  # never silently

@@ -24,15 +24,14 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.predict import stored_runs
     from gpuscout.predict.calibrate import (
-        fit_calibration,
-        published_points,
+        calibration_for,
         run_points,
         user_rows_used,
     )
 
     catalog = load_catalog(args.catalog)
     mine, left_out = run_points(stored_runs(args.db), catalog)
-    result = fit_calibration(published_points(catalog) + mine)
+    result = calibration_for(catalog, mine)
     user_rows = user_rows_used(catalog, result.points)
     rows = [
         {
@@ -48,6 +47,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.json:
         out = {
             "efficiency": vars(result.efficiency),
+            "stacks": result.stacks,
+            "out_of_sample": {"range": result.spread(), "relative_error": result.relative_error()},
             "fit": result.describe(),
             "points": rows,
             "left_out": left_out,
@@ -75,10 +76,16 @@ def run_calibrate(args: argparse.Namespace) -> int:
     console = stdout_console()
     console.print(table)
     low, high = result.spread()
-    console.print(f"prediction range from these errors: x{low:.2f} to x{high:.2f}")
     console.print(
-        "assumption: each published row is modelled at its workload's profile batch per GPU "
-        "(batch modelled); the source's own batch (batch measured, ? = not stated) can differ",
+        f"these are in-sample errors; predictions use out-of-sample ones: x{low:.2f} to "
+        f"x{high:.2f} (GPUs left out of the fit), {result.relative_error():.0%} on relative "
+        "speed (sources left out); python benchmarks/prediction_accuracy.py shows them",
+        highlight=False,
+    )
+    console.print(
+        "assumption: each published row is modelled at its own batch per GPU (the shipped "
+        "profile rescaled exactly); a row whose source states no batch at the profile's "
+        "(batch measured ?)",
         highlight=False,
     )
     for note in [*user_rows, *left_out]:

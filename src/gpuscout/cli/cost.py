@@ -105,7 +105,7 @@ def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[
     """(gpu, count) -> (speedup, scaling) from the predictor, and the job in reference
     GPU-hours."""
     from gpuscout.predict import predict
-    from gpuscout.predict.calibrate import fit_calibration, published_points, user_rows_used
+    from gpuscout.predict.calibrate import calibration_for, user_rows_used
     from gpuscout.predict.profile import get_profile
     from gpuscout.units import fmt_count, fmt_hours, fmt_rate
     from gpuscout.workloads import get_workload
@@ -116,7 +116,7 @@ def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[
     samples = args.samples or args.epochs * workload.epoch_samples
     batch = args.batch_size or workload.default_batch_gpu
     profile = get_profile(workload.name, workload.resolve({}), batch, args.precision)
-    calibration = fit_calibration(published_points(catalog))
+    calibration = calibration_for(catalog)
 
     def sps(gpu: Any, count: int) -> tuple[float, float]:
         (row,), _ = predict(profile, [gpu], [count], catalog, reference, 1, calibration=calibration)

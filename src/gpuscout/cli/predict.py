@@ -20,7 +20,7 @@ from gpuscout.cli.parser import (
 )
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
-from gpuscout.run_settings import PRECISIONS
+from gpuscout.run_settings import PRECISIONS, TF32_HELP, ran_with_tf32, tf32_prediction_note
 
 DEFAULT_GPUS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
 
@@ -28,13 +28,17 @@ DEFAULT_GPUS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
 def register(sub: Any) -> None:
     p = sub.add_parser("predict", help="training speed on GPUs you don't have, 1..N of them")
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--workload", help="mlp, cnn-small, resnet50, bert-base")
+    what.add_argument(
+        "--workload",
+        help="mlp, cnn-small, resnet50, bert-base, bert-large, gpt2, gpt2-medium, gpt2-large",
+    )
     what.add_argument("--model", type=model_spec, help="your model: FILE.py:FUNCTION or FILE.keras")
     p.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True, help=TF32_HELP)
     p.add_argument("--mode", choices=("train", "inference"), default="train",
                    help="inference: a forward pass per batch (traced once, with TF)")  # fmt: skip
     p.add_argument("-b", "--batch-size", type=BATCH, help="per GPU (default: workload's)")
-    p.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-base)")
+    p.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-*, gpt2*: at most 1024)")
     p.add_argument(
         "--gpus", type=gpu_names, default=DEFAULT_GPUS,
         help=f"comma list or 'all' ({DEFAULT_GPUS})",
@@ -53,6 +57,10 @@ def register(sub: Any) -> None:
     p.add_argument("--reference", default=REFERENCE_GPU, help="relative speeds against this GPU")
     p.add_argument("--from-run", type=RUN_ID, metavar="ID", help="anchor on a stored run")
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
+    p.add_argument(
+        "--breakdown", action="store_true",
+        help="also show where one GPU's step goes: compute-, memory- and launch-bound kernels",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(p)
     p.set_defaults(handler=run_predict)
@@ -69,10 +77,11 @@ def stored_runs(db: str | None) -> list[Any]:
 
 
 def _measured(
-    runs: list[Any], profile: Any, catalog: Any
+    runs: list[Any], profile: Any, catalog: Any, tf32: bool = True
 ) -> tuple[dict[tuple[str, int], float], dict[tuple[str, int], float]]:
     """Medians of what stored runs of this very profile measured, per (catalog GPU, count in
-    one machine): samples/s, and the scaling efficiency of ``bench --scaling`` runs."""
+    one machine): samples/s, and the scaling efficiency of ``bench --scaling`` runs. In fp32,
+    only runs with the prediction's TF32 setting: the other one measured other matmuls."""
     speeds: dict[tuple[str, int], list[float]] = {}
     scaling: dict[tuple[str, int], list[float]] = {}
     for run in runs:
@@ -81,6 +90,8 @@ def _measured(
         )  # fmt: skip
         gpu = catalog.find_device(str(run.env.get("device_name") or ""))
         spread = run.distribution
+        if profile.precision == "fp32" and ran_with_tf32(run.env, run.config.tf32) != tf32:
+            continue
         if not same or gpu is None or run.samples_per_second is None or run.mode != "train":
             continue
         if spread is not None and (spread.workers > 1 or spread.logical_devices):
@@ -112,11 +123,17 @@ def _check_precision(gpus: list[Any], precision: str) -> None:
             )
 
 
+def _tf32_notes(args: argparse.Namespace) -> list[str]:
+    """The TF32 assumption line, when there is one (see tf32_prediction_note)."""
+    note = tf32_prediction_note(args.precision, args.tf32)
+    return [note] if note else []
+
+
 def _predict_inference(args: argparse.Namespace) -> int:
     """One GPU's forward pass per batch: serving throughput and the model's share of latency."""
     from gpuscout.catalog import load_catalog
     from gpuscout.predict import predict
-    from gpuscout.predict.calibrate import fit_calibration, published_points, user_rows_used
+    from gpuscout.predict.calibrate import calibration_for, user_rows_used
     from gpuscout.predict.profile import get_forward_profile
 
     if args.count != [(1, 1)] or args.from_run:
@@ -141,8 +158,10 @@ def _predict_inference(args: argparse.Namespace) -> int:
         else list({g.id: g for g in (catalog.resolve(n).gpu for n in names)}.values())
     )
     reference = catalog.resolve(args.reference).gpu
-    calibration = fit_calibration(published_points(catalog))
-    rows, common = predict(profile, gpus, [1], catalog, reference, 1, calibration=calibration)
+    calibration = calibration_for(catalog)
+    rows, common = predict(
+        profile, gpus, [1], catalog, reference, 1, calibration=calibration, tf32=args.tf32
+    )
     notes = [
         "inference, predicted: one forward pass per request batch, as 'bench --mode "
         "inference' times it, without serving overhead, queueing or host transfers; measure "
@@ -153,6 +172,7 @@ def _predict_inference(args: argparse.Namespace) -> int:
         "efficiencies fitted to published *training* measurements, applied to the forward pass",
         *(c for c in common if not c.startswith(("memory:", "several GPUs"))),
         "memory: the weights (a forward pass keeps no activations for a backward pass)",
+        *_tf32_notes(args),
         *user_rows_used(catalog, calibration.points),
     ]
     if args.json:
@@ -205,18 +225,22 @@ def run_predict(args: argparse.Namespace) -> int:
     else:
         gpus = list({g.id: g for g in (catalog.resolve(n).gpu for n in names)}.values())
     reference = catalog.resolve(args.reference).gpu
+    from gpuscout.predict.scaling import check_machine
+
+    for gpu in gpus:  # 16 SXM GPUs are two machines: say so rather than predict one
+        for nodes, per_node in args.count:
+            check_machine(gpu, nodes, per_node)
     if names != ["all"]:
         _check_precision(gpus, args.precision)
     runs = stored_runs(args.db)
     from gpuscout.predict.calibrate import (
-        fit_calibration,
-        published_points,
+        calibration_for,
         run_points,
         user_rows_used,
     )
 
     mine, left_out = run_points(runs, catalog)
-    calibration = fit_calibration(published_points(catalog) + mine)
+    calibration = calibration_for(catalog, mine)
     notes += user_rows_used(catalog, calibration.points)
     if mine:
         notes.append(f"calibration includes {len(mine)} of your stored GPU runs")
@@ -226,8 +250,8 @@ def run_predict(args: argparse.Namespace) -> int:
         from gpuscout.store import Store
 
         with Store(args.db, readonly=True) as store:
-            anchor = anchor_from_run(store.get(args.from_run), profile, catalog)
-    measured, measured_scaling = _measured(runs, profile, catalog)
+            anchor = anchor_from_run(store.get(args.from_run), profile, catalog, args.tf32)
+    measured, measured_scaling = _measured(runs, profile, catalog, args.tf32)
     if measured_scaling:
         notes.append(
             "measured scaling: efficiency from your 'bench --scaling' runs on that GPU "
@@ -245,8 +269,9 @@ def run_predict(args: argparse.Namespace) -> int:
         measured_scaling=measured_scaling,
         calibration=calibration,
         network_gbit=args.network,
+        tf32=args.tf32,
     )
-    notes = [*notes, *common, f"epoch = {epoch:,} {unit}"]
+    notes = [*notes, *common, *_tf32_notes(args), f"epoch = {epoch:,} {unit}"]
     if args.json:
         out = [r.to_json_dict() | {"common_assumptions": notes} for r in rows]
         print_json(out)
@@ -256,6 +281,10 @@ def run_predict(args: argparse.Namespace) -> int:
 
     console = stdout_console()
     console.print(prediction_table(rows, profile, reference.id, unit))
+    if args.breakdown:
+        from gpuscout.report.predict_table import breakdown_table
+
+        console.print(breakdown_table(rows, profile))
     extra = sorted({a for r in rows for a in r.assumptions})
     for line in [*notes, *extra]:
         console.print(f"assumption: {line}", highlight=False)

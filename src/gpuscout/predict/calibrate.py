@@ -1,34 +1,57 @@
-"""Fitting the roofline's efficiencies to published training measurements (scipy).
+"""Fitting what kernels cannot know to published end-to-end training rows (scipy).
 
-Each single-GPU row of the catalog's published throughput becomes a point: the profile of the
-same workload and precision, the GPU, and the measured samples/s. The three efficiencies are
-the ones that minimise the squared log error of the modelled against the measured speeds.
-The spread of the remaining errors sets the low-high range of a prediction.
+The kernel model (``kernel_model.py``) is learned from measured FP32 kernels; it cannot know the
+share of the tensor-core peak a GEMM reaches, the framework's cost per step, or how much faster
+one software stack's kernels are than another's. Those are fitted here, to the catalog's
+published single-GPU rows, each modelled at its own batch size:
+
+    step = stack[source's software] x kernels(tensor share) + step cost
+
+by least squares on log(modelled / measured). Every published source is one software stack
+(framework + version) and gets its own factor; a prediction uses the factor of your own stored
+runs when there are some, else the median of the published stacks.
+
+Ranges come from out-of-sample errors, never the fit's own: each GPU is left out of the fit in
+turn and its rows predicted (``Calibration.spread``), and relative speeds are judged leaving one
+*source* out (``relative_errors``), since a prediction is only as good as it is on data it has
+not seen.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from gpuscout.catalog import Catalog, Gpu, Published
 from gpuscout.predict.profile import Profile, cached
-from gpuscout.predict.roofline import Efficiency, samples_per_second
+from gpuscout.predict.roofline import TENSOR_KINDS, Efficiency, Terms, combine, terms
 from gpuscout.records import FIT_PREFIX, RunResult
-from gpuscout.workloads import BERT_LARGE
 
-# Published workload -> the profile that models it: workload, dims, and the batch per GPU of the
-# shipped profile, which is the batch every published row of it is modelled at, whatever batch
-# the source ran (``gpuscout calibrate`` prints both, per row).
+# Published workload -> the profile that models it: workload, dims, and the batch per GPU a row
+# is modelled at when the source does not state its batch.
 _SHAPES: dict[str, tuple[str, dict[str, int], int]] = {
     "resnet50": ("resnet50", {}, 256),
     "bert-base": ("bert-base", {}, 32),
-    "bert-large": ("bert-base", dict(BERT_LARGE), 32),
+    "bert-large": ("bert-large", {}, 32),
 }
+STORED = "your stored runs"  # the software stack of the user's own runs
+_TENSOR = (0.05, 1.0)
+_STEP_S = (0.0, 0.003)  # seconds: a training loop's own cost per step is about a millisecond
+_LAUNCH_S = (1e-6, 30e-6)  # per kernel: from a bare CUDA launch to PyTorch's eager dispatch
+_LOG_STACK = 1.5  # a stack is at most e^1.5 = 4.5x faster or slower than the kernels
+_RIDGE = 0.05  # pulls unknown stack factors towards 1 where the data cannot tell
+_FEED = (2.0, 64.0)  # bytes per clock per SM (today's GPUs need 5 to 14 for full bandwidth)
+_FIXED = 7  # fitted parameters before the stack factors: 4 tensor shares, step, launch, feed
+_MAX_NFEV = 60  # the fit converges in fewer; the bound keeps a pathological user row cheap
+_F_SCALE = 0.15  # soft-L1 loss: a row more than ~15 % off (a B200 run at 1.1x an H100) pulls less
 
 
 @dataclass(frozen=True)
@@ -43,36 +66,117 @@ class Point:
     workload: str = ""  # as the source names it (resnet50, bert-base, bert-large)
     measured_batch: int | None = None  # per GPU, as measured (None: the source does not say)
     origin: str = "built-in"  # the catalog file of the published row ("built-in": shipped)
+    stack: str = ""  # the software stack: framework and version
 
     @property
     def modelled_batch(self) -> int:
-        """Per GPU, as modelled: the profile's batch."""
+        """Per GPU, as modelled: the profile's batch (the measured one where the source says)."""
         return self.profile.batch
+
+    @property
+    def group(self) -> tuple[str, str, str]:
+        """Rows whose ratios mean something: one source, workload and precision."""
+        return (self.source_id, self.profile.key.split("@")[0], self.profile.precision)
+
+
+_TERMS: dict[tuple[str, str, str], Terms] = {}
+
+
+def point_terms(p: Point) -> Terms:
+    key = (p.profile.key, p.gpu.model_dump_json(), p.stack)
+    if key not in _TERMS:
+        _TERMS[key] = terms(p.profile, p.gpu)
+    return _TERMS[key]
 
 
 @dataclass(frozen=True)
 class Calibration:
-    efficiency: Efficiency
-    points: tuple[Point, ...]
-    log_errors: tuple[float, ...]  # log(modelled / measured) per point
+    tensor: tuple[float, float, float, float]  # per roofline.TENSOR_KINDS
+    step_s: float
+    launch_s: float
+    feed: float  # bytes per clock an SM keeps flowing
+    stacks: dict[str, float]
+    count: int  # points fitted
+    # the points, made when first asked for (a shipped fit is used without them)
+    source: Callable[[], Sequence[Point]] = field(compare=False, repr=False)
+
+    @cached_property
+    def points(self) -> tuple[Point, ...]:
+        return tuple(self.source())
+
+    @cached_property
+    def log_errors(self) -> tuple[float, ...]:
+        """In sample: log(modelled / measured) per point (never the range of a prediction)."""
+        return tuple(math.log(modelled(self, p) / p.measured) for p in self.points)
+
+    def to_json(self) -> dict[str, object]:
+        return {"tensor": self.tensor, "step_s": self.step_s, "launch_s": self.launch_s,
+                "feed": self.feed, "stacks": self.stacks, "count": self.count}  # fmt: skip
+
+    @property
+    def stack(self) -> float:
+        """The stack factor a prediction uses: your runs' where you have some, else the median
+        of the published stacks."""
+        if STORED in self.stacks:
+            return self.stacks[STORED]
+        published = [v for k, v in self.stacks.items() if k != STORED]
+        return statistics.median(published) if published else 1.0
+
+    @property
+    def efficiency(self) -> Efficiency:
+        return Efficiency(self.tensor, self.step_s, self.launch_s, self.feed, self.stack)
+
+    def for_point(self, p: Point) -> Efficiency:
+        stack = self.stacks.get(p.stack, self.stack)
+        return Efficiency(self.tensor, self.step_s, self.launch_s, self.feed, stack)
 
     def spread(self) -> tuple[float, float]:
-        """Factors (low, high) that cover the middle 80 % of the fit's errors."""
-        if len(self.log_errors) < 3:
-            return (0.7, 1.3)
-        lo, hi = np.percentile(self.log_errors, [10, 90])
-        return (math.exp(-float(hi)), math.exp(-float(lo)))
+        """Factors (low, high) covering the middle 80 % of the leave-one-GPU-out errors of the
+        shipped data (``out_of_sample.py``): the range of a prediction for a GPU the fit has
+        not seen, never the fit's own residuals."""
+        from gpuscout.predict.out_of_sample import shipped
+
+        figures = shipped()
+        return (figures.low, figures.high)
+
+    def relative_error(self) -> float:
+        """How far off a speed relative to another GPU is, out of sample (leave one source
+        out, 80th percentile): options closer than this are not ranked."""
+        from gpuscout.predict.out_of_sample import shipped
+
+        return shipped().relative_error
 
     def describe(self) -> str:
-        e = self.efficiency
+        shares = ", ".join(f"{kind} {share:.0%}" for kind, share in
+                           zip(TENSOR_KINDS, self.tensor, strict=True))  # fmt: skip
         return (
-            f"fitted to {len(self.points)} published measurements: tensor cores at {e.tensor:.0%} "
-            f"of peak, CUDA cores at {e.cuda:.0%}, memory at {e.memory:.0%} of bandwidth"
+            f"per-kernel model fitted to {self.count} published measurements: tensor-core "
+            f"kernels at these shares of the FP32 GEMM utilisation: {shares}; "
+            f"{self.launch_s * 1e6:.1f} µs per kernel launch, memory fed at up to "
+            f"{self.feed:.1f} bytes a clock per SM, {self.step_s * 1e3:.2f} ms of "
+            f"framework cost per step, software stack factor x{self.stack:.2f}"
         )
 
 
+def _stack(row: Published) -> str:
+    return f"{row.framework} {row.software or '?'}".strip()
+
+
 def published_points(catalog: Catalog) -> list[Point]:
-    """The catalog's single-GPU published measurements that have a shipped profile."""
+    """The catalog's single-GPU published measurements that have a shipped profile (the same
+    rows give the same points: kept for the process, as each takes a profile rescaled)."""
+    key = (tuple(catalog.published), tuple(catalog.published_from),
+           tuple(sorted(catalog.gpus.items())))  # fmt: skip
+    if key not in _POINTS:
+        _POINTS[key] = _published_points(catalog)
+    return list(_POINTS[key])
+
+
+_POINTS: dict[object, list[Point]] = {}
+_FITS: dict[object, Calibration] = {}
+
+
+def _published_points(catalog: Catalog) -> list[Point]:
     points = []
     for index, row in enumerate(catalog.published):
         point = _point(catalog, row, catalog.published_origin(index))
@@ -81,12 +185,35 @@ def published_points(catalog: Catalog) -> list[Point]:
     return points
 
 
+def profile_for(workload: str, dims: dict[str, int], batch: int, precision: str) -> Profile | None:
+    """A profile at this batch: shipped or cached; a shipped one at another batch is rescaled
+    (``Profile.at_batch``), so each published row is modelled at its own batch."""
+    return cached(workload, dims, batch, precision)
+
+
+def _point(catalog: Catalog, row: Published, origin: str = "built-in") -> Point | None:
+    if row.gpu_count != 1 or row.workload not in _SHAPES:
+        return None
+    workload, dims, default_batch = _SHAPES[row.workload]
+    if row.seq_len:
+        dims = {**dims, "seq_len": row.seq_len}
+    batch = row.batch_size_per_gpu or default_batch
+    profile = profile_for(workload, dims, batch, row.precision)
+    if profile is None:
+        return None
+    label = f"{row.gpu} {row.workload} {row.precision} ({row.source_id})"
+    gpu = catalog.gpus[row.gpu_id]
+    return Point(gpu, profile, row.throughput, row.source_id, label, row.workload,
+                 row.batch_size_per_gpu, origin, _stack(row))  # fmt: skip
+
+
 def user_rows_used(catalog: Catalog, points: Sequence[Point]) -> list[str]:
     """One line per user catalog file whose rows this fit or its predictions use: the GPUs
     whose shipped rows it replaces or that it adds, and the published measurements it brings.
 
-    A user's row moves every fitted efficiency (a TB/s-for-GB/s typo in one GPU row once moved
-    them from 95/80/49 % to 35/67/100 %), so it never enters a calibration silently.
+    A user's row moves every fitted factor (a TB/s-for-GB/s typo in one GPU row once moved the
+    old model's efficiencies from 95/80/49 % to 35/67/100 %), so it never enters a calibration
+    silently.
     """
     on_gpu: dict[str, int] = {}
     brought: dict[str, list[str]] = {}
@@ -141,7 +268,7 @@ def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point]
         elif run.replicas > 1:
             reason = f"it ran on {run.replicas} devices; calibration models one GPU"
         else:
-            profile = cached(run.workload, run.config.dims, run.batch_size, run.precision)
+            profile = profile_for(run.workload, run.config.dims, run.batch_size, run.precision)
             if profile is None:
                 reason = (
                     f"no step profile of {run.workload} at batch {run.batch_size}, "
@@ -154,8 +281,8 @@ def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point]
             continue
         label = f"{gpu.id} {run.workload} {run.precision} (your run {run.id})"
         measured = run.samples_per_second.median
-        point = Point(gpu, profile, measured, "stored", label, run.workload, run.batch_size)
-        points.append(point)
+        points.append(Point(gpu, profile, measured, "stored", label, run.workload,
+                            run.batch_size, stack=STORED))  # fmt: skip
     notes = [
         f"not in the calibration: your run{'s' if len(ids) > 1 else ''} {', '.join(ids)} ({why})"
         for why, ids in left_out.items()
@@ -163,42 +290,126 @@ def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point]
     return points, notes
 
 
-def _point(catalog: Catalog, row: Published, origin: str = "built-in") -> Point | None:
-    if row.gpu_count != 1 or row.workload not in _SHAPES:
-        return None
-    workload, dims, batch = _SHAPES[row.workload]
-    if row.seq_len:
-        dims = {**dims, "seq_len": row.seq_len}
-    profile = cached(workload, dims, batch, row.precision)
-    if profile is None:
-        return None
-    label = f"{row.gpu} {row.workload} {row.precision} ({row.source_id})"
-    gpu = catalog.gpus[row.gpu_id]
-    return Point(
-        gpu,
-        profile,
-        row.throughput,
-        row.source_id,
-        label,
-        row.workload,
-        row.batch_size_per_gpu,
-        origin,
-    )
+@dataclass(frozen=True)
+class _Design:
+    """Every kernel of every point in flat arrays, so one evaluation of the fit is a handful of
+    numpy operations (a fit takes tens of milliseconds, and the out-of-sample errors refit it
+    once per GPU and per source)."""
 
+    point: np.ndarray  # index of the point each kernel belongs to
+    count: np.ndarray
+    overlap: np.ndarray
+    memory: np.ndarray
+    compute: np.ndarray
+    tensor: np.ndarray
+    need: np.ndarray  # per kernel: bytes per clock per SM its GPU's bandwidth needs
+    log_measured: np.ndarray  # per point: log samples/s
+    batch: np.ndarray
+    stack_index: np.ndarray
+    stacks: tuple[str, ...]
 
-def _errors(theta: Sequence[float], points: Sequence[Point]) -> np.ndarray:
-    eff = Efficiency(*theta)
-    return np.array(
-        [math.log(samples_per_second(p.profile, p.gpu, eff) / p.measured) for p in points]
-    )
+    @classmethod
+    def of(cls, points: Sequence[Point]) -> _Design:
+        parts = [point_terms(p) for p in points]
+        stacks = tuple(sorted({p.stack for p in points}))
+        index = {s: i for i, s in enumerate(stacks)}
+        return cls(
+            point=np.concatenate([np.full(len(t.count), i) for i, t in enumerate(parts)]),
+            count=np.concatenate([t.count for t in parts]),
+            overlap=np.concatenate([t.overlap for t in parts]),
+            memory=np.concatenate([t.memory for t in parts]),
+            compute=np.concatenate([t.compute for t in parts]),
+            tensor=np.concatenate([t.tensor for t in parts]),
+            need=np.concatenate([np.full(len(t.count), t.need) for t in parts]),
+            log_measured=np.log([p.measured for p in points]),
+            batch=np.array([p.profile.batch for p in points], dtype=float),
+            stack_index=np.array([index[p.stack] for p in points]),
+            stacks=stacks,
+        )
+
+    def log_speed(self, theta: np.ndarray) -> np.ndarray:
+        tensor, step_s, launch_s, feed = theta[:4], theta[4], theta[5], theta[6]
+        log_stacks = theta[_FIXED:]
+        compute = self.compute / np.concatenate([[1.0], tensor])[self.tensor]
+        memory = self.memory * np.maximum(1.0, self.need / feed)
+        per_kernel = self.count * (launch_s + combine(compute, memory, self.overlap))
+        kernels = np.bincount(self.point, weights=per_kernel, minlength=len(self.batch))
+        seconds = np.exp(log_stacks[self.stack_index]) * kernels + step_s
+        return np.asarray(np.log(self.batch / seconds), dtype=float)
+
+    def residuals(self, theta: np.ndarray) -> np.ndarray:
+        errors = self.log_speed(theta) - self.log_measured
+        return np.concatenate([errors, _RIDGE * theta[_FIXED:]])
 
 
 def fit_calibration(points: Sequence[Point]) -> Calibration:
-    """Least-squares efficiencies (each between 1 % and 100 %) for these points."""
+    """Least-squares tensor shares, launch and step costs, feed and stack factors for these
+    points (the same points give the same fit: kept for the process)."""
+    key = tuple((p.label, p.measured, p.profile.key, p.gpu, p.stack) for p in points)
+    if key not in _FITS:
+        _FITS[key] = _fit(points)
+    return _FITS[key]
+
+
+def _fit(points: Sequence[Point]) -> Calibration:
+    from scipy.optimize import least_squares  # a second to import: only when fitting
+
     if len(points) < 3:
-        raise ValueError("at least 3 measurements are needed to fit 3 efficiencies")
-    result = least_squares(
-        _errors, x0=[0.5, 0.5, 0.5], bounds=([0.01] * 3, [1.0] * 3), args=(points,)
+        raise ValueError("at least 3 measurements are needed to fit the calibration")
+    design = _Design.of(points)
+    n = len(design.stacks)
+    k = len(TENSOR_KINDS)
+    x0 = np.array([0.6] * k + [0.002, 5e-6, 12.0] + [0.0] * n)
+    lower = [_TENSOR[0]] * k + [_STEP_S[0], _LAUNCH_S[0], _FEED[0]] + [-_LOG_STACK] * n
+    upper = [_TENSOR[1]] * k + [_STEP_S[1], _LAUNCH_S[1], _FEED[1]] + [_LOG_STACK] * n
+    result = least_squares(design.residuals, x0, bounds=(lower, upper), x_scale="jac",
+                           loss="soft_l1", f_scale=_F_SCALE, max_nfev=_MAX_NFEV)  # fmt: skip
+    return Calibration(
+        tensor=tuple(float(x) for x in result.x[:k]),  # type: ignore[arg-type]
+        step_s=float(result.x[k]),
+        launch_s=float(result.x[k + 1]),
+        feed=float(result.x[k + 2]),
+        stacks={s: math.exp(float(result.x[_FIXED + i])) for i, s in enumerate(design.stacks)},
+        count=len(points),
+        source=lambda: points,
     )
-    eff = Efficiency(*(float(x) for x in result.x))
-    return Calibration(eff, tuple(points), tuple(float(e) for e in _errors(result.x, points)))
+
+
+SHIPPED_FIT = Path(str(resources.files("gpuscout.predict") / "data" / "calibration.json"))
+
+
+def calibration_for(catalog: Catalog, mine: Sequence[Point] = ()) -> Calibration:
+    """The calibration predictions use: the shipped fit when nothing of yours enters it (no
+    stored runs, no catalog file of yours), else a fit with them (about a second).
+
+    The shipped fit is what ``benchmarks/prediction_accuracy.py --write`` fitted to the shipped
+    published rows; a test checks it is current."""
+    if (
+        not mine
+        and not catalog.user_gpus()
+        and all(catalog.published_origin(i) == "built-in" for i in range(len(catalog.published)))
+    ):
+        try:
+            raw = json.loads(SHIPPED_FIT.read_text())
+            return Calibration(
+                tensor=tuple(raw["tensor"]),
+                step_s=raw["step_s"],
+                launch_s=raw["launch_s"],
+                feed=raw["feed"],
+                stacks=raw["stacks"],
+                count=raw["count"],
+                source=lambda: published_points(catalog),
+            )
+        except (OSError, ValueError, KeyError):
+            pass  # not shipped (a source checkout before the first --write): fit it
+    return fit_calibration(published_points(catalog) + list(mine))
+
+
+def write_shipped(cal: Calibration) -> Path:
+    SHIPPED_FIT.write_text(json.dumps(cal.to_json(), indent=1) + "\n")
+    return SHIPPED_FIT
+
+
+def modelled(cal: Calibration, p: Point) -> float:
+    """Samples/s the calibration models for a point, with its own stack's factor."""
+    return p.profile.batch / point_terms(p).seconds(cal.for_point(p))

@@ -1,59 +1,212 @@
-"""Single-GPU step time from a cost profile and the catalog: a roofline per op class.
+"""Single-GPU step time: the sum of the step's kernels, each bounded by the roofline.
 
-    time = sum over op classes of max(FLOPs / (peak x e_compute), bytes / (bandwidth x e_memory))
+    step = stack x sum over kernels of count x (launch + max(compute, memory)) + step cost
 
-Matmuls run at the precision's peak (``catalog.peak_tflops``: FP32 on CUDA cores, TF32 on
-Ampere+ as TensorFlow does by default, FP16/BF16 tensor cores with FP32 accumulate, FP32 where a
-GPU lacks the type). Elementwise work and reductions run on the CUDA cores. The efficiencies are
-not guessed: ``calibrate.py`` fits them to published measurements.
+Each kernel's compute and memory times come from the kernel model (``kernel_model.py``), learned
+from 155,764 measured CUDA kernels on five GPUs: how many waves of tiles the kernel makes on the
+GPU's SMs (a small kernel leaves a big GPU idle), how close its size lets it get to the memory
+bandwidth, whether its working set fits in L2, and a launch cost per kernel. So a GPU's speed
+follows its SMs, clocks, cache and bandwidth *per kernel*, not one bandwidth ratio for every
+workload.
+
+What kernels cannot know is fitted to published end-to-end training rows (``calibrate.py``):
+the share of the tensor-core peak GEMMs reach (the kernel data is FP32 only), the framework's
+cost per step, and a factor per software stack. Matmuls run at the precision's peak
+(``catalog.peak_tflops``: FP32 on CUDA cores, TF32 on Ampere+ unless ``tf32=False``, FP16/BF16
+tensor cores with FP32 accumulate, FP32 where a GPU lacks the type).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from gpuscout.catalog import Gpu, peak_tflops
-from gpuscout.predict.hlo import CLASSES
+from gpuscout.predict.kernel_model import GpuFeatures, KernelModel, components
+from gpuscout.predict.kernel_model import load as load_kernel_model
+from gpuscout.predict.kernels import Kernel, Op
 from gpuscout.predict.profile import Profile
+
+BOUNDS = ("compute", "memory", "launch")
+# The kinds of tensor-core kernels whose share of the peak is fitted end to end: the kernel data
+# is FP32 only, and cuDNN's implicit-GEMM convolutions do not reach what cuBLAS's GEMMs do.
+TENSOR_KINDS = ("matmul TF32", "matmul FP16/BF16", "conv TF32", "conv FP16/BF16")
 
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Fractions of the datasheet peaks a training step reaches (fitted, see calibrate.py)."""
+    """What the kernels cannot know, fitted to published end-to-end rows (``calibrate.py``)."""
 
-    tensor: float  # of the tensor-core peak, by matmuls on tensor cores (TF32/FP16/BF16)
-    cuda: float  # of the FP32 CUDA-core peak, by matmuls and elementwise math without them
-    memory: float  # of the memory bandwidth
-
-    def as_tuple(self) -> tuple[float, float, float]:
-        return (self.tensor, self.cuda, self.memory)
+    # per TENSOR_KINDS: the share of the utilisation FP32 GEMMs reach that tensor-core kernels
+    # of that kind reach, of their own (tensor) peak
+    tensor: tuple[float, float, float, float]
+    step_s: float  # the framework's cost per training step, seconds (dispatch, host sync)
+    launch_s: float  # per kernel: launch and the gap to the next kernel, seconds
+    # bytes an SM keeps flowing per clock (memory-level parallelism): a GPU whose bandwidth
+    # needs more per SM than this reaches only this share of it (HBM GPUs with few SMs)
+    feed: float = math.inf
+    stack: float = 1.0  # the software stack's factor on the kernels' time
 
 
 @dataclass(frozen=True)
 class StepEstimate:
     seconds: float
     matmul_rate: str  # which peak the matmuls were given, e.g. "TF32 tensor, dense ..."
-    bound: dict[str, str]  # op class -> "compute" or "memory"
+    split: dict[str, float]  # seconds in compute-, memory- and launch-bound kernels; "step"
+    launches: int  # kernels launched per step
+    assumptions: list[str] = field(default_factory=list)
 
 
 def on_tensor_cores(rate: str) -> bool:
     return not rate.startswith("FP32")
 
 
+_PRECISION_OF = {"f16": "mixed_float16", "bf16": "mixed_bfloat16"}
+
+
+def kernel_peak(kernel: Kernel, gpu: Gpu, tf32: bool) -> tuple[float, int]:
+    """FLOP/s of the units a kernel runs on, and which of TENSOR_KINDS it is, counted from 1
+    (0: CUDA cores)."""
+    if not kernel.gemm:
+        return gpu.fp32_tflops * 1e12, 0
+    precision = _PRECISION_OF.get(kernel.dtype, "fp32")
+    peak, rate = peak_tflops(gpu, precision, tf32)
+    if not on_tensor_cores(rate):
+        return peak * 1e12, 0
+    return peak * 1e12, (1 if kernel.op == "matmul" else 3) + (precision != "fp32")
+
+
+def kernels_of(profile: Profile) -> list[Kernel]:
+    """The profile's kernels; for a profile without a kernel list (made by hand, or by an older
+    gpuscout), one kernel per op class that fills the GPU, so it still has a time."""
+    if profile.kernels:
+        return list(profile.kernels)
+    out = []
+    ops: tuple[Op, ...] = ("matmul", "elementwise", "reduction")
+    for op in ops:
+        cls = op
+        flops, moved = profile.flops.get(cls, 0.0), profile.bytes.get(cls, 0.0)
+        if flops <= 0 and moved <= 0:
+            continue
+        dtype = "f32" if profile.precision == "fp32" else "f16"
+        if op == "matmul":
+            side = 8192
+            k = max(1, round(flops / (2 * side * side)))
+            out.append(Kernel(op="matmul", flops=flops, bytes=moved, dtype=dtype, m=side,
+                              n=side, k=k))  # fmt: skip
+        else:
+            out.append(Kernel(op=op, flops=flops, bytes=moved, elements=max(1, int(moved / 8))))
+    return out
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A step on one GPU, taken apart so the calibration can refit quickly: per distinct kernel,
+    its count, launch time, memory time and compute time at the full peak of its units."""
+
+    count: np.ndarray
+    overlap: np.ndarray  # p of the kernel model's smooth max (c^p + m^p)^(1/p)
+    memory: np.ndarray
+    compute: np.ndarray
+    tensor: np.ndarray  # int: 1 + its index in TENSOR_KINDS, 0 on CUDA cores
+    rate: str
+    assumptions: tuple[str, ...]
+    need: float = 0.0  # bytes per clock per SM the GPU's full bandwidth needs
+
+    def slowdown(self, feed: float) -> float:
+        """Memory time's factor when each SM keeps only ``feed`` bytes a clock flowing."""
+        return max(1.0, self.need / feed) if feed > 0 else 1.0
+
+    def bodies(
+        self, tensor: Sequence[float], feed: float = math.inf
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per kernel: its time without the launch, its compute and its memory time."""
+        compute = self.compute / np.concatenate([[1.0], tensor])[self.tensor]
+        memory = self.memory * self.slowdown(feed)
+        return combine(compute, memory, self.overlap), compute, memory
+
+    def seconds(self, eff: Efficiency) -> float:
+        body, _, _ = self.bodies(eff.tensor, eff.feed)
+        kernels = self.count * (eff.launch_s + body)
+        return float(eff.stack * kernels.sum() + eff.step_s)
+
+    def split(self, eff: Efficiency) -> dict[str, float]:
+        """Seconds of the step in kernels bound by compute, by memory, and by their launch
+        (a kernel whose work takes less than its launch), and the framework's step cost."""
+        body, compute, memory = self.bodies(eff.tensor, eff.feed)
+        total = eff.stack * self.count * (eff.launch_s + body)
+        launch = eff.launch_s > body
+        on_compute = ~launch & (compute >= memory)
+        return {
+            "compute": float(total[on_compute].sum()),
+            "memory": float(total[~launch & ~on_compute].sum()),
+            "launch": float(total[launch].sum()),
+            "step": eff.step_s,
+        }
+
+
+def combine(compute: np.ndarray, memory: np.ndarray, overlap: np.ndarray) -> np.ndarray:
+    """The kernel model's smooth maximum of compute and memory time (``kernel_model.combine``
+    without the launch, which the end-to-end fit owns): never below the larger of the two."""
+    hi = np.maximum(compute, memory)
+    lo = np.minimum(compute, memory)
+    ratio = np.divide(lo, hi, out=np.zeros_like(hi), where=hi > 0)
+    return np.asarray(hi * (1.0 + ratio**overlap) ** (1.0 / overlap), dtype=float)
+
+
+def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | None = None) -> Terms:
+    """The step of ``profile`` on ``gpu`` before the fitted factors are applied: every kernel
+    timed by the kernel model at once, op by op (a step has thousands of kernels)."""
+    model = model or load_kernel_model()
+    features = GpuFeatures.from_gpu(gpu)
+    kernels = kernels_of(profile)
+    kinds: dict[tuple[str, str], tuple[float, int]] = {}
+    for kernel in kernels:
+        if (kernel.op, kernel.dtype) not in kinds:
+            kinds[(kernel.op, kernel.dtype)] = kernel_peak(kernel, gpu, tf32)
+    n = len(kernels)
+    count, overlap = np.empty(n), np.empty(n)
+    memory, compute, kind = np.empty(n), np.empty(n), np.zeros(n, dtype=int)
+    ops: set[Op] = {k.op for k in kernels}
+    for op in ops:
+        at = np.array([k.op == op for k in kernels])
+        mine = [k for k in kernels if k.op == op]
+        p = model.params[op]
+        peaks = np.array([kinds[(k.op, k.dtype)][0] for k in mine])
+        size = {f: np.array([getattr(k, f) for k in mine], dtype=float)
+                for f in ("flops", "bytes", "batch", "m", "n", "k", "elements")}  # fmt: skip
+        c, m = components(
+            p, mine[0].gemm, size["flops"], size["bytes"], size["batch"], size["m"], size["n"],
+            size["k"], size["elements"], features.sm_count, features.clock_mhz, peaks,
+            features.bandwidth, features.l2_bytes,
+        )  # fmt: skip
+        compute[at], memory[at] = c, m
+        count[at] = [k.count for k in mine]
+        overlap[at] = p.overlap
+        kind[at] = [kinds[(k.op, k.dtype)][1] for k in mine]
+    rate = peak_tflops(gpu, profile.precision, tf32)[1]
+    need = features.bandwidth / (features.sm_count * features.clock_mhz * 1e6)
+    return Terms(count, overlap, memory, compute, kind, rate, tuple(features.assumptions), need)
+
+
 def step_time(profile: Profile, gpu: Gpu, eff: Efficiency, tf32: bool = True) -> StepEstimate:
-    """Seconds per training step of ``profile`` on ``gpu``."""
-    peak, rate = peak_tflops(gpu, profile.precision, tf32)
-    matmul = peak * 1e12 * (eff.tensor if on_tensor_cores(rate) else eff.cuda)
-    vector = gpu.fp32_tflops * 1e12 * eff.cuda
-    bandwidth = gpu.memory_bandwidth_gb_per_s * 1e9 * eff.memory
-    total, bound = 0.0, {}
-    for cls in CLASSES:
-        compute = profile.flops.get(cls, 0.0) / (matmul if cls == "matmul" else vector)
-        memory = profile.bytes.get(cls, 0.0) / bandwidth
-        total += max(compute, memory)
-        bound[cls] = "compute" if compute >= memory else "memory"
-    return StepEstimate(total, rate, bound)
+    """Seconds per training step (or forward pass) of ``profile`` on ``gpu``."""
+    parts = terms(profile, gpu, tf32)
+    return StepEstimate(
+        parts.seconds(eff),
+        parts.rate,
+        parts.split(eff),
+        int(parts.count.sum()),
+        list(parts.assumptions),
+    )
 
 
 def samples_per_second(profile: Profile, gpu: Gpu, eff: Efficiency, tf32: bool = True) -> float:
     return profile.batch / step_time(profile, gpu, eff, tf32).seconds
+
+
+def total_seconds(parts: Sequence[Terms], eff: Efficiency) -> list[float]:
+    return [p.seconds(eff) for p in parts]

@@ -20,8 +20,7 @@ from gpuscout.errors import UserError
 from gpuscout.predict import predict
 from gpuscout.predict.calibrate import (
     Calibration,
-    fit_calibration,
-    published_points,
+    calibration_for,
     run_points,
     user_rows_used,
 )
@@ -156,7 +155,7 @@ def _ranking(
             workload.name, workload.resolve({}), workload.default_batch_gpu, PREDICT_PRECISION
         )
     if profile is not None and epoch:
-        predicted, _ = predict(
+        predicted, common = predict(
             profile,
             list(catalog.gpus.values()),
             [1],
@@ -165,6 +164,8 @@ def _ranking(
             epoch,
             calibration=calibration,
         )
+        # neighbours closer than the model's out-of-sample error are not ranked, said once
+        notes += [f"{workload_name}: {n}" for n in common if n.startswith("not distinguishable")]
         ref_sps = next(p.samples_per_second for p in predicted if p.gpu == reference.id)
         for p in sorted(predicted, key=lambda p: -p.samples_per_second):
             if not p.fits_memory:
@@ -285,7 +286,7 @@ def build_report(
         main = max(by_workload, key=lambda name: len(by_workload[name]))
     # One fit for every prediction in the report: published data and these runs' GPU runs.
     mine, left_out = run_points(runs, catalog)
-    calibration = fit_calibration(published_points(catalog) + mine)
+    calibration = calibration_for(catalog, mine)
     notes += left_out + user_rows_used(catalog, calibration.points)  # a user row is named
     report = Report(title, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), runs, [])
     report.summary = summary

@@ -34,7 +34,7 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
             fmt_rate(r.samples_per_second),
             f"{fmt_rate(r.low)} - {fmt_rate(r.high)}",
             fmt_seconds(r.epoch_seconds),
-            f"{fmt_sig(r.relative_speed)}x",
+            f"{fmt_sig(r.relative_speed)}x" + (" ~" if r.not_distinguishable_from else ""),
             f"{r.scaling_efficiency:.0%}",
             *measured_scaling,
             f"yes ({r.memory_needed_gb:.1f} GB)"
@@ -43,6 +43,35 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
             fmt_rate(r.measured) if r.measured else "",
             literal(r.link or ""),
         )
+    if any(r.not_distinguishable_from for r in rows):
+        table.caption = (
+            "~ not distinguishable from the next slower option with as many GPUs (within the "
+            "model's out-of-sample error; see the assumption below)"
+        )
+        table.caption_justify = "left"
+    return table
+
+
+def breakdown_table(rows: list[Prediction], profile: Profile) -> Table:
+    """Where one GPU's predicted step goes: the kernels bound by compute, by memory and by
+    their launch, and the framework's cost per step; what decides how a GPU ranks."""
+    title = (
+        f"where the step goes · {profile.workload} · {profile.precision} · batch "
+        f"{profile.batch} · one GPU · {rows[0].launches if rows else 0:,} kernel launches"
+    )
+    table = Table(title=literal(title), title_justify="left")
+    for name in ("GPU", "step", "compute-bound", "memory-bound", "launch-bound", "per step"):
+        table.add_column(name, justify="left" if name == "GPU" else "right")
+    for r in rows:
+        if r.count != 1 or not r.split:
+            continue
+        total = sum(r.split.values())
+        table.add_row(
+            literal(r.gpu),
+            fmt_seconds(total),
+            *(f"{r.split.get(k, 0.0) / total:.0%}" for k in ("compute", "memory", "launch",
+                                                              "step")),
+        )  # fmt: skip
     return table
 
 

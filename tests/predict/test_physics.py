@@ -1,0 +1,146 @@
+"""Physics the per-kernel model must obey for any fit (issue 18), on the shipped profiles and the
+fit to the shipped published data: no TensorFlow."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuscout.catalog import Catalog, Gpu, load_catalog
+from gpuscout.predict.calibrate import (
+    Calibration,
+    calibration_for,
+    fit_calibration,
+    published_points,
+)
+from gpuscout.predict.profile import Profile, cached
+from gpuscout.predict.roofline import Efficiency, step_time
+
+RATES = ("fp32_tflops", "tf32_tensor_tflops", "fp16_tensor_fp32acc_tflops",
+         "fp16_tensor_fp16acc_tflops", "bf16_tensor_tflops", "fp8_tensor_tflops")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def eff(cat: Catalog) -> Efficiency:
+    cal: Calibration = fit_calibration(published_points(cat))
+    return cal.efficiency
+
+
+def _profile(workload: str, precision: str, batch: int, **dims: int) -> Profile:
+    found = cached(workload, dims, batch, precision)
+    assert found is not None, f"no shipped profile of {workload} {dims} {precision}"
+    assert found.kernels, "the shipped profile has no kernel list"
+    return found
+
+
+STEPS = [
+    ("resnet50", "mixed_float16", 256, {}),
+    ("resnet50", "fp32", 256, {}),
+    ("bert-base", "mixed_float16", 32, {}),
+    ("bert-base", "mixed_float16", 32, {"seq_len": 384}),
+    ("bert-large", "mixed_float16", 32, {"seq_len": 384}),
+]
+
+
+def _speed(profile: Profile, gpu: Gpu, eff: Efficiency) -> float:
+    return profile.batch / step_time(profile, gpu, eff).seconds
+
+
+@pytest.mark.parametrize(("workload", "precision", "batch", "dims"), STEPS)
+def test_h200_is_faster_than_h100_sxm_but_not_by_the_bandwidth_ratio(
+    cat: Catalog, eff: Efficiency, workload: str, precision: str, batch: int,
+    dims: dict[str, int],
+) -> None:  # fmt: skip
+    """Same SMs, clocks and tensor cores; 1.43x the bandwidth and 60 vs 50 MB of L2: faster,
+    but a step's compute-bound kernels do not speed up, so never by the whole 1.43x."""
+    profile = _profile(workload, precision, batch, **dims)
+    h100, h200 = cat.gpus["h100-sxm"], cat.gpus["h200"]
+    ratio = _speed(profile, h200, eff) / _speed(profile, h100, eff)
+    bandwidth = h200.memory_bandwidth_gb_per_s / h100.memory_bandwidth_gb_per_s
+    assert 1.0 < ratio < bandwidth - 0.01
+
+
+def test_l4_is_not_slower_than_t4_for_resnet50_in_mixed_precision(
+    cat: Catalog, eff: Efficiency
+) -> None:
+    """An L4 has 4x a T4's FP16 tensor peak and barely less bandwidth (300 vs 320 GB/s) but 12x
+    the L2: a bandwidth-ratio model put the T4 first."""
+    profile = _profile("resnet50", "mixed_float16", 256)
+    assert _speed(profile, cat.gpus["l4"], eff) >= _speed(profile, cat.gpus["t4"], eff)
+
+
+def test_an_l40s_is_not_an_rtx_3090(cat: Catalog, eff: Efficiency) -> None:
+    """The L40S has 0.92x a 3090's bandwidth and 5x its FP16 tensor peak (FP32 accumulate): a
+    bandwidth-ratio model called them equal."""
+    profile = _profile("resnet50", "mixed_float16", 256)
+    ratio = _speed(profile, cat.gpus["l40s"], eff) / _speed(profile, cat.gpus["rtx-3090"], eff)
+    assert ratio > 1.1
+
+
+@pytest.mark.parametrize(("workload", "precision", "batch", "dims"), STEPS)
+def test_a_step_is_never_faster_than_launching_its_kernels(
+    cat: Catalog, eff: Efficiency, workload: str, precision: str, batch: int,
+    dims: dict[str, int],
+) -> None:  # fmt: skip
+    profile = _profile(workload, precision, batch, **dims)
+    for gpu in cat.gpus.values():
+        est = step_time(profile, gpu, eff)
+        assert est.launches == sum(k.count for k in profile.kernels)
+        assert est.seconds >= est.launches * eff.launch_s * eff.stack + eff.step_s
+        assert sum(est.split.values()) == pytest.approx(est.seconds)
+
+
+def test_a_tiny_step_is_launch_bound_on_a_big_gpu(cat: Catalog, eff: Efficiency) -> None:
+    """The seed MLP was once predicted at 115 million samples/s on a B200 (a 2 µs step)."""
+    profile = _profile("mlp", "fp32", 256)
+    est = step_time(profile, cat.gpus["b200"], eff)
+    assert est.seconds >= est.launches * eff.launch_s * eff.stack
+    assert est.split["launch"] + est.split["step"] > est.split["compute"]
+    assert profile.batch / est.seconds < 10e6
+
+
+@pytest.mark.parametrize("gpu_id", ["t4", "a100-40gb-sxm", "h100-sxm", "rtx-4090"])
+def test_more_sms_at_the_same_clocks_is_never_slower(
+    cat: Catalog, eff: Efficiency, gpu_id: str
+) -> None:
+    """More SMs at the same clock: every peak grows with the SM count, the memory does not."""
+    gpu = cat.gpus[gpu_id]
+    for workload, precision, batch, dims in STEPS:
+        profile = _profile(workload, precision, batch, **dims)
+        base = step_time(profile, gpu, eff).seconds
+        for factor in (1.1, 1.5, 2.0):
+            sms = round(gpu.sm_count * factor)
+            rates = {r: getattr(gpu, r) * sms / gpu.sm_count for r in RATES if getattr(gpu, r)}
+            bigger = gpu.model_copy(update={"sm_count": sms} | rates)
+            assert step_time(profile, bigger, eff).seconds <= base * (1 + 1e-9)
+
+
+def test_predictions_do_not_order_gpus_by_bandwidth_alone(cat: Catalog, eff: Efficiency) -> None:
+    """Somewhere in the catalog, a GPU with less bandwidth is predicted faster (the 4090 and
+    the L40S against the 3090 Ti, an L4 against a T4), which a bandwidth ratio never does."""
+    profile = _profile("resnet50", "mixed_float16", 256)
+    speeds = {g.id: _speed(profile, g, eff) for g in cat.gpus.values()}
+    inversions = [
+        (a.id, b.id)
+        for a in cat.gpus.values()
+        for b in cat.gpus.values()
+        if a.memory_bandwidth_gb_per_s < b.memory_bandwidth_gb_per_s and speeds[a.id] > speeds[b.id]
+    ]
+    assert ("l4", "t4") in inversions
+    assert len(inversions) >= 10
+
+
+def test_the_shipped_fit_is_the_fit_of_the_shipped_data(cat: Catalog) -> None:
+    """``predict`` uses calibration.json when nothing of yours enters the fit; it must be what
+    fitting the shipped rows gives (``benchmarks/prediction_accuracy.py --write`` renews it)."""
+    shipped = calibration_for(cat)
+    fitted = fit_calibration(published_points(cat))
+    assert shipped.count == fitted.count
+    assert shipped.tensor == pytest.approx(fitted.tensor, rel=1e-3)
+    assert shipped.step_s == pytest.approx(fitted.step_s, rel=1e-3, abs=1e-6)
+    assert shipped.launch_s == pytest.approx(fitted.launch_s, rel=1e-3)
+    assert shipped.stacks == pytest.approx(fitted.stacks, rel=1e-3)
