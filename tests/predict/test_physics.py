@@ -3,13 +3,18 @@ fit to the shipped published data: no TensorFlow."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gpuscout.catalog import Catalog, Gpu, load_catalog
 from gpuscout.predict.calibrate import (
+    STORED,
     Calibration,
+    Point,
     calibration_for,
     fit_calibration,
+    point_terms,
     published_points,
 )
 from gpuscout.predict.profile import Profile, cached
@@ -144,3 +149,14 @@ def test_the_shipped_fit_is_the_fit_of_the_shipped_data(cat: Catalog) -> None:
     assert shipped.step_s == pytest.approx(fitted.step_s, rel=1e-3, abs=1e-6)
     assert shipped.launch_s == pytest.approx(fitted.launch_s, rel=1e-3)
     assert shipped.stacks == pytest.approx(fitted.stacks, rel=1e-3)
+
+
+def test_a_stored_no_tf32_run_is_modelled_on_cuda_cores(cat: Catalog, eff: Efficiency) -> None:
+    """A stored fp32 run measured with --no-tf32 enters the fit as FP32 on CUDA cores (19.5
+    TFLOP/s on an A100, not TF32's 156): taken as TF32, it would pull the TF32 shares down."""
+    profile = _profile("resnet50", "fp32", 256)
+    a100 = cat.gpus["a100-80gb-sxm"]
+    on = Point(a100, profile, 1000.0, "stored", "on", stack=STORED)
+    off = dataclasses.replace(on, label="off", tf32=False)
+    assert point_terms(off).seconds(eff) > 1.2 * point_terms(on).seconds(eff)
+    assert point_terms(off).rate.startswith("FP32") and "TF32" in point_terms(on).rate

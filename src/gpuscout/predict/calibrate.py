@@ -67,6 +67,7 @@ class Point:
     measured_batch: int | None = None  # per GPU, as measured (None: the source does not say)
     origin: str = "built-in"  # the catalog file of the published row ("built-in": shipped)
     stack: str = ""  # the software stack: framework and version
+    tf32: bool = True  # float32 matmuls on TF32 tensor cores (a stored --no-tf32 run: False)
 
     @property
     def modelled_batch(self) -> int:
@@ -79,13 +80,13 @@ class Point:
         return (self.source_id, self.profile.key.split("@")[0], self.profile.precision)
 
 
-_TERMS: dict[tuple[str, str, str], Terms] = {}
+_TERMS: dict[tuple[str, str, str, bool], Terms] = {}
 
 
 def point_terms(p: Point) -> Terms:
-    key = (p.profile.key, p.gpu.model_dump_json(), p.stack)
+    key = (p.profile.key, p.gpu.model_dump_json(), p.stack, p.tf32)
     if key not in _TERMS:
-        _TERMS[key] = terms(p.profile, p.gpu)
+        _TERMS[key] = terms(p.profile, p.gpu, p.tf32)
     return _TERMS[key]
 
 
@@ -246,6 +247,7 @@ def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point]
     built-in workload at that batch and precision, shipped or cached: never traced here, as
     computing one needs TensorFlow. CPU runs and inference runs are no points, and no news.
     """
+    from gpuscout.run_settings import ran_with_tf32
     from gpuscout.workloads import WORKLOADS
 
     points: list[Point] = []
@@ -281,8 +283,9 @@ def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point]
             continue
         label = f"{gpu.id} {run.workload} {run.precision} (your run {run.id})"
         measured = run.samples_per_second.median
+        tf32 = ran_with_tf32(run.env, run.config.tf32)
         points.append(Point(gpu, profile, measured, "stored", label, run.workload,
-                            run.batch_size, stack=STORED))  # fmt: skip
+                            run.batch_size, stack=STORED, tf32=tf32))  # fmt: skip
     notes = [
         f"not in the calibration: your run{'s' if len(ids) > 1 else ''} {', '.join(ids)} ({why})"
         for why, ids in left_out.items()
@@ -345,7 +348,7 @@ class _Design:
 def fit_calibration(points: Sequence[Point]) -> Calibration:
     """Least-squares tensor shares, launch and step costs, feed and stack factors for these
     points (the same points give the same fit: kept for the process)."""
-    key = tuple((p.label, p.measured, p.profile.key, p.gpu, p.stack) for p in points)
+    key = tuple((p.label, p.measured, p.profile.key, p.gpu, p.stack, p.tf32) for p in points)
     if key not in _FITS:
         _FITS[key] = _fit(points)
     return _FITS[key]
