@@ -60,7 +60,11 @@ def test_bench_json_contract_and_runs_list() -> None:
     assert sps["ci_low"] <= sps["median"] <= sps["ci_high"]
     assert set(out["step_time_s"]) >= {"median", "p5", "p95"}
     assert set(out["warmup"]) >= {"steps", "seconds"}
-    assert 0 < out["mfu"] < 1
+    # On a CPU the peak is measured once and cached; measured while the machine was busy (the
+    # suite runs two workers), a later run can exceed it, and then it must say so (CI found
+    # 1.02 once, on a loaded fresh clone).
+    above = any("MFU above 100%" in w for w in out["warnings"])
+    assert 0 < out["mfu"] < 1 or (out["mfu"] >= 1 and above)
     assert out["stop_reason"] in ("converged", "budget")
     assert out["epoch_seconds"] == pytest.approx(60_000 / sps["median"])
     assert out["env"]["tensorflow"].startswith("2.") and out["env"]["keras"].startswith("3.")
