@@ -91,10 +91,14 @@ def test_calibrate_shows_the_fit() -> None:
     r = run_cli("calibrate", "--json", block_tf=True)
     assert r.code == 0, r.err
     out = r.json()
-    assert set(out["efficiency"]) == {"tensor", "step_s", "launch_s", "feed", "stack"}
-    assert len(out["efficiency"]["tensor"]) == 4
-    assert all(0 < v <= 1 for v in out["efficiency"]["tensor"])
-    assert 0 < out["efficiency"]["launch_s"] < 1e-4
+    eff = out["efficiency"]
+    assert set(eff) == {"tensor", "step_s", "launch_s", "feed", "stack", "cuda_gemm", "scaling",
+                        "power_w"}  # fmt: skip
+    assert len(eff["tensor"]) == 4
+    assert all(0 < v <= 1 for v in eff["tensor"])
+    assert 4e-6 <= eff["launch_s"] < 1e-4 and 1e-3 <= eff["step_s"] <= 3e-3
+    assert 0 < eff["cuda_gemm"] <= 1 and all(0 <= a <= 1 for a in eff["scaling"])
+    assert 0 <= eff["power_w"] <= 10
     assert len(out["points"]) >= 100
     low, high = out["out_of_sample"]["range"]
     assert low < 1 < high

@@ -96,10 +96,14 @@ def test_nvlink_beats_pcie_for_big_gradients(cat: Catalog) -> None:
 
 def test_fit_recovers_known_factors(cat: Catalog) -> None:
     """Points made by the model itself, on the shipped profiles at several batches: the fit
-    gives back the tensor-core shares and the per-step cost."""
-    truth = Efficiency(tensor=(0.45, 0.7, 0.3, 0.5), step_s=0.002, launch_s=4e-6, feed=20.0)
+    gives back the tensor-core shares, how they scale with tensor FLOPs per SM-clock, the
+    CUDA-core GEMM share, the board power full clocks need and the per-step cost."""
+    truth = Efficiency(tensor=(0.45, 0.7, 0.3, 0.5), step_s=0.002, launch_s=6e-6, feed=20.0,
+                       cuda_gemm=0.6, scaling=(0.7, 0.4), power_w=2.5)  # fmt: skip
     points = []
-    for gpu_id in ("rtx-3090", "rtx-4090", "a100-40gb-sxm", "h100-sxm", "v100-sxm2-16gb", "t4"):
+    gpus = ("rtx-3090", "rtx-4090", "a100-40gb-sxm", "h100-sxm", "v100-sxm2-16gb", "t4", "a10",
+            "l4", "rtx-6000-ada", "b200")  # fmt: skip
+    for gpu_id in gpus:
         gpu = cat.gpus[gpu_id]
         for workload, dims, batch in (("resnet50", {}, 64), ("resnet50", {}, 256),
                                       ("bert-base", {"seq_len": 384}, 8),
@@ -113,6 +117,10 @@ def test_fit_recovers_known_factors(cat: Catalog) -> None:
     got = fit_calibration(points)
     for a, b in zip(got.tensor, truth.tensor, strict=True):
         assert a == pytest.approx(b, rel=0.05)
+    for a, b in zip(got.scaling, truth.scaling, strict=True):
+        assert a == pytest.approx(b, abs=0.03)
+    assert got.cuda_gemm == pytest.approx(truth.cuda_gemm, rel=0.05)
+    assert got.power_w == pytest.approx(truth.power_w, rel=0.05)
     assert got.step_s == pytest.approx(truth.step_s, rel=0.1)
     assert max(abs(e) for e in got.log_errors) < 0.01
 

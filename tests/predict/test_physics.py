@@ -112,15 +112,18 @@ def test_a_tiny_step_is_launch_bound_on_a_big_gpu(cat: Catalog, eff: Efficiency)
 def test_more_sms_at_the_same_clocks_is_never_slower(
     cat: Catalog, eff: Efficiency, gpu_id: str
 ) -> None:
-    """More SMs at the same clock: every peak grows with the SM count, the memory does not."""
+    """More SMs at the same clock: every peak grows with the SM count, and so does the board
+    power that holds that clock; the memory does not grow."""
     gpu = cat.gpus[gpu_id]
+    assert gpu.tdp_w
     for workload, precision, batch, dims in STEPS:
         profile = _profile(workload, precision, batch, **dims)
         base = step_time(profile, gpu, eff).seconds
         for factor in (1.1, 1.5, 2.0):
             sms = round(gpu.sm_count * factor)
             rates = {r: getattr(gpu, r) * sms / gpu.sm_count for r in RATES if getattr(gpu, r)}
-            bigger = gpu.model_copy(update={"sm_count": sms} | rates)
+            power = {"tdp_w": gpu.tdp_w * sms / gpu.sm_count}
+            bigger = gpu.model_copy(update={"sm_count": sms} | rates | power)
             assert step_time(profile, bigger, eff).seconds <= base * (1 + 1e-9)
 
 
@@ -160,3 +163,38 @@ def test_a_stored_no_tf32_run_is_modelled_on_cuda_cores(cat: Catalog, eff: Effic
     off = dataclasses.replace(on, label="off", tf32=False)
     assert point_terms(off).seconds(eff) > 1.2 * point_terms(on).seconds(eff)
     assert point_terms(off).rate.startswith("FP32") and "TF32" in point_terms(on).rate
+
+
+def test_no_kernel_runs_faster_than_the_peak_of_its_units(cat: Catalog, eff: Efficiency) -> None:
+    """However the fitted shares scale with tensor FLOPs per SM-clock, a kernel reaches at most
+    its units' peak: every share is in (0, 1], for the catalog's GPUs and far beyond them."""
+    import numpy as np
+
+    kinds = np.repeat(np.arange(5), 9)
+    rho = np.tile(np.geomspace(16, 65536, 9), 5)
+    shares = eff.share(kinds, rho)
+    assert np.all(shares > 0) and np.all(shares <= 1.0)
+    for gpu in cat.gpus.values():
+        for workload, precision, batch, dims in STEPS:
+            parts = point_terms(Point(gpu, _profile(workload, precision, batch, **dims), 1.0,
+                                      "x", "x"))  # fmt: skip
+            _, compute, _ = parts.bodies(eff)
+            assert np.all(compute >= parts.compute * (1 - 1e-12))
+
+
+@pytest.mark.parametrize("gpu_id", ["t4", "l4", "a10", "rtx-6000-ada", "h100-sxm"])
+def test_more_board_power_is_never_slower(cat: Catalog, eff: Efficiency, gpu_id: str) -> None:
+    """Board power can only hold clocks up: more of it never slows a step, and a GPU with the
+    power its SMs need at full clocks is not slowed at all (the fit finds the H100 SXM's 700 W
+    enough for its 132 SMs, and the 72 W L4 short of it)."""
+    gpu = cat.gpus[gpu_id]
+    assert gpu.tdp_w
+    profile = _profile("resnet50", "mixed_float16", 256)
+    speeds = [_speed(profile, gpu.model_copy(update={"tdp_w": gpu.tdp_w * f}), eff)
+              for f in (0.5, 1.0, 2.0, 10.0)]  # fmt: skip
+    assert speeds == sorted(speeds)
+    no_limit = dataclasses.replace(eff, power_w=0.0)
+    assert speeds[-1] == pytest.approx(_speed(profile, gpu, no_limit), rel=1e-9)
+    assumptions = step_time(profile, gpu, eff).assumptions
+    throttled = any("board power" in a for a in assumptions)
+    assert throttled == (gpu_id != "h100-sxm")

@@ -32,7 +32,15 @@ import numpy as np
 
 from gpuscout.catalog import Catalog, Gpu, Published
 from gpuscout.predict.profile import Profile, cached
-from gpuscout.predict.roofline import TENSOR_KINDS, Efficiency, Terms, combine, terms
+from gpuscout.predict.roofline import (
+    POWER_EXPONENT,
+    RHO_REF,
+    TENSOR_KINDS,
+    Efficiency,
+    Terms,
+    combine,
+    terms,
+)
 from gpuscout.records import FIT_PREFIX, RunResult
 
 # Published workload -> the profile that models it: workload, dims, and the batch per GPU a row
@@ -44,12 +52,22 @@ _SHAPES: dict[str, tuple[str, dict[str, int], int]] = {
 }
 STORED = "your stored runs"  # the software stack of the user's own runs
 _TENSOR = (0.05, 1.0)
-_STEP_S = (0.0, 0.003)  # seconds: a training loop's own cost per step is about a millisecond
-_LAUNCH_S = (1e-6, 30e-6)  # per kernel: from a bare CUDA launch to PyTorch's eager dispatch
+# seconds: a training loop's own cost per step (host work the GPU waits for: the optimizer's
+# bookkeeping, the loss fetched, the next batch handed over) is about a millisecond; published
+# rows at large batches cannot tell it apart from 0, so it is held at 1 ms or more, or a tiny
+# model would be predicted at millions of steps a second
+_STEP_S = (0.001, 0.003)
+# per kernel: a CUDA launch and the gap to the next kernel is 4 us or more in a framework
+_LAUNCH_S = (4e-6, 30e-6)
+_CUDA_GEMM = (0.05, 1.0)
+_SCALING = (0.0, 1.0)  # 0: a tensor kernel gains nothing from more tensor FLOPs a clock
+_POWER_W = (0.0, 10.0)  # watts per SM-GHz for full clocks (H100 SXM runs 261 SM-GHz on 700 W)
 _LOG_STACK = 1.5  # a stack is at most e^1.5 = 4.5x faster or slower than the kernels
 _RIDGE = 0.05  # pulls unknown stack factors towards 1 where the data cannot tell
 _FEED = (2.0, 64.0)  # bytes per clock per SM (today's GPUs need 5 to 14 for full bandwidth)
-_FIXED = 7  # fitted parameters before the stack factors: 4 tensor shares, step, launch, feed
+# fitted parameters before the stack factors: 4 tensor shares, step, launch, feed, CUDA-core GEMM
+# share, 2 scaling exponents, power
+_FIXED = 11
 _MAX_NFEV = 60  # the fit converges in fewer; the bound keeps a pathological user row cheap
 _F_SCALE = 0.15  # soft-L1 loss: a row more than ~15 % off (a B200 run at 1.1x an H100) pulls less
 
@@ -97,6 +115,9 @@ class Calibration:
     launch_s: float
     feed: float  # bytes per clock an SM keeps flowing
     stacks: dict[str, float]
+    cuda_gemm: float
+    scaling: tuple[float, float]
+    power_w: float
     count: int  # points fitted
     # the points, made when first asked for (a shipped fit is used without them)
     source: Callable[[], Sequence[Point]] = field(compare=False, repr=False)
@@ -112,7 +133,8 @@ class Calibration:
 
     def to_json(self) -> dict[str, object]:
         return {"tensor": self.tensor, "step_s": self.step_s, "launch_s": self.launch_s,
-                "feed": self.feed, "stacks": self.stacks, "count": self.count}  # fmt: skip
+                "feed": self.feed, "cuda_gemm": self.cuda_gemm, "scaling": self.scaling,
+                "power_w": self.power_w, "stacks": self.stacks, "count": self.count}  # fmt: skip
 
     @property
     def stack(self) -> float:
@@ -123,13 +145,16 @@ class Calibration:
         published = [v for k, v in self.stacks.items() if k != STORED]
         return statistics.median(published) if published else 1.0
 
+    def _efficiency(self, stack: float) -> Efficiency:
+        return Efficiency(self.tensor, self.step_s, self.launch_s, self.feed, stack,
+                          self.cuda_gemm, self.scaling, self.power_w)  # fmt: skip
+
     @property
     def efficiency(self) -> Efficiency:
-        return Efficiency(self.tensor, self.step_s, self.launch_s, self.feed, self.stack)
+        return self._efficiency(self.stack)
 
     def for_point(self, p: Point) -> Efficiency:
-        stack = self.stacks.get(p.stack, self.stack)
-        return Efficiency(self.tensor, self.step_s, self.launch_s, self.feed, stack)
+        return self._efficiency(self.stacks.get(p.stack, self.stack))
 
     def spread(self) -> tuple[float, float]:
         """Factors (low, high) covering the middle 80 % of the leave-one-GPU-out errors of the
@@ -152,8 +177,13 @@ class Calibration:
                            zip(TENSOR_KINDS, self.tensor, strict=True))  # fmt: skip
         return (
             f"per-kernel model fitted to {self.count} published measurements: tensor-core "
-            f"kernels at these shares of the FP32 GEMM utilisation: {shares}; "
-            f"{self.launch_s * 1e6:.1f} µs per kernel launch, memory fed at up to "
+            f"kernels at these shares of the FP32 GEMM utilisation: {shares} (at "
+            f"{RHO_REF:.0f} tensor FLOPs per SM a clock; x(rho/{RHO_REF:.0f})^"
+            f"{self.scaling[0]:.2f} for matmuls, ^{self.scaling[1]:.2f} for convolutions, at "
+            f"most the peak); CUDA-core GEMMs at {self.cuda_gemm:.0%} of it; full clocks under "
+            f"compute load need {self.power_w:.2f} W of board power per SM-GHz (less: clocks "
+            f"x(power/need)^{POWER_EXPONENT:g}); {self.launch_s * 1e6:.1f} µs per kernel launch, "
+            "memory fed at up to "
             f"{self.feed:.1f} bytes a clock per SM, {self.step_s * 1e3:.2f} ms of "
             f"framework cost per step, software stack factor x{self.stack:.2f}"
         )
@@ -305,7 +335,9 @@ class _Design:
     memory: np.ndarray
     compute: np.ndarray
     tensor: np.ndarray
+    rho: np.ndarray  # per kernel: its units' FLOPs per SM per clock
     need: np.ndarray  # per kernel: bytes per clock per SM its GPU's bandwidth needs
+    sm_ghz_per_w: np.ndarray  # per kernel: its GPU's SM-GHz per watt of board power
     log_measured: np.ndarray  # per point: log samples/s
     batch: np.ndarray
     stack_index: np.ndarray
@@ -323,7 +355,9 @@ class _Design:
             memory=np.concatenate([t.memory for t in parts]),
             compute=np.concatenate([t.compute for t in parts]),
             tensor=np.concatenate([t.tensor for t in parts]),
+            rho=np.concatenate([t.rho for t in parts]),
             need=np.concatenate([np.full(len(t.count), t.need) for t in parts]),
+            sm_ghz_per_w=np.concatenate([np.full(len(t.count), t.sm_ghz_per_w) for t in parts]),
             log_measured=np.log([p.measured for p in points]),
             batch=np.array([p.profile.batch for p in points], dtype=float),
             stack_index=np.array([index[p.stack] for p in points]),
@@ -331,9 +365,13 @@ class _Design:
         )
 
     def log_speed(self, theta: np.ndarray) -> np.ndarray:
-        tensor, step_s, launch_s, feed = theta[:4], theta[4], theta[5], theta[6]
+        eff = _efficiency(theta)
+        step_s, launch_s, feed = eff.step_s, eff.launch_s, eff.feed
         log_stacks = theta[_FIXED:]
-        compute = self.compute / np.concatenate([[1.0], tensor])[self.tensor]
+        share = eff.share(np.maximum(self.tensor, 0), self.rho)
+        compute = np.where(self.tensor >= 0, self.compute / share, self.compute)
+        power = np.maximum(1.0, eff.power_w * self.sm_ghz_per_w) ** POWER_EXPONENT
+        compute = compute * np.where(self.sm_ghz_per_w > 0, power, 1.0)
         memory = self.memory * np.maximum(1.0, self.need / feed)
         per_kernel = self.count * (launch_s + combine(compute, memory, self.overlap))
         kernels = np.bincount(self.point, weights=per_kernel, minlength=len(self.batch))
@@ -343,6 +381,19 @@ class _Design:
     def residuals(self, theta: np.ndarray) -> np.ndarray:
         errors = self.log_speed(theta) - self.log_measured
         return np.concatenate([errors, _RIDGE * theta[_FIXED:]])
+
+
+def _efficiency(theta: np.ndarray) -> Efficiency:
+    """The kernel-level factors of a parameter vector (stack factors follow them)."""
+    return Efficiency(
+        tensor=(float(theta[0]), float(theta[1]), float(theta[2]), float(theta[3])),
+        step_s=float(theta[4]),
+        launch_s=float(theta[5]),
+        feed=float(theta[6]),
+        cuda_gemm=float(theta[7]),
+        scaling=(float(theta[8]), float(theta[9])),
+        power_w=float(theta[10]),
+    )
 
 
 def fit_calibration(points: Sequence[Point]) -> Calibration:
@@ -362,17 +413,22 @@ def _fit(points: Sequence[Point]) -> Calibration:
     design = _Design.of(points)
     n = len(design.stacks)
     k = len(TENSOR_KINDS)
-    x0 = np.array([0.6] * k + [0.002, 5e-6, 12.0] + [0.0] * n)
-    lower = [_TENSOR[0]] * k + [_STEP_S[0], _LAUNCH_S[0], _FEED[0]] + [-_LOG_STACK] * n
-    upper = [_TENSOR[1]] * k + [_STEP_S[1], _LAUNCH_S[1], _FEED[1]] + [_LOG_STACK] * n
+    x0 = np.array([0.6] * k + [0.002, 5e-6, 12.0, 0.8, 0.7, 0.7, 2.0] + [0.0] * n)
+    bounds = (_STEP_S, _LAUNCH_S, _FEED, _CUDA_GEMM, _SCALING, _SCALING, _POWER_W)
+    lower = [_TENSOR[0]] * k + [b[0] for b in bounds] + [-_LOG_STACK] * n
+    upper = [_TENSOR[1]] * k + [b[1] for b in bounds] + [_LOG_STACK] * n
     result = least_squares(design.residuals, x0, bounds=(lower, upper), x_scale="jac",
                            loss="soft_l1", f_scale=_F_SCALE, max_nfev=_MAX_NFEV)  # fmt: skip
+    eff = _efficiency(result.x)
     return Calibration(
-        tensor=tuple(float(x) for x in result.x[:k]),  # type: ignore[arg-type]
-        step_s=float(result.x[k]),
-        launch_s=float(result.x[k + 1]),
-        feed=float(result.x[k + 2]),
+        tensor=eff.tensor,
+        step_s=eff.step_s,
+        launch_s=eff.launch_s,
+        feed=eff.feed,
         stacks={s: math.exp(float(result.x[_FIXED + i])) for i, s in enumerate(design.stacks)},
+        cuda_gemm=eff.cuda_gemm,
+        scaling=eff.scaling,
+        power_w=eff.power_w,
         count=len(points),
         source=lambda: points,
     )
@@ -400,6 +456,9 @@ def calibration_for(catalog: Catalog, mine: Sequence[Point] = ()) -> Calibration
                 launch_s=raw["launch_s"],
                 feed=raw["feed"],
                 stacks=raw["stacks"],
+                cuda_gemm=raw["cuda_gemm"],
+                scaling=tuple(raw["scaling"]),
+                power_w=raw["power_w"],
                 count=raw["count"],
                 source=lambda: published_points(catalog),
             )

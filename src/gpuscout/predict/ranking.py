@@ -40,16 +40,17 @@ def ties(options: Sequence[tuple[str, float]], relative_error: float) -> list[Ti
 
 
 def groups(options: Sequence[tuple[str, float]], relative_error: float) -> list[list[str]]:
-    """Runs of neighbours in speed order that the model cannot tell apart (two or more)."""
-    tied = {(t.faster, t.slower) for t in ties(options, relative_error)}
-    ordered = [name for name, _ in sorted(options, key=lambda o: -o[1])]
-    runs: list[list[str]] = []
-    for name in ordered:
-        if runs and (runs[-1][-1], name) in tied:
-            runs[-1].append(name)
+    """Runs of options in speed order that the model cannot tell from the fastest of the run
+    (two or more). A run never chains: each member is within the threshold of its first, so a
+    group never lumps together options 3x apart through a ladder of close neighbours."""
+    limit = threshold(relative_error)
+    runs: list[tuple[float, list[str]]] = []
+    for name, speed in sorted(options, key=lambda o: -o[1]):
+        if runs and speed > 0 and runs[-1][0] / speed < limit:
+            runs[-1][1].append(name)
         else:
-            runs.append([name])
-    return [run for run in runs if len(run) > 1]
+            runs.append((speed, [name]))
+    return [run for _, run in runs if len(run) > 1]
 
 
 def tie_notes(options: Sequence[tuple[str, float]], relative_error: float) -> list[str]:

@@ -10,10 +10,12 @@ follows its SMs, clocks, cache and bandwidth *per kernel*, not one bandwidth rat
 workload.
 
 What kernels cannot know is fitted to published end-to-end training rows (``calibrate.py``):
-the share of the tensor-core peak GEMMs reach (the kernel data is FP32 only), the framework's
-cost per step, and a factor per software stack. Matmuls run at the precision's peak
-(``catalog.peak_tflops``: FP32 on CUDA cores, TF32 on Ampere+ unless ``tf32=False``, FP16/BF16
-tensor cores with FP32 accumulate, FP32 where a GPU lacks the type).
+the share of the tensor-core peak GEMMs reach (the kernel data is FP32 only), how that share
+falls as a GPU packs more tensor FLOPs into each SM clock, how far a GPU's board power lets its
+clocks hold under compute load, the framework's cost per step, and a factor per software stack.
+Matmuls run at the precision's peak (``catalog.peak_tflops``: FP32 on CUDA cores, TF32 on Ampere+
+unless ``tf32=False``, FP16/BF16 tensor cores with FP32 accumulate, FP32 where a GPU lacks the
+type).
 """
 
 from __future__ import annotations
@@ -34,6 +36,13 @@ BOUNDS = ("compute", "memory", "launch")
 # The kinds of tensor-core kernels whose share of the peak is fitted end to end: the kernel data
 # is FP32 only, and cuDNN's implicit-GEMM convolutions do not reach what cuBLAS's GEMMs do.
 TENSOR_KINDS = ("matmul TF32", "matmul FP16/BF16", "conv TF32", "conv FP16/BF16")
+# Tensor FLOPs per SM per clock at which a fitted share applies as it is (Volta, Turing, and the
+# professional Ampere and Ada parts in FP16; A100 is 2,048, H100 about 3,800, B200 about 7,700).
+RHO_REF = 1024.0
+# Sustained clock under compute load ~ (board power / power for full clocks) ** POWER_EXPONENT
+# when the board power is short: a fixed assumption, not a fit (with the voltage following the
+# clock, power grows about as clock^2 to clock^3 over a GPU's boost range).
+POWER_EXPONENT = 0.5
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,28 @@ class Efficiency:
     # needs more per SM than this reaches only this share of it (HBM GPUs with few SMs)
     feed: float = math.inf
     stack: float = 1.0  # the software stack's factor on the kernels' time
+    # share of the kernel model's utilisation that CUDA-core GEMMs and convolutions reach in a
+    # framework's training step (float32 without TF32: Volta and older, --no-tf32)
+    cuda_gemm: float = 1.0
+    # per kind (matmuls, convolutions): how a tensor-core kernel's speed follows the tensor
+    # FLOPs an SM does a clock, as (rho / RHO_REF) ** exponent; the rest of such a kernel
+    # (operand loads, address maths, epilogue) runs at the SM's clock. 1: all of the peak.
+    scaling: tuple[float, float] = (1.0, 1.0)
+    # watts of board power a GPU needs per SM-GHz for its compute kernels to hold full clocks;
+    # a GPU with less slows them by (need / board power) ** POWER_EXPONENT. 0: never slowed.
+    power_w: float = 0.0
+
+    def share(self, kind: np.ndarray, rho: np.ndarray) -> np.ndarray:
+        """Per kernel: the share of its units' peak (times the kernel model's utilisation) it
+        reaches. Never above 1, so a kernel is never faster than its roofline."""
+        base = np.concatenate([[self.cuda_gemm], self.tensor])[kind]
+        exponent = np.where(kind >= 3, self.scaling[1], self.scaling[0])
+        ratio = np.where(kind > 0, np.maximum(rho, 1.0) / RHO_REF, 1.0)
+        return np.asarray(np.minimum(1.0, base * ratio ** (exponent - 1.0)), dtype=float)
+
+    def power_slowdown(self, sm_ghz_per_w: float) -> float:
+        """Compute time's factor on a GPU with this many SM-GHz per watt of board power."""
+        return max(1.0, self.power_w * sm_ghz_per_w) ** POWER_EXPONENT if sm_ghz_per_w else 1.0
 
 
 @dataclass(frozen=True)
@@ -69,9 +100,9 @@ _PRECISION_OF = {"f16": "mixed_float16", "bf16": "mixed_bfloat16"}
 
 def kernel_peak(kernel: Kernel, gpu: Gpu, tf32: bool) -> tuple[float, int]:
     """FLOP/s of the units a kernel runs on, and which of TENSOR_KINDS it is, counted from 1
-    (0: CUDA cores)."""
+    (0: a GEMM or convolution on CUDA cores; -1: any other kernel)."""
     if not kernel.gemm:
-        return gpu.fp32_tflops * 1e12, 0
+        return gpu.fp32_tflops * 1e12, -1
     precision = _PRECISION_OF.get(kernel.dtype, "fp32")
     peak, rate = peak_tflops(gpu, precision, tf32)
     if not on_tensor_cores(rate):
@@ -111,32 +142,35 @@ class Terms:
     overlap: np.ndarray  # p of the kernel model's smooth max (c^p + m^p)^(1/p)
     memory: np.ndarray
     compute: np.ndarray
-    tensor: np.ndarray  # int: 1 + its index in TENSOR_KINDS, 0 on CUDA cores
+    # int: 1 + its index in TENSOR_KINDS; 0: a GEMM on CUDA cores; -1: any other kernel
+    tensor: np.ndarray
     rate: str
     assumptions: tuple[str, ...]
     need: float = 0.0  # bytes per clock per SM the GPU's full bandwidth needs
+    rho: np.ndarray = field(default_factory=lambda: np.zeros(0))  # FLOPs per SM per clock
+    sm_ghz_per_w: float = 0.0  # SMs x boost GHz per watt of board power (0: power unknown)
 
     def slowdown(self, feed: float) -> float:
         """Memory time's factor when each SM keeps only ``feed`` bytes a clock flowing."""
         return max(1.0, self.need / feed) if feed > 0 else 1.0
 
-    def bodies(
-        self, tensor: Sequence[float], feed: float = math.inf
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def bodies(self, eff: Efficiency) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per kernel: its time without the launch, its compute and its memory time."""
-        compute = self.compute / np.concatenate([[1.0], tensor])[self.tensor]
-        memory = self.memory * self.slowdown(feed)
+        share = eff.share(np.maximum(self.tensor, 0), self.rho)
+        compute = np.where(self.tensor >= 0, self.compute / share, self.compute)
+        compute = compute * eff.power_slowdown(self.sm_ghz_per_w)
+        memory = self.memory * self.slowdown(eff.feed)
         return combine(compute, memory, self.overlap), compute, memory
 
     def seconds(self, eff: Efficiency) -> float:
-        body, _, _ = self.bodies(eff.tensor, eff.feed)
+        body, _, _ = self.bodies(eff)
         kernels = self.count * (eff.launch_s + body)
         return float(eff.stack * kernels.sum() + eff.step_s)
 
     def split(self, eff: Efficiency) -> dict[str, float]:
         """Seconds of the step in kernels bound by compute, by memory, and by their launch
         (a kernel whose work takes less than its launch), and the framework's step cost."""
-        body, compute, memory = self.bodies(eff.tensor, eff.feed)
+        body, compute, memory = self.bodies(eff)
         total = eff.stack * self.count * (eff.launch_s + body)
         launch = eff.launch_s > body
         on_compute = ~launch & (compute >= memory)
@@ -170,6 +204,8 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
     n = len(kernels)
     count, overlap = np.empty(n), np.empty(n)
     memory, compute, kind = np.empty(n), np.empty(n), np.zeros(n, dtype=int)
+    rho = np.zeros(n)
+    sm_clocks = features.sm_count * features.clock_mhz * 1e6
     ops: set[Op] = {k.op for k in kernels}
     for op in ops:
         at = np.array([k.op == op for k in kernels])
@@ -187,20 +223,36 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
         count[at] = [k.count for k in mine]
         overlap[at] = p.overlap
         kind[at] = [kinds[(k.op, k.dtype)][1] for k in mine]
+        rho[at] = peaks / sm_clocks
     rate = peak_tflops(gpu, profile.precision, tf32)[1]
-    need = features.bandwidth / (features.sm_count * features.clock_mhz * 1e6)
-    return Terms(count, overlap, memory, compute, kind, rate, tuple(features.assumptions), need)
+    need = features.bandwidth / sm_clocks
+    assumed = list(features.assumptions)
+    sm_ghz_per_w = 0.0
+    if gpu.tdp_w:
+        sm_ghz_per_w = sm_clocks / 1e9 / gpu.tdp_w
+    else:
+        assumed.append(f"{gpu.id}: board power (tdp_w) unknown: clocks assumed to hold under load")
+    return Terms(count, overlap, memory, compute, kind, rate, tuple(assumed), need, rho,
+                 sm_ghz_per_w)  # fmt: skip
 
 
 def step_time(profile: Profile, gpu: Gpu, eff: Efficiency, tf32: bool = True) -> StepEstimate:
     """Seconds per training step (or forward pass) of ``profile`` on ``gpu``."""
     parts = terms(profile, gpu, tf32)
+    assumptions = list(parts.assumptions)
+    slow = eff.power_slowdown(parts.sm_ghz_per_w)
+    if slow > 1.0 and gpu.tdp_w:
+        assumptions.append(
+            f"{gpu.id}: {gpu.tdp_w:g} W board power for {gpu.tdp_w * parts.sm_ghz_per_w:.0f} "
+            f"SM-GHz (SMs x boost clock): compute kernels at x{1 / slow:.2f} of full clocks "
+            f"(fitted: full clocks need {eff.power_w:.2f} W per SM-GHz)"
+        )
     return StepEstimate(
         parts.seconds(eff),
         parts.rate,
         parts.split(eff),
         int(parts.count.sum()),
-        list(parts.assumptions),
+        assumptions,
     )
 
 
