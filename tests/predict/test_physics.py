@@ -17,6 +17,7 @@ from gpuscout.predict.calibrate import (
     point_terms,
     published_points,
 )
+from gpuscout.predict.out_of_sample import family, leave_one_source_out, mape
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Efficiency, step_time
 
@@ -152,6 +153,20 @@ def test_the_shipped_fit_is_the_fit_of_the_shipped_data(cat: Catalog) -> None:
     assert shipped.step_s == pytest.approx(fitted.step_s, rel=1e-3, abs=1e-6)
     assert shipped.launch_s == pytest.approx(fitted.launch_s, rel=1e-3)
     assert shipped.stacks == pytest.approx(fitted.stacks, rel=1e-3)
+    assert shipped.cuda_gemm == pytest.approx(fitted.cuda_gemm, rel=1e-3)
+    assert shipped.scaling == pytest.approx(fitted.scaling, rel=1e-3, abs=1e-4)
+    assert shipped.power_w == pytest.approx(fitted.power_w, rel=1e-3, abs=1e-4)
+
+
+def test_relative_speeds_on_a_source_left_out_are_within_ten_percent(cat: Catalog) -> None:
+    """Issue 18's bar, on the shipped published rows: each source left out of the fit in turn,
+    its GPUs' speeds relative to each other are off by at most 10 % on average, for ResNet-50
+    and for BERT (``benchmarks/prediction_accuracy.py`` prints the same figures)."""
+    held = leave_one_source_out(published_points(cat))
+    for name in ("resnet50", "bert"):
+        errors = [h.relative for h in held if h.relative is not None and family(h.point) == name]
+        assert len(errors) >= 50
+        assert mape(errors) <= 0.10, (name, mape(errors))
 
 
 def test_a_stored_no_tf32_run_is_modelled_on_cuda_cores(cat: Catalog, eff: Efficiency) -> None:
