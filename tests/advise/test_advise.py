@@ -128,3 +128,22 @@ def test_the_checklist_and_the_recommendation_say_why_they_differ() -> None:
     dc = versus_advice(quick([True] * 4), advice.ranked, "fastest")
     assert "A100/H100" in dc and ("agree" in dc or "fastest first" in dc)
     assert versus_advice(answer, [], "balanced") == ""
+
+
+def test_more_gpus_than_one_machine_holds_run_on_several(request_args) -> None:  # type: ignore[no-untyped-def]
+    """16 H100 SXM are two HGX machines of 8 over the network, never one machine of 16: the
+    option is predicted as 2x8 (as `predict --count 2x8` does) and the note says so."""
+    from gpuscout.predict import predict
+    from gpuscout.predict.scaling import machines_for
+
+    profile, cat, calibration = request_args
+    h100 = cat.gpus["h100-sxm"]
+    assert machines_for(h100, 8) == (1, 8) and machines_for(h100, 16) == (2, 8)
+    assert machines_for(cat.gpus["rtx-4090"], 12) == (2, 6)
+    req = Request(profile, 1_281_167, "images", counts=(16,), objective="fastest")
+    result = advise(req, cat, calibration, Assumptions())
+    option = next(c for c in result.ranked if c.gpu == "h100-sxm")
+    rows, _ = predict(profile, [h100], [(2, 8)], cat, h100, 1, calibration=calibration)
+    assert option.samples_per_second == pytest.approx(rows[0].samples_per_second)
+    (note,) = [n for n in result.assumptions if "more GPUs than one machine holds" in n]
+    assert "16 as 2 machines x 8: h100-sxm, h200 (an SXM5 board holds 8)" in note

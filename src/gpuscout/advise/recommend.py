@@ -14,7 +14,7 @@ from typing import Any, Literal
 from gpuscout.advise.pareto import front
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
-from gpuscout.predict import predict, ranking
+from gpuscout.predict import predict, ranking, scaling
 from gpuscout.predict.calibrate import Calibration
 from gpuscout.predict.predictor import memory_needed
 from gpuscout.predict.profile import Profile
@@ -111,13 +111,19 @@ def advise(
     need_gb = memory_needed(req.profile) / 1e9
     rejected: Counter[str] = Counter()
     feasible: list[Candidate] = []
+    # counts one machine cannot hold, as the machines they run on: (layout, why) -> GPUs
+    split: dict[tuple[int, int, str], list[str]] = {}
     for gpu in catalog.gpus.values():
         missing = [f for f in sorted(req.require) if not gpu.has(f)]
         if missing:
             rejected[f"lacks {', '.join(missing)}"] += 1
             continue
+        layouts = [scaling.machines_for(gpu, n) for n in req.counts]
+        for m, k in layouts:
+            if m > 1:
+                split.setdefault((m, k, scaling.max_per_machine(gpu)[1]), []).append(gpu.id)
         rows, _ = predict(  # the GPU is its own reference: relative speed is not used here
-            req.profile, [gpu], list(req.counts), catalog, gpu, 1, calibration=calibration
+            req.profile, [gpu], layouts, catalog, gpu, 1, calibration=calibration
         )
         one = rows[0].samples_per_second
         if not rows[0].fits_memory:
@@ -180,6 +186,7 @@ def advise(
         f"job: {fmt_count(req.samples)} {req.unit} of {req.profile.workload} "
         f"({req.profile.precision}, batch {req.profile.batch} per GPU)",
         f"objective: {req.objective}; counts {', '.join(map(str, req.counts))}",
+        *_split_note(split),
         calibration.describe(),
         f"memory: {need_gb:.1f} GB per GPU needed (weights, gradients, optimizer state, "
         "activations; from the compiled step)",
@@ -189,6 +196,18 @@ def advise(
         *ties,
     ]
     return Advice(ranked, best_front, dict(rejected), notes)
+
+
+def _split_note(split: dict[tuple[int, int, str], list[str]]) -> list[str]:
+    """One line for the counts that run on several machines (a form factor's limit)."""
+    if not split:
+        return []
+    parts = [f"{m * k} as {m} machines x {k}: {', '.join(ids)} ({why})"
+             for (m, k, why), ids in split.items()]  # fmt: skip
+    return [
+        f"more GPUs than one machine holds run on several, over a "
+        f"{scaling.DEFAULT_NETWORK_GBIT:g} Gb/s network (assumed): {'; '.join(parts)}"
+    ]
 
 
 def _top_ties(ranked: list[Candidate], objective: Objective, relative: float) -> list[str]:

@@ -129,7 +129,7 @@ def predict(
     measured: dict[tuple[str, int], float] | None = None,
     measured_scaling: dict[tuple[str, int], float] | None = None,
     calibration: Calibration | None = None,
-    network_gbit: float = 100.0,
+    network_gbit: float = scaling.DEFAULT_NETWORK_GBIT,
     tf32: bool = True,
 ) -> tuple[list[Prediction], list[str]]:
     """One prediction per GPU and count, and the assumptions common to all of them.

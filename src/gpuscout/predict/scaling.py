@@ -150,6 +150,9 @@ class Link:
     kind: LinkKind = "nvlink"
 
 
+DEFAULT_NETWORK_GBIT = 100.0  # between machines, when --network does not say
+
+
 def max_per_machine(gpu: Gpu) -> tuple[int, str]:
     """How many of this GPU one machine holds, and why: SXM boards as many as NVLink joins
     (8 on HGX/DGX), PCIe cards an assumed server maximum."""
@@ -157,6 +160,16 @@ def max_per_machine(gpu: Gpu) -> tuple[int, str]:
         most = gpu.nvlink_max_gpus or SXM_MAX_PER_MACHINE
         return most, f"an {gpu.form_factor} board holds {most}"
     return PCIE_MAX_PER_MACHINE, f"assumed at most {PCIE_MAX_PER_MACHINE} PCIe cards per server"
+
+
+def machines_for(gpu: Gpu, count: int) -> tuple[int, int]:
+    """(machines, GPUs per machine) for ``count`` GPUs: one machine while its form factor holds
+    them, else the fewest machines with the same number in each (16 SXM GPUs: 2 x 8)."""
+    most = max_per_machine(gpu)[0]
+    machines = max(1, math.ceil(count / most))
+    while count % machines:
+        machines += 1
+    return machines, count // machines
 
 
 def check_machine(gpu: Gpu, nodes: int, per_node: int) -> None:
@@ -183,7 +196,7 @@ def link(
     gpu: Gpu,
     n: int,
     nodes: int = 1,
-    network_gbit: float = 100.0,
+    network_gbit: float = DEFAULT_NETWORK_GBIT,
     *,
     catalog: Catalog,
     kind: LinkKind | None = None,
