@@ -9,7 +9,7 @@ BACKEND ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo cuda || echo cp
 RUN_STAMP := $(VENV)/.installed-$(BACKEND)
 TEST_STAMP := $(VENV)/.installed-$(BACKEND)-test
 
-.PHONY: run setup test lint bench-harness bench-startup bench-predict bench-scale bench-numeric bench-store bench-report clean
+.PHONY: run setup test lint bench-harness bench-backends bench-startup bench-predict bench-scale bench-numeric bench-store bench-report clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ test: lint
 
 bench-harness: $(RUN_STAMP)
 	$(BIN)/python benchmarks/harness_vs_fit.py
+
+# The same workloads on TensorFlow and on JAX, side by side (needs the jax extra: make setup).
+bench-backends: $(TEST_STAMP)
+	$(BIN)/python benchmarks/backends.py
 
 bench-startup: $(RUN_STAMP)
 	$(BIN)/python benchmarks/startup.py

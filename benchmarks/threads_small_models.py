@@ -25,7 +25,7 @@ if sys.argv[1] != "default":
     intra, inter = map(int, sys.argv[1].split(","))
     tf.config.threading.set_intra_op_parallelism_threads(intra)
     tf.config.threading.set_inter_op_parallelism_threads(inter)
-from gpuscout.measure.backends.tensorflow.models import BUILDERS
+from gpuscout.measure.backends.keras.models import BUILDERS
 from gpuscout.workloads import WORKLOADS
 dims = WORKLOADS["mlp"].resolve()
 built = BUILDERS["mlp"](dims)

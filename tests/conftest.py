@@ -23,7 +23,7 @@ BLOCK_TF = (
     "import sys\n"
     "class _Block:\n"
     "    def find_spec(self, name, path=None, target=None):\n"
-    "        if name.split('.')[0] in ('tensorflow', 'keras'):\n"
+    "        if name.split('.')[0] in ('tensorflow', 'keras', 'jax', 'jaxlib'):\n"
     "            raise ImportError('blocked by the test: ' + name)\n"
     "sys.meta_path.insert(0, _Block())\n"
 )
@@ -84,7 +84,8 @@ class CliResult:
 def run_cli(*args: str, block_tf: bool = False, timeout: float = 300) -> CliResult:
     """Run ``gpuscout ARGS`` in a fresh interpreter, as a user would.
 
-    ``block_tf``: TensorFlow cannot be imported by this process nor by any child it starts.
+    ``block_tf``: TensorFlow, Keras and JAX cannot be imported by this process nor by any child
+    it starts.
     """
     env = {**os.environ, "COLUMNS": "200"}
     if block_tf:

@@ -2,7 +2,10 @@
 
 Following asv's ``compare``: runs that differ in what was measured (workload, its definition,
 precision, batch) or in the software that ran it are *not comparable*, and are shown as such
-instead of ranked. The device may differ: comparing devices is the point.
+instead of ranked. The device may differ: comparing devices is the point. So may the backend
+(TensorFlow or JAX under the same Keras model): "which framework is faster here?" is a question
+only that comparison answers. With it go what a backend brings: its own framework and CUDA
+libraries, and XLA (every JAX step is compiled by it).
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from dataclasses import dataclass, field
 from gpuscout.records import Interval, RunResult
 from gpuscout.run_settings import ran_with_tf32
 
-SOFTWARE = ("tensorflow", "keras", "cuda", "cudnn")
+SOFTWARE = ("tensorflow", "jax", "keras", "cuda", "cudnn")
+# what comes with a backend, and so does not block a comparison of two backends
+WITH_THE_BACKEND = ("tensorflow", "jax", "cuda", "cudnn", "XLA")
 
 
 def ratio(num: Interval, den: Interval, scale: float = 1.0) -> Interval:
@@ -47,10 +52,17 @@ class Comparison:
     def comparable(self) -> bool:
         return not any(d.blocks for d in self.differences)
 
+    @property
+    def across_backends(self) -> bool:
+        """The two runs were measured on different backends: that is what is compared."""
+        return self.a.backend != self.b.backend
+
 
 def compare(a: RunResult, b: RunResult) -> Comparison:
     """What differs between ``a`` and ``b``, and b's speed over a's where that means anything."""
+    cross = a.backend != b.backend
     pairs: list[tuple[str, object, object, bool]] = [
+        ("backend", a.backend, b.backend, False),
         ("status", a.status, b.status, True),
         ("mode", a.mode, b.mode, True),
         ("workload", a.workload, b.workload, True),
@@ -63,9 +75,12 @@ def compare(a: RunResult, b: RunResult) -> Comparison:
             True,
         ),
         ("loop", a.loop, b.loop, True),
-        ("XLA", a.xla, b.xla, True),
+        ("XLA", a.xla, b.xla, not cross),
         ("TF32", _tf32(a), _tf32(b), _tf32_matters(a) or _tf32_matters(b)),
-        *((name, a.env.get(name), b.env.get(name), True) for name in SOFTWARE),
+        *(
+            (name, a.env.get(name), b.env.get(name), not (cross and name in WITH_THE_BACKEND))
+            for name in SOFTWARE
+        ),
         (
             "device",
             a.env.get("device_name") or a.device,

@@ -16,6 +16,10 @@ from gpuscout.run_settings import Loop, Precision
 SCHEMA_VERSION = 1
 
 Status = Literal["ok", "oom", "error"]
+# The framework a run was measured through: Keras 3 on TensorFlow (every run before the JAX
+# backend, which is what a stored run without the field reads as) or on JAX.
+Backend = Literal["tensorflow", "jax"]
+BACKENDS: tuple[Backend, ...] = ("tensorflow", "jax")
 
 # The workload of a run timed by ScoutCallback inside the user's own ``model.fit``: "fit:NAME",
 # NAME being the Keras model's name. Not a built-in workload, so nothing can model it.
@@ -62,6 +66,7 @@ class BenchConfig(_Record):
     slo_ms: float | None = Field(default=None, gt=0)
     rate: float | None = Field(default=None, gt=0)  # samples/s to serve, for devices needed
     serving: Literal["function", "saved_model", "both"] = "function"
+    backend: Backend = "tensorflow"
 
 
 class Interval(_Record):
@@ -239,6 +244,7 @@ class RunResult(_Record):
     distribution: Distribution | None = None  # data parallel runs only; batch_size is global
     note: str | None = Field(default=None, max_length=2000)  # the user's, free text
     mode: Literal["train", "inference"] = "train"
+    backend: Backend = "tensorflow"  # always config.backend
     inference: Inference | None = None  # inference runs only
     # The monitor's samples (columns, "t" in seconds). Stored beside the result, not in its JSON.
     monitor_timeline: dict[str, list[float | None]] = Field(default_factory=dict, exclude=True)

@@ -15,7 +15,7 @@ from typing import Any
 from gpuscout import articles
 from gpuscout.catalog import Catalog
 from gpuscout.errors import UserError
-from gpuscout.records import BenchConfig, RunResult
+from gpuscout.records import Backend, BenchConfig, RunResult
 from gpuscout.report.document import Report, build_report
 from gpuscout.store import Store
 
@@ -33,6 +33,7 @@ class ScoutPlan:
     answers: list[bool] | None = None
     note: str | None = None
     title: str = "gpuscout scout"
+    backend: Backend = "tensorflow"  # the framework Keras measures on
 
 
 @dataclass
@@ -81,7 +82,7 @@ def scout(
     runs = []
     for i, (workload, seconds) in enumerate(plan.measure, 1):
         on_stage(f"measuring {workload} ({i}/{len(plan.measure)}, {seconds:g} s)")
-        config = BenchConfig(workload=workload, seconds=seconds)
+        config = BenchConfig(workload=workload, seconds=seconds, backend=plan.backend)
         result = run_isolated(config, **progress)
         if plan.note:
             result = result.model_copy(update={"note": plan.note})

@@ -112,8 +112,8 @@ def _train(name: str, dims: dict[str, int], steps: int) -> tuple[float, list[flo
     tf = pytest.importorskip("tensorflow")
     import keras
 
+    from gpuscout.measure.backends.keras.models import BUILDERS
     from gpuscout.measure.backends.tensorflow.data import arrays
-    from gpuscout.measure.backends.tensorflow.models import BUILDERS
     from gpuscout.measure.backends.tensorflow.train import train_step_function
 
     keras.utils.set_random_seed(0)
@@ -158,7 +158,7 @@ def _gpt2_model(dims: dict[str, int]):  # type: ignore[no-untyped-def]
     pytest.importorskip("tensorflow")
     import keras
 
-    from gpuscout.measure.backends.tensorflow.models import BUILDERS
+    from gpuscout.measure.backends.keras.models import BUILDERS
 
     keras.utils.set_random_seed(1)
     return BUILDERS["gpt2"](WORKLOADS["gpt2"].resolve(dims)).model

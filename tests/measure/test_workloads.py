@@ -59,8 +59,8 @@ def test_unknown_workload_suggests() -> None:
 def test_analytic_flops_match_tensorflow_graph(name: str) -> None:
     """The formulas agree with the multiply-adds in TensorFlow's graph of the real model."""
     tf = pytest.importorskip("tensorflow")
+    from gpuscout.measure.backends.keras.models import BUILDERS
     from gpuscout.measure.backends.tensorflow.flops import training_flops_per_sample
-    from gpuscout.measure.backends.tensorflow.models import BUILDERS
 
     w = WORKLOADS[name]
     dims = w.resolve(w.tiny)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -129,6 +130,8 @@ def test_a_v1_database_is_migrated_to_the_latest_without_losing_runs(tmp_path: P
     from sqlalchemy import create_engine
 
     path = tmp_path / "old.sqlite"
+    before = _result().model_copy(update={"id": 1}).to_json_dict()  # as runs were before v4:
+    before.pop("backend"), before["config"].pop("backend")  # no backend anywhere
     engine = create_engine(f"sqlite:///{path}")
     with engine.begin() as conn:  # a database as gpuscout with schema v1 left it
         schema._v1(conn)
@@ -137,13 +140,15 @@ def test_a_v1_database_is_migrated_to_the_latest_without_losing_runs(tmp_path: P
             "INSERT INTO runs (created_at, status, workload, device, precision, xla, loop, "
             "batch_size, samples_per_second, stop_reason, result_json, step_times_json) VALUES "
             f"('2026-01-01', 'ok', 'mlp', 'CPU:0', 'fp32', 0, 'custom', 32, 1000.0, 'budget', "
-            f"'{_result().model_copy(update={'id': 1}).model_dump_json()}', '[0.5, 0.01]')"
+            f"'{json.dumps(before)}', '[0.5, 0.01]')"
         )
     engine.dispose()
     with Store(path) as store:
         old = store.get(1)
         assert old.workload == "mlp" and old.monitor_timeline == {}
         assert [r.mode for r in store.list()] == ["train"]  # v3: earlier runs were training
+        assert [r.backend for r in store.list()] == ["tensorflow"]  # v4: and on TensorFlow
+        assert old.backend == "tensorflow" and old.config.backend == "tensorflow"
         timeline = {"t": [0.1, 0.2], "cpu": [0.5, None]}
         new = store.save(_result().model_copy(update={"monitor_timeline": timeline}))
         assert store.get(new.id or 0).monitor_timeline == timeline

@@ -30,6 +30,7 @@ from gpuscout.cli.parser import (
     model_spec,
 )
 from gpuscout.errors import UserError
+from gpuscout.records import BACKENDS
 from gpuscout.run_settings import LOOPS, PRECISIONS, TF32_HELP
 
 if TYPE_CHECKING:
@@ -77,6 +78,13 @@ def register(sub: Any) -> None:
         help="custom tf.function+GradientTape step (default) or Keras model.fit",
     )
     how.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    how.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="tensorflow",
+        help="the framework Keras runs on: tensorflow (default) or jax (pip install "
+        "'gpuscout[jax]'; built-in workloads, training, one device)",
+    )
     how.add_argument(
         "--xla",
         action=argparse.BooleanOptionalAction,
@@ -246,6 +254,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         slo_ms=args.slo_ms,
         rate=args.rate,
         serving=args.serving,
+        backend=args.backend,
         task_index=args.task_index,
         worker_timeout_s=args.worker_timeout,
     )

@@ -11,6 +11,7 @@ from gpuscout.cli.bench import add_note_arg, add_publish_args
 from gpuscout.cli.parser import MEASURE_PLAN
 from gpuscout.cli.report import add_job_args
 from gpuscout.cli.specs import add_catalog_arg
+from gpuscout.records import BACKENDS, BenchConfig
 
 
 def register(sub: Any) -> None:
@@ -24,6 +25,9 @@ def register(sub: Any) -> None:
     p.add_argument("--html", type=Path, default=Path("report.html"), metavar="FILE",
                    help="the HTML report (default report.html)")  # fmt: skip
     p.add_argument("--md", type=Path, metavar="FILE", help="also a Markdown report")
+    p.add_argument("--backend", choices=BACKENDS, default="tensorflow",
+                   help="the framework Keras measures on (default tensorflow; jax: pip install "
+                   "'gpuscout[jax]')")  # fmt: skip
     add_job_args(p)
     add_note_arg(p)
     add_publish_args(p)
@@ -49,8 +53,13 @@ def run_scout(args: argparse.Namespace) -> int:
 
     plan = ScoutPlan(
         measure=parse_measure(args.measure), epochs=args.epochs, answers=args.answers,
-        note=args.note,
+        note=args.note, backend=args.backend,
     )  # fmt: skip
+    if plan.backend != "tensorflow":  # what it cannot measure fails now, not after minutes
+        from gpuscout.measure.benchmark import check
+
+        for workload, seconds in plan.measure:
+            check(BenchConfig(workload=workload, seconds=seconds, backend=plan.backend))
     catalog = load_catalog(args.catalog)
     check_publish(args)
     # before the minutes of measuring: a folder or an unwritable place fails now, not after

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.measure.job import Job
 from gpuscout.measure.protocol import Progress
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec, parse_model_spec
 from gpuscout.records import BenchConfig, RunResult
@@ -35,12 +36,45 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
     if workload is not None:
         workload.resolve(config.dims)  # unknown or bad size settings fail here
     _check_mode(config)
+    _check_backend(config, workload)
     layout = distribute.plan(config)
     if layout.workers:
         distribute.check_port_free(layout.workers[layout.task_index])
     if layout.local_replicas:
         distribute.batches(config, layout.local_replicas, 1)  # an uneven global batch
     return workload, model_spec
+
+
+def _check_backend(config: BenchConfig, workload: Workload | None) -> None:
+    """What the JAX backend cannot do (yet) is refused by name, with the reason; a JAX that is
+    not installed is one line with the fix, found without importing it."""
+    if config.backend != "jax":
+        return
+    import importlib.util
+
+    reasons = [
+        (config.model is not None, "--model", "your own models are measured on TensorFlow so far"),
+        (config.devices is not None or config.workers is not None, "--devices/--workers",
+         "data parallel runs use TensorFlow's MirroredStrategy"),
+        (config.mode == "inference", "--mode inference", "serving is measured on TensorFlow"),
+        (config.loop == "fit", "--loop fit", "the JAX backend times its own jitted step"),
+        (workload is not None and workload.has_pipeline, f"--workload {config.workload}",
+         "its input pipeline is tf.data"),
+    ]  # fmt: skip
+    for bad, flag, why in reasons:
+        if bad:
+            raise UserError(
+                f"--backend jax does not take {flag}: {why}.",
+                f"drop {flag.split('/')[0].split(' ')[0]}, or use --backend tensorflow.",
+            )
+    try:
+        found = importlib.util.find_spec("jax") is not None
+    except ImportError:  # an import hook that refuses it: as good as not installed
+        found = False
+    if not found:
+        from gpuscout.measure.backends.jax.runtime import INSTALL_FIX
+
+        raise UserError("--backend jax needs JAX, which is not installed.", INSTALL_FIX)
 
 
 def _check_mode(config: BenchConfig) -> None:
@@ -84,6 +118,8 @@ def bench(
     runner turns it off and monitors from the parent instead).
     """
     workload, model_spec = check(config)
+    if config.backend == "jax" and not config.xla:  # every JAX step is compiled by XLA
+        config = config.model_copy(update={"xla": True})
     from gpuscout.measure.monitor import attach, start_monitor
 
     watcher = start_monitor(None, config.device) if monitor else None
@@ -97,10 +133,13 @@ def _bench(
     on_progress: Callable[[Progress], None] | None,
     on_phase: Callable[[str], None] | None,
 ) -> RunResult:
-    from gpuscout.measure.backends.tensorflow import backend as backend_tf
+    if config.backend == "jax":
+        from gpuscout.measure.backends.jax import backend as chosen
+    else:
+        from gpuscout.measure.backends.tensorflow import backend as chosen  # type: ignore[no-redef]
 
     try:
-        return backend_tf.run(config, workload, model_spec, on_progress, on_phase or _ignore)
+        return chosen.run(Job(config, workload, model_spec, on_progress, on_phase or _ignore))
     except (UserError, GpuscoutError):
         raise
     except KeyboardInterrupt:
@@ -144,6 +183,7 @@ def failed(config: BenchConfig, status: str, message: str, device_chosen: bool =
             "batch_size": config.batch_size or config.global_batch_size or _default_batch(config),
             "config": config,
             "mode": config.mode,
+            "backend": config.backend,
         }
     )
 

@@ -82,9 +82,12 @@ def main(argv: list[str]) -> int:
     job, payload = request["job"], request["payload"]
     try:
         if job == "bench":
+            config = BenchConfig.model_validate(payload)
+            # The one place a backend is chosen: Keras reads it once, when first imported,
+            # and nothing in this process has imported Keras yet.
+            os.environ["KERAS_BACKEND"] = config.backend
             from gpuscout.measure.benchmark import bench
 
-            config = BenchConfig.model_validate(payload)
             result = bench(config, on_progress=on_progress, on_phase=on_phase, monitor=False)
             emit({"result": result.to_json_dict(), "step_times_s": result.step_times_s})
         else:

@@ -66,3 +66,11 @@ def hash_parts(*parts: bytes | str) -> str:
         h.update(part.encode() if isinstance(part, str) else part)
         h.update(b"\0")
     return h.hexdigest()[:16]
+
+
+def process_peak_memory() -> tuple[int, str]:
+    """This process's peak resident memory in bytes, and how it was measured (a CPU run)."""
+    import resource
+
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss_kib) * 1024, "peak resident memory of the whole process (CPU run)"

@@ -21,7 +21,15 @@ from typing import Any, cast
 
 from gpuscout.measure.result import per_step_rate
 from gpuscout.measure.stats import detect_warmup, summarize
-from gpuscout.records import FIT_PREFIX, BenchConfig, Interval, RunResult, StepTimes, Warmup
+from gpuscout.records import (
+    BACKENDS,
+    FIT_PREFIX,
+    BenchConfig,
+    Interval,
+    RunResult,
+    StepTimes,
+    Warmup,
+)
 from gpuscout.run_settings import PRECISIONS, Precision
 
 _POLICY_NAMES = {"float32": "fp32"}  # Keras policy -> gpuscout precision, where they differ
@@ -42,6 +50,7 @@ def compose_fit_run(
     xla: bool,
     batch_size: int | None,
     env: Mapping[str, Any],
+    backend: str = "tensorflow",
 ) -> RunResult:
     """The run of a ``model.fit`` whose batches took ``times`` seconds (warm-up included).
 
@@ -71,6 +80,7 @@ def compose_fit_run(
         batch_size=batch_size,
         device=device,
         seconds=None,  # the user's fit decides how long it runs, not gpuscout
+        backend=backend if backend in BACKENDS else "tensorflow",
     )
     common: dict[str, Any] = {
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -81,7 +91,8 @@ def compose_fit_run(
         "loop": "fit",
         "batch_size": batch_size or 0,  # 0: not known
         "config": config,
-        "env": {**env, "device_name": device_name},
+        "backend": config.backend,
+        "env": {**env, "device_name": device_name, "keras_backend": backend},
         "step_times_s": list(times),
     }
     if len(times) < 3:

@@ -140,6 +140,7 @@ def inference_result(
         warnings=warnings,
         assumptions=assumptions,
         config=config,
+        backend=config.backend,
         env=env,
         mode="inference",
         inference=Inference(

@@ -10,6 +10,8 @@ run's ``peak_source`` names are one number.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
@@ -53,3 +55,45 @@ def store_cpu_peak(key: str, flops: float) -> None:
         tmp.replace(path)
     except (OSError, ValueError):
         pass
+
+
+def gpu_peak(device_name: str, precision: str, tf32: bool) -> tuple[float | None, str]:
+    """A GPU's datasheet peak for ``precision`` from the catalog, and its source; None with the
+    reason when the catalog does not know the GPU (every backend asks this the same way)."""
+    from gpuscout.catalog import load_catalog, peak_tflops
+
+    gpu = load_catalog().find_device(device_name)
+    if gpu is None:
+        return None, (
+            f"'{device_name}' is not in the GPU catalog, so no MFU "
+            "(add it with GPUSCOUT_CATALOG=your_gpus.csv)"
+        )
+    tflops, rate = peak_tflops(gpu, precision, tf32)
+    return tflops * 1e12, f"{gpu.name} {rate} ({gpu.source.split(';')[0]})"
+
+
+def cpu_peak(framework: str, precision: str, measure: Callable[[], float]) -> tuple[float, str]:
+    """This CPU's measured peak for ``precision`` under ``framework`` ("tf2.21.0", "jax0.10.2"),
+    measured by ``measure`` the first time and cached, and its source."""
+    from gpuscout.measure import environment
+
+    key = f"{environment.cpu_model()}|{os.cpu_count()}|{framework}|{precision}"
+    cached = cached_cpu_peak(key)
+    if cached is None:
+        cached = measure()
+        store_cpu_peak(key, cached)
+    return cached, cpu_peak_source(precision)
+
+
+def matmul_flops(n: int, multiply: Callable[[], object], tries: int = 5) -> float:
+    """FLOP/s of the best of ``tries`` square n x n matmuls, each ``multiply()`` returning only
+    once its product is done (after one untimed call: tracing, compiling, warming up)."""
+    import time
+
+    multiply()
+    best = float("inf")
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        multiply()
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n**3 / best

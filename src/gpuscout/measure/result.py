@@ -6,15 +6,18 @@ plain numbers, so the warnings are unit-tested on planted outcomes.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from gpuscout.measure import environment
 from gpuscout.measure.protocol import Outcome
 from gpuscout.measure.stats import TARGET_REL_CI, StepSummary
 from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
+from gpuscout.workloads import Dims, Workload
 
 CV_WARN = 0.07
 MIN_STEPS_WARN = 20
@@ -25,7 +28,7 @@ OUTLIER_WARN = 0.05
 class Prepared:
     """Everything a measurement needs, built on the device, plus what was assumed."""
 
-    built: Any = None  # backends.tensorflow.models.Built
+    built: Any = None  # backends.keras.models.Built
     dataset: Any = None  # tf.data.Dataset
     batch_size: int = 0
     flops_per_step: float | None = None
@@ -34,6 +37,22 @@ class Prepared:
     epoch_unit: str = "samples"
     workload_hash: str = ""
     assumptions: list[str] = field(default_factory=list)
+
+    def describe_builtin(
+        self, workload: Workload, dims: Dims, batch: int, config: BenchConfig, builder: Any
+    ) -> None:
+        """What every backend says of a built-in workload: FLOPs per step, epoch, the hash of
+        its definition (its settings and its builder's source)."""
+        flops = workload.training_flops_per_sample(dims)
+        if flops is not None:
+            self.flops_per_step = flops * batch
+            self.flops_method = workload.flops_note
+        self.epoch_samples = config.epoch_samples or workload.epoch_samples
+        self.epoch_unit = workload.epoch_unit
+        self.assumptions.append(f"epoch = {self.epoch_samples:,} {workload.epoch_unit}")
+        self.workload_hash = environment.hash_parts(
+            workload.name, repr(sorted(dims.items())), inspect.getsource(builder)
+        )
 
 
 def outcome_warnings(outcome: Outcome, target_rel_ci: float = TARGET_REL_CI) -> list[str]:
@@ -152,6 +171,7 @@ def compose(
         warnings=warnings,
         assumptions=prep.assumptions,
         config=config,
+        backend=config.backend,
         env=env,
         step_times_s=list(outcome.times),
     )

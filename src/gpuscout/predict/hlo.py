@@ -45,10 +45,32 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuscout.predict.kernels import Kernel, merge
 
 CLASSES = ("matmul", "elementwise", "reduction")
+
+
+@dataclass(frozen=True)
+class StepIR:
+    """A training step's HLO text, as a measuring backend traced it, and the sizes the memory
+    estimate and the all-reduce model need."""
+
+    hlo: str
+    params: int
+    param_bytes: int
+    optimizer_state_bytes: int
+    tf_version: str  # the framework that traced it ("2.21.0"; "jax 0.10.2" for JAX)
+    model_name: str  # prefixes the op names of the forward pass in the HLO
+
+
+def variable_bytes(var: Any) -> int:
+    """Bytes of a variable or array (anything with ``shape`` and a NumPy-compatible dtype)."""
+    import numpy as np
+
+    return int(math.prod(var.shape)) * int(np.dtype(var.dtype).itemsize)
+
 
 _BYTES = {
     "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
@@ -443,6 +465,10 @@ def _fused_kernel(head: _Instr, members: list[_Instr], by_name: dict[str, _Instr
     )
 
 
+# How a gradient op is named: TensorFlow's GradientTape, JAX's transpose of the forward's jvp
+_GRADIENT_MARKS = ('op_name="gradient_tape', "/transpose(jvp(")
+
+
 def _saved_bytes(instrs: list[_Instr], scope: str) -> float:
     """Bytes of forward results that gradient ops read (through reshapes and the like)."""
     by_name = {i.name: i for i in instrs}
@@ -456,7 +482,7 @@ def _saved_bytes(instrs: list[_Instr], scope: str) -> float:
 
     saved: dict[str, int] = {}
     for ins in instrs:
-        if 'op_name="gradient_tape' not in ins.rest:
+        if not any(mark in ins.rest for mark in _GRADIENT_MARKS):
             continue
         for ref in _REF.findall(_operands(ins.rest)):
             src = source(ref)

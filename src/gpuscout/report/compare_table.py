@@ -57,5 +57,12 @@ def print_comparison(c: Comparison, console: Console) -> None:
             f"{fmt_percent(abs(s.median - 1))} {faster}",
             highlight=False,
         )
+        if c.across_backends:
+            console.print(
+                f"backends compared: {b.backend} (run {b.id}) against {a.backend} (run {a.id}), "
+                "the same workload, precision and batch; each backend's own framework, CUDA "
+                "libraries and compiler go with it",
+                highlight=False,
+            )
     else:
         console.print("comparable, but one of them has no measured speed.", highlight=False)

@@ -30,7 +30,7 @@ def _measured_table(runs: list[RunResult]) -> Table:
             ci += " (interval undefined: too few steps)"
         table.add_row(
             str(r.id), _text(r.workload), _text(r.device),
-            _text(f"{r.precision}, batch {r.batch_size}"),
+            _text(f"{r.precision}, batch {r.batch_size}, {r.backend}"),
             ci, fmt_seconds(r.epoch_seconds) if r.epoch_seconds else "-",
             _text(r.status if r.status == "ok" else f"{r.status}: {r.message}"),
         )  # fmt: skip

@@ -45,12 +45,13 @@ class Summary:
 
 
 def aggregate(rows: Iterable[RunRow]) -> list[Aggregate]:
-    """Per (workload, device, precision): how many runs, and the median and best samples/s of
-    the successful ones; by workload, then the fastest median first."""
+    """Per (workload, device, precision and backend): how many runs, and the median and best
+    samples/s of the successful ones; by workload, then the fastest median first."""
     groups: dict[tuple[str, str, str], tuple[list[int], list[float], list[int]]] = {}
     for row in rows:
         workload = row.workload + (" (inference)" if row.mode == "inference" else "")
         precision = row.precision + (" +XLA" if row.xla else "")
+        precision += " on JAX" if row.backend == "jax" else ""  # a backend is its own group
         ids, rates, rate_ids = groups.setdefault((workload, row.device, precision), ([], [], []))
         ids.append(row.id)
         if row.status == "ok" and row.samples_per_second:

@@ -188,7 +188,7 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
             r.status,
             r.workload + (" (inference)" if r.mode == "inference" else ""),
             r.device,
-            r.precision + (" +XLA" if r.xla else ""),
+            r.precision + (" +XLA" if r.xla else "") + (" on JAX" if r.backend == "jax" else ""),
             str(r.batch_size) if r.batch_size else "-",  # 0: not given (ScoutCallback)
             fmt_rate(r.samples_per_second) if r.samples_per_second else "-",
             r.stop_reason or "-",

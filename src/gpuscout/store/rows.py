@@ -30,6 +30,7 @@ class RunRow:
     samples_per_second: float | None
     stop_reason: str | None
     mode: str = "train"
+    backend: str = "tensorflow"
 
 
 def _row(result: RunResult, run_id: int | None) -> dict[str, Any]:
@@ -49,6 +50,7 @@ def _row(result: RunResult, run_id: int | None) -> dict[str, Any]:
         "samples_per_second": sps,
         "stop_reason": result.stop_reason,
         "mode": result.mode,
+        "backend": result.backend,
         "result_json": "{}" if run_id is None else json.dumps(saved.to_json_dict()),
         "step_times_json": json.dumps(result.step_times_s),
         "monitor_json": json.dumps(result.monitor_timeline),
@@ -83,6 +85,7 @@ def insert(conn: Connection, result: RunResult) -> RunResult:
             samples_per_second=sps,
             stop_reason=result.stop_reason,
             mode=result.mode,
+            backend=result.backend,
             result_json="{}",
             step_times_json=json.dumps(result.step_times_s),
             monitor_json=json.dumps(result.monitor_timeline),

@@ -65,6 +65,8 @@ runs = Table(
     *_v1_run_columns(),
     Column("monitor_json", Text, nullable=True),  # v2: the device monitor's timeline
     Column("mode", _short(16), nullable=False, server_default="train"),  # v3: train | inference
+    # v4: the framework Keras measured on, tensorflow | jax
+    Column("backend", _short(16), nullable=False, server_default="tensorflow"),
 )
 
 
@@ -82,11 +84,19 @@ def _v3(conn: Connection) -> None:
     conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN mode VARCHAR(16) NOT NULL DEFAULT 'train'")
 
 
+def _v4(conn: Connection) -> None:
+    """Runs on JAX beside runs on TensorFlow: every earlier run was measured on TensorFlow."""
+    conn.exec_driver_sql(
+        "ALTER TABLE runs ADD COLUMN backend VARCHAR(16) NOT NULL DEFAULT 'tensorflow'"
+    )
+
+
 # (version, migration) in order; a migration takes the database from version-1 to version.
 MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = (
     (1, _v1),
     (2, _v2),
     (3, _v3),
+    (4, _v4),
 )
 LATEST = MIGRATIONS[-1][0]
 

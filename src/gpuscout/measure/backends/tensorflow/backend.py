@@ -7,7 +7,6 @@ and turns failures into stored results.
 from __future__ import annotations
 
 import gc
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +16,10 @@ from gpuscout.errors import UserError
 from gpuscout.measure import environment
 from gpuscout.measure.backends.tensorflow import data as tf_data
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
+from gpuscout.measure.job import Job
 from gpuscout.measure.protocol import BUILDING, Outcome, Progress, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
+from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
 from gpuscout.records import BenchConfig, Distribution, RunResult
 from gpuscout.run_settings import tf32_run_note
@@ -45,7 +46,7 @@ def _synthetic_dataset(tf: Any, x: Any, y: Any) -> Any:
 def _prepare_builtin(
     tf: Any, workload: Workload, config: BenchConfig, batch: int, prep: Prepared
 ) -> None:
-    from gpuscout.measure.backends.tensorflow.models import BUILDERS
+    from gpuscout.measure.backends.keras.models import BUILDERS
 
     dims = workload.resolve(config.dims)
     builder = BUILDERS[workload.name]
@@ -55,18 +56,9 @@ def _prepare_builtin(
         prep.dataset = pipe.dataset
         prep.assumptions += pipe.notes
     else:
-        x, y = tf_data.arrays(workload, dims, batch, config.seed)
+        x, y = arrays(workload, dims, batch, config.seed)
         prep.dataset = _synthetic_dataset(tf, x, y)
-    flops = workload.training_flops_per_sample(dims)
-    if flops is not None:
-        prep.flops_per_step = flops * batch
-        prep.flops_method = workload.flops_note
-    prep.epoch_samples = config.epoch_samples or workload.epoch_samples
-    prep.epoch_unit = workload.epoch_unit
-    prep.assumptions.append(f"epoch = {prep.epoch_samples:,} {workload.epoch_unit}")
-    prep.workload_hash = environment.hash_parts(
-        workload.name, repr(sorted(dims.items())), inspect.getsource(builder)
-    )
+    prep.describe_builtin(workload, dims, batch, config, builder)
     if not workload.has_pipeline:
         prep.assumptions.append(
             "synthetic data: one random batch made once and repeated through tf.data with "
@@ -134,27 +126,22 @@ def _first_batch(dataset: Any, data: str) -> Any:
         ) from None
 
 
-def run(
-    config: BenchConfig,
-    workload: Workload | None,
-    model_spec: ModelSpec | None,
-    on_progress: Callable[[Progress], None] | None,
-    on_phase: Callable[[str], None],
-) -> RunResult:
-    """Measure ``config`` on the device; raises on failure (the caller stores it).
+def run(job: Job) -> RunResult:
+    """Measure ``job.config`` on the device; raises on failure (the caller stores it).
 
     The global Keras precision policy and TensorFlow's TF32 switch are restored afterwards, so
     that calling ``gpuscout.bench`` from a user's program does not change how their models are
     built or run.
     """
-    on_phase("starting TensorFlow")
+    config = job.config
+    job.on_phase("starting TensorFlow")
     tf = tf_runtime.import_tensorflow()
     import keras
 
     previous_policy = keras.mixed_precision.global_policy()
     previous_tf32 = tf_runtime.set_tf32(tf, config.tf32)  # before any op runs
     try:
-        return _measure(tf, config, workload, model_spec, on_progress, on_phase)
+        return _measure(tf, config, job.workload, job.model_spec, job.on_progress, job.on_phase)
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)
         tf_runtime.set_tf32(tf, previous_tf32)

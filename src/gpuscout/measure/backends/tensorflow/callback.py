@@ -1,7 +1,8 @@
 """ScoutCallback: timing the user's own ``model.fit`` from inside it.
 
 A Keras callback, so it imports Keras and lives in the TensorFlow backend; users import it as
-``gpuscout.keras.ScoutCallback``. :class:`FitTimer` times and composes the run;
+``gpuscout.keras.ScoutCallback``. It reads the backend Keras runs on (TensorFlow or JAX) and
+records it with the run. :class:`FitTimer` times and composes the run;
 :class:`ScoutCallback` stores it, predicts other GPUs from the model's HLO and prints, as
 ``cli`` does for the commands.
 """
@@ -68,7 +69,8 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
         from gpuscout.measure.environment import base_environment
         from gpuscout.measure.fit_run import compose_fit_run
 
-        device, device_name = fit_device()
+        backend = keras.backend.backend()
+        device, device_name = fit_device(backend)
         return compose_fit_run(
             self.times,
             model_name=self.model.name,
@@ -77,7 +79,8 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
             policy=keras.mixed_precision.global_policy().name,
             xla=bool(getattr(self.model, "jit_compile", False)),
             batch_size=self.batch_size,
-            env={**base_environment(), "keras": keras.__version__, **_tf32_switch()},
+            env={**base_environment(), "keras": keras.__version__, **_tf32_switch(backend)},
+            backend=backend,
         )
 
 
@@ -165,6 +168,12 @@ class ScoutCallback(FitTimer):
     def _predictions(self) -> list[str]:
         if not self.predict_on or not self.batch_size:
             return []
+        if keras.backend.backend() != "tensorflow":
+            return [
+                f"gpuscout: no prediction from a fit on {keras.backend.backend()} yet: the HLO "
+                "of a live model is traced with TensorFlow (gpuscout predict --workload ... "
+                "predicts the built-in workloads)"
+            ]
         try:
             assert self.result is not None
             rows, notes = _predict(
@@ -201,19 +210,30 @@ def _predict(
     profile = profile_from_ir(fit_workload(model.name), {}, batch, precision, ir, cost)
     catalog = load_catalog()
     gpus = [catalog.resolve(g).gpu for g in gpu_ids]
-    tf32 = _tf32_switch()["tf32_enabled"]  # predict as the user's process trains
+    tf32 = _tf32_switch("tensorflow")["tf32_enabled"]  # predict as the user's process trains
     return predict(profile, gpus, [1], catalog, gpus[0], epoch_samples=batch, tf32=tf32)
 
 
-def _tf32_switch() -> dict[str, bool]:
-    """TensorFlow's TF32 switch in the user's process (they may have turned it off), so that
-    ``runs compare`` and ``predict`` read the fit run's TF32 as it was, not as the default."""
+def _tf32_switch(backend: str) -> dict[str, bool]:
+    """The TF32 switch in the user's process (they may have turned it off), so that ``runs
+    compare`` and ``predict`` read the fit run's TF32 as it was, not as the default: on JAX,
+    its default matmul precision."""
+    if backend == "jax":
+        from gpuscout.measure.backends.jax import runtime as jax_runtime
+
+        return {"tf32_enabled": jax_runtime.tf32_enabled(jax_runtime.import_jax())}
     import tensorflow as tf
 
     return {"tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled())}
 
 
-def fit_device() -> tuple[str, str]:
+def fit_device(backend: str = "tensorflow") -> tuple[str, str]:
+    """The device Keras trains on, as gpuscout names it (GPU:0, CPU:0), and its hardware."""
+    if backend == "jax":
+        from gpuscout.measure.backends.jax import runtime as jax_runtime
+
+        device = jax_runtime.resolve_device(jax_runtime.import_jax(), None)
+        return device.name, device.description
     import tensorflow as tf
 
     gpus = tf.config.list_logical_devices("GPU")

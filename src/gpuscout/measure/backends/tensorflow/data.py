@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuscout.measure.synthetic import arrays
 from gpuscout.workloads import Dims, Workload
 
 KNOBS = ("prefetch", "parallel", "cache")
@@ -39,26 +40,6 @@ class Pipeline:
     has_map: bool  # a per-element map that parallel calls could speed up
     finite: bool
     steps_per_epoch: int | None = None
-
-
-def arrays(workload: Workload, dims: Dims, n: int, seed: int) -> tuple[Any, Any]:
-    """``n`` random samples and labels shaped and typed as the workload's inputs.
-
-    A causal language model's labels are its inputs shifted by one position (each position's
-    label is the token that follows it), cut from one random sequence a token longer: the
-    next-token objective it trains on, not unrelated noise.
-    """
-    rng = np.random.default_rng(seed)
-    shape = (n, *workload.input_shape(dims))
-    if workload.task == "causal-lm":
-        tokens = rng.integers(0, dims["vocab"], size=(n, shape[1] + 1))
-        return tokens[:, :-1].astype(workload.input_dtype), tokens[:, 1:].astype("int32")
-    if workload.input_dtype.startswith("int"):
-        x = rng.integers(0, dims["vocab"], size=shape).astype(workload.input_dtype)
-    else:
-        x = rng.random(shape, dtype=np.float32)
-    y = rng.integers(0, dims["classes"], size=(n, *workload.label_shape)).astype("int32")
-    return x, y
 
 
 def builtin(

@@ -10,33 +10,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
+from gpuscout.predict.hlo import StepIR, variable_bytes
 from gpuscout.workloads import get_workload
-
-
-@dataclass(frozen=True)
-class StepIR:
-    hlo: str
-    params: int
-    param_bytes: int
-    optimizer_state_bytes: int
-    tf_version: str
-    model_name: str  # prefixes the op names of the forward pass in the HLO
-
-
-def _size(var: Any) -> int:
-    return int(math.prod(var.shape)) * int(np.dtype(var.dtype).itemsize)
 
 
 def step_hlo(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> StepIR:
     """HLO text of one training step of ``workload`` (with ``dims``) at ``batch``."""
     tf = tf_runtime.import_tensorflow()
-    from gpuscout.measure.backends.tensorflow.models import BUILDERS
+    from gpuscout.measure.backends.keras.models import BUILDERS
 
     w = get_workload(workload)
     resolved = w.resolve(dims)
@@ -85,8 +71,8 @@ def _trace(tf: Any, build: Callable[[], tuple[Any, Any, Any]], precision: str) -
         return StepIR(
             hlo=hlo,
             params=sum(int(math.prod(v.shape)) for v in weights),
-            param_bytes=sum(_size(v) for v in weights),
-            optimizer_state_bytes=sum(_size(v) for v in state),
+            param_bytes=sum(variable_bytes(v) for v in weights),
+            optimizer_state_bytes=sum(variable_bytes(v) for v in state),
             tf_version=tf.__version__,
             model_name=built.model.name,
         )
@@ -103,8 +89,8 @@ def live_step_hlo(model: Any, batch: int, precision: str) -> StepIR:
     tf = tf_runtime.import_tensorflow()
     import keras
 
+    from gpuscout.measure.backends.keras.models import Built
     from gpuscout.measure.backends.tensorflow import user_model as tf_user
-    from gpuscout.measure.backends.tensorflow.models import Built
 
     built, _ = tf_user.prepare_user_model(model)
     loss, optimizer = built.loss, built.optimizer
@@ -143,7 +129,7 @@ def forward_hlo(
             )
             x: Any = inputs[0] if len(inputs) == 1 else list(inputs)
         else:
-            from gpuscout.measure.backends.tensorflow.models import BUILDERS
+            from gpuscout.measure.backends.keras.models import BUILDERS
 
             assert workload is not None
             w = get_workload(workload)
@@ -154,7 +140,7 @@ def forward_hlo(
         return StepIR(
             hlo=forward.experimental_get_compiler_ir(x)(stage="hlo"),
             params=sum(int(math.prod(v.shape)) for v in weights),
-            param_bytes=sum(_size(v) for v in weights),
+            param_bytes=sum(variable_bytes(v) for v in weights),
             optimizer_state_bytes=0,
             tf_version=tf.__version__,
             model_name=model.name,

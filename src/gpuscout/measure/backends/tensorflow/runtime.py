@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import tempfile
-import time
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -173,29 +171,16 @@ def peak_memory(tf: Any, device: Device) -> tuple[int, str]:
     if device.kind == "GPU":
         info = tf.config.experimental.get_memory_info(device.name)
         return int(info["peak"]), "TensorFlow allocator peak on the GPU during the run"
-    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(rss_kib) * 1024, "peak resident memory of the whole process (CPU run)"
+    return environment.process_peak_memory()
 
 
 def device_peak_flops(tf: Any, device: Device, precision: str) -> tuple[float | None, str]:
     """Peak FLOP/s for MFU and where it comes from."""
     if device.kind == "GPU":
-        from gpuscout.catalog import load_catalog, peak_tflops
-
-        gpu = load_catalog().find_device(device.description)
-        if gpu is None:
-            return None, (
-                f"'{device.description}' is not in the GPU catalog, so no MFU "
-                "(add it with GPUSCOUT_CATALOG=your_gpus.csv)"
-            )
-        tflops, rate = peak_tflops(gpu, precision, tf32_in_effect(tf, device))
-        return tflops * 1e12, f"{gpu.name} {rate} ({gpu.source.split(';')[0]})"
-    key = f"{environment.cpu_model()}|{os.cpu_count()}|tf{tf.__version__}|{precision}"
-    cached = peaks.cached_cpu_peak(key)
-    if cached is None:
-        cached = measure_cpu_matmul_peak(tf, device, precision)
-        peaks.store_cpu_peak(key, cached)
-    return cached, peaks.cpu_peak_source(precision)
+        return peaks.gpu_peak(device.description, precision, tf32_in_effect(tf, device))
+    return peaks.cpu_peak(
+        f"tf{tf.__version__}", precision, lambda: measure_cpu_matmul_peak(tf, device, precision)
+    )
 
 
 def measure_cpu_matmul_peak(tf: Any, device: Device, precision: str) -> float:
@@ -206,13 +191,7 @@ def measure_cpu_matmul_peak(tf: Any, device: Device, precision: str) -> float:
         a = tf.random.uniform((n, n), dtype=tf.float32)
         a = tf.cast(a, dtype)
         matmul = tf.function(lambda x: tf.matmul(x, x))
-        matmul(a).numpy()  # trace and warm up
-        best = float("inf")
-        for _ in range(5):
-            t0 = time.perf_counter()
-            matmul(a).numpy()
-            best = min(best, time.perf_counter() - t0)
-    return 2.0 * n**3 / best
+        return peaks.matmul_flops(n, lambda: matmul(a).numpy())
 
 
 def tf_environment(tf: Any, device: Device) -> dict[str, object]:

@@ -11,10 +11,10 @@ import numpy as np
 
 from gpuscout.errors import UserError
 from gpuscout.measure import environment, latency
-from gpuscout.measure.backends.tensorflow import data as tf_data
 from gpuscout.measure.backends.tensorflow import inference as tf_inference
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.protocol import BUILDING
+from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec
 from gpuscout.records import BenchConfig, RunResult
 from gpuscout.run_settings import tf32_run_note
@@ -67,13 +67,13 @@ def run_inference(
             assumptions.append("inputs: random, shaped and typed as the model's inputs")
         else:
             assert workload is not None
-            from gpuscout.measure.backends.tensorflow.models import BUILDERS
+            from gpuscout.measure.backends.keras.models import BUILDERS
 
             dims = workload.resolve(config.dims)
             model = BUILDERS[workload.name](dims).model
 
             def inputs(batch: int) -> Any:
-                return tf_data.arrays(workload, dims, batch, config.seed)[0]
+                return arrays(workload, dims, batch, config.seed)[0]
 
             workload_hash = environment.hash_parts(
                 workload.name, repr(sorted(dims.items())),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure.backends.tensorflow.models import Built
+from gpuscout.measure.backends.keras.models import Built
 from gpuscout.measure.backends.tensorflow.train import train_step_function
 from gpuscout.measure.protocol import Outcome, Protocol
 from gpuscout.scale import distribute

@@ -14,7 +14,7 @@ from typing import Any
 
 import keras
 
-from gpuscout.measure.backends.tensorflow.models import Built
+from gpuscout.measure.backends.keras.models import Built
 from gpuscout.measure.protocol import Outcome, Protocol
 
 

@@ -25,7 +25,7 @@ import keras
 import numpy as np
 
 from gpuscout.errors import UserError
-from gpuscout.measure.backends.tensorflow.models import Built
+from gpuscout.measure.backends.keras.models import Built
 from gpuscout.measure.benchmark import is_oom
 from gpuscout.measure.user_spec import FunctionSpec, ModelSpec
 

@@ -14,7 +14,7 @@ from typing import Any
 import keras
 
 from gpuscout.articles import SEED_MLP_DROPOUT
-from gpuscout.measure.backends.tensorflow.transformers import build_bert_large, build_gpt2
+from gpuscout.measure.backends.keras.transformers import build_bert_large, build_gpt2
 from gpuscout.workloads import Dims
 
 

@@ -17,7 +17,7 @@ import keras
 from gpuscout.workloads import Dims
 
 if TYPE_CHECKING:  # models.py imports this module for its BUILDERS: no import cycle at run time
-    from gpuscout.measure.backends.tensorflow.models import Built
+    from gpuscout.measure.backends.keras.models import Built
 
 # GPT-2's hyper-parameters that are not sizes (Hugging Face's GPT2Config defaults, as released):
 # LayerNorm epsilon 1e-5, dropout 0.1 on embeddings, attention probabilities and residuals,
@@ -29,7 +29,7 @@ INIT_STDDEV = 0.02
 
 def build_bert_large(d: Dims) -> Built:
     """bert-base's model at bert-large's sizes: the same code, so the two compare."""
-    from gpuscout.measure.backends.tensorflow.models import Built, build_bert
+    from gpuscout.measure.backends.keras.models import Built, build_bert
 
     built = build_bert(d)
     model = keras.Model(built.model.input, built.model.output, name="bert_large")
@@ -102,7 +102,7 @@ def _decoder_block(x: Any, d: Dims, i: int) -> Any:
 
 def build_gpt2(d: Dims) -> Built:
     """A GPT-2-shaped causal language model at the sizes in ``d``; loss on every position."""
-    from gpuscout.measure.backends.tensorflow.models import Built
+    from gpuscout.measure.backends.keras.models import Built
 
     ids = keras.Input((d["seq_len"],), dtype="int32", name="token_ids")
     embedding = keras.layers.Embedding(

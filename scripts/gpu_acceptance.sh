@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The GPU acceptance run: gpuscout's measurement, monitor and predictions on a real GPU, through
+# the JAX backend (a machine with JAX and NVML but no TensorFlow, and no network, is enough).
+#
+#   scripts/gpu_acceptance.sh OUT_DIR [--wheels DIR] [--seconds N] [--cpu]
+#
+# 1. installs gpuscout from this checkout, and whatever the machine lacks from the wheels in
+#    --wheels DIR (pip --no-index: no network is used);
+# 2. measures mlp, resnet50 and bert-base on JAX in mixed_bfloat16, --seconds each (60),
+#    with the NVML monitor on; every result is kept as JSON in OUT_DIR and in OUT_DIR/runs.sqlite;
+# 3. checks each run (scripts/gpu_acceptance_check.py): the device is named and in the catalog,
+#    MFU is in (0, 1) (a missing synchronisation shows as an impossible MFU), the allocator's
+#    peak memory and the monitor's utilisation, SM clock and power are there, and the
+#    measurement is compared with `gpuscout predict`'s range for that GPU;
+# 4. writes OUT_DIR/summary.md, one page. Exit 1 if a check failed.
+#
+# --cpu: the same run on this machine's CPU, minus the GPU checks, with mlp alone (a CPU
+# takes minutes to compile and step resnet50 and bert-base), 20 steps: CI runs
+# it so every part but the GPU is exercised. The whole run stays under 8 minutes on a GPU.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+out="" wheels="" seconds=60 cpu=0
+while (($#)); do
+    case "$1" in
+        --wheels) wheels="$2"; shift 2 ;;
+        --seconds) seconds="$2"; shift 2 ;;
+        --cpu) cpu=1; shift ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -*) echo "gpu_acceptance: unknown option $1 (see --help)" >&2; exit 2 ;;
+        *) out="$1"; shift ;;
+    esac
+done
+[ -n "$out" ] || { echo "gpu_acceptance: give the output folder: $0 OUT_DIR" >&2; exit 2; }
+mkdir -p "$out"
+python="${PYTHON:-python3}"
+if ! "$python" -c "import gpuscout" 2>/dev/null; then
+    if [ -n "$wheels" ]; then
+        # offline: the wheels folder holds what the machine lacks (keras, pydantic, rich, ...);
+        # the build uses the machine's own setuptools, as none can be downloaded
+        "$python" -m pip install -q --no-index --find-links "$wheels" --no-build-isolation \
+            -e "$here"
+    else
+        "$python" -m pip install -q -e "$here"
+    fi
+fi
+"$python" -c "import jax" 2>/dev/null || {
+    echo "gpu_acceptance: JAX is not installed: pip install 'gpuscout[jax]' (jax[cuda12] or" \
+         "jax[cuda13] on a GPU), or carry its wheels in --wheels" >&2
+    exit 2
+}
+if ((cpu)); then  # a fixed few steps: a CPU spends a short budget compiling
+    workloads="mlp" budget=(--steps 20 --warmup-steps 3 --device CPU:0)
+else
+    workloads="mlp resnet50 bert-base" budget=(--seconds "$seconds")
+fi
+db="$out/runs.sqlite"
+for w in $workloads; do
+    echo "gpu_acceptance: measuring $w (${budget[*]})" >&2
+    "$python" -m gpuscout bench --backend jax --workload "$w" --precision mixed_bfloat16 \
+        "${budget[@]}" --db "$db" --json > "$out/$w.json" ||
+        echo "gpu_acceptance: $w did not measure (its JSON says why)" >&2
+done
+check=(--out "$out")
+((cpu)) && check+=(--cpu)
+"$python" "$here/scripts/gpu_acceptance_check.py" "${check[@]}" $workloads

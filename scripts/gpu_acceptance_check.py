@@ -1,0 +1,146 @@
+"""Checks and the one-page summary of ``scripts/gpu_acceptance.sh`` (see its header).
+
+    python scripts/gpu_acceptance_check.py --out DIR [--cpu] WORKLOAD ...
+
+Reads DIR/WORKLOAD.json (``gpuscout bench --json``), asks ``gpuscout predict`` for the range
+of the same workload, precision and batch on the GPU the run found, writes DIR/summary.md and
+DIR/checks.json, and exits 1 if a check failed (2 if a run is missing). ``--cpu``: the GPU
+checks (catalog GPU, NVML monitor, allocator memory, prediction) are skipped and said so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+Check = tuple[str, bool | None, str]  # name, passed (None: skipped), detail
+
+
+def _gpuscout(*args: str) -> Any:
+    proc = subprocess.run([sys.executable, "-m", "gpuscout", *args, "--json"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed")
+    return json.loads(proc.stdout)
+
+
+def _catalog_id(run: dict[str, Any]) -> str | None:
+    """The catalog GPU the run's device is (the name the driver reports, as bench records it)."""
+    from gpuscout.catalog import load_catalog
+
+    gpu = load_catalog().find_device(str(run["env"].get("device_name") or ""))
+    return gpu.id if gpu else None
+
+
+def check_run(run: dict[str, Any], cpu: bool) -> list[Check]:
+    """Every check of one run (a bench --json result)."""
+    ok = run.get("status") == "ok"
+    checks: list[Check] = [("measured", ok, run.get("message") or run.get("status", "?"))]
+    if not ok:
+        return checks
+    mfu = run.get("mfu")
+    checks.append(("MFU in (0, 1)", mfu is not None and 0 < mfu < 1,
+                   f"{mfu:.1%}" if mfu is not None else "no MFU"))  # fmt: skip
+    checks.append(("backend jax", run.get("backend") == "jax", str(run.get("backend"))))
+    memory = run.get("peak_memory_bytes")
+    checks.append(("peak memory", bool(memory), f"{(memory or 0) / 1e9:.2f} GB, "
+                   f"{run.get('memory_method')}"))  # fmt: skip
+    if cpu:
+        checks.append(("GPU checks", None, "skipped: --cpu"))
+        return checks
+    gpus = ((run.get("monitor") or {}).get("gpus")) or []
+    gpu_id = None
+    try:
+        gpu_id = _catalog_id(run)
+    except (RuntimeError, ValueError, IndexError, KeyError) as exc:
+        checks.append(("GPU in the catalog", False, str(exc)))
+    else:
+        checks.append(("GPU in the catalog", gpu_id is not None,
+                       f"{run['env'].get('device_name')} -> {gpu_id}"))  # fmt: skip
+    checks.append(("allocator memory", "allocator" in str(run.get("memory_method")),
+                   str(run.get("memory_method"))))  # fmt: skip
+    first = gpus[0] if gpus else {}
+    for key, name in (("utilization_mean", "utilisation"), ("sm_clock_mean_mhz", "SM clock"),
+                      ("power_mean_w", "power")):  # fmt: skip
+        value = first.get(key)
+        checks.append((f"monitor {name}", value is not None, str(value)))
+    if gpu_id:
+        checks.append(_against_prediction(run, gpu_id))
+    return checks
+
+
+def _against_prediction(run: dict[str, Any], gpu_id: str) -> Check:
+    args = ["predict", "--workload", run["workload"], "--precision", run["precision"],
+            "--gpus", gpu_id, "--batch-size", str(run["batch_size"])]  # fmt: skip
+    try:
+        row = _gpuscout(*args)[0]
+    except (RuntimeError, ValueError, IndexError) as exc:
+        return ("against predict", False, f"no prediction: {exc}")
+    measured = run["samples_per_second"]["median"]
+    low, mid, high = row["low"], row["samples_per_second"], row["high"]
+    where = "inside" if low <= measured <= high else f"x{measured / mid:.2f} of the prediction"
+    # a comparison, not a pass/fail: predictions are for TensorFlow and PyTorch stacks
+    return ("against predict", None, f"measured {measured:,.0f}/s, predicted {mid:,.0f}/s "
+            f"[{low:,.0f}-{high:,.0f}]: {where}")  # fmt: skip
+
+
+def summary(runs: dict[str, dict[str, Any]], checks: dict[str, list[Check]], cpu: bool) -> str:
+    first = next(iter(runs.values()), {})
+    env = first.get("env", {})
+    lines = [
+        f"# gpuscout GPU acceptance{' (--cpu)' if cpu else ''}",
+        "",
+        f"{datetime.now(UTC).isoformat(timespec='seconds')} · {env.get('device_name')} · "
+        f"JAX {env.get('jax')}, Keras {env.get('keras')}, gpuscout {env.get('gpuscout')}, "
+        f"Python {platform.python_version()}",
+        "",
+        "| workload | samples/s [95% CI] | MFU | peak memory | check | result | detail |",
+        "|---|---:|---:|---:|---|---|---|",
+    ]
+    for name, run in runs.items():
+        sps = run.get("samples_per_second") or {}
+        rate = f"{sps['median']:,.0f}" if sps else "-"
+        if sps and sps.get("ci_low") is not None and sps.get("ci_high") is not None:
+            rate += f" [{sps['ci_low']:,.0f}-{sps['ci_high']:,.0f}]"
+        mfu = f"{run['mfu']:.1%}" if run.get("mfu") is not None else "-"
+        memory = f"{(run.get('peak_memory_bytes') or 0) / 1e9:.2f} GB"
+        for i, (check, passed, detail) in enumerate(checks[name]):
+            mark = {True: "pass", False: "FAIL", None: "-"}[passed]
+            head = (name, rate, mfu, memory) if i == 0 else ("", "", "", "")
+            lines.append(f"| {' | '.join(head)} | {check} | {mark} | {detail} |")
+    failed = sum(1 for cs in checks.values() for _, p, _ in cs if p is False)
+    lines += ["", f"{failed} check{'s' * (failed != 1)} failed." if failed else "All checks "
+              "passed.", "", "Not measured here: the inference sweep (the JAX backend measures "
+              "training only so far)."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("workloads", nargs="+")
+    args = parser.parse_args(argv)
+    runs: dict[str, dict[str, Any]] = {}
+    for name in args.workloads:
+        path = args.out / f"{name}.json"
+        try:
+            runs[name] = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            print(f"gpu_acceptance: no result for {name} ({path}: {exc})", file=sys.stderr)
+            return 2
+    checks = {name: check_run(run, args.cpu) for name, run in runs.items()}
+    (args.out / "summary.md").write_text(summary(runs, checks, args.cpu))
+    (args.out / "checks.json").write_text(json.dumps(checks, indent=1))
+    print((args.out / "summary.md").read_text())
+    return 1 if any(p is False for cs in checks.values() for _, p, _ in cs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

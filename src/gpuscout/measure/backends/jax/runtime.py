@@ -1,0 +1,109 @@
+"""What the JAX backend needs of the machine: the device, its peak, memory and versions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpuscout.errors import UserError
+from gpuscout.measure import environment, peaks
+
+INSTALL_FIX = "pip install 'gpuscout[jax]' (on a GPU machine also jax[cuda12] or jax[cuda13])."
+
+
+@dataclass(frozen=True)
+class Device:
+    """A JAX device, named as the TensorFlow backend names devices (CPU:0, GPU:1)."""
+
+    name: str
+    kind: str  # "CPU" | "GPU"
+    description: str  # the GPU's name (its device_kind) or the CPU model
+    handle: Any  # the jax.Device
+
+
+def import_jax() -> Any:
+    try:
+        import jax
+    except ImportError:
+        raise UserError("the JAX backend needs JAX, which is not installed.", INSTALL_FIX) from None
+    return jax
+
+
+def resolve_device(jax: Any, requested: str | None) -> Device:
+    """The device asked for (CPU:0, GPU:1), else the first GPU, else CPU:0."""
+    found: dict[str, Device] = {}
+    for kind, platform in (("GPU", "gpu"), ("CPU", "cpu")):
+        try:
+            devices = jax.devices(platform)
+        except RuntimeError:  # no such platform here
+            continue
+        for i, d in enumerate(devices):
+            desc = environment.cpu_model() if kind == "CPU" else str(d.device_kind)
+            found[f"{kind}:{i}"] = Device(f"{kind}:{i}", kind, desc, d)
+    if requested is None:
+        return found.get("GPU:0") or found["CPU:0"]
+    wanted = requested.upper().removeprefix("/DEVICE:").removeprefix("/")
+    if wanted not in found:
+        raise UserError(
+            f"unknown device '{requested}'; JAX sees: {', '.join(found)}.",
+            "pass --device with one of those names (e.g. --device CPU:0).",
+        )
+    return found[wanted]
+
+
+def peak_memory(device: Device) -> tuple[int, str]:
+    """The allocator's peak on a GPU; the process's peak resident memory on a CPU."""
+    stats = device.handle.memory_stats() if device.kind == "GPU" else None
+    if stats and "peak_bytes_in_use" in stats:
+        return int(stats["peak_bytes_in_use"]), "JAX allocator peak on the GPU (memory_stats)"
+    return environment.process_peak_memory()
+
+
+def device_peak_flops(jax: Any, device: Device, precision: str) -> tuple[float | None, str]:
+    """Peak FLOP/s for MFU: the catalog's for a GPU, a measured matmul's for a CPU."""
+    if device.kind == "GPU":
+        return peaks.gpu_peak(device.description, precision, tf32_enabled(jax))
+    return peaks.cpu_peak(
+        f"jax{jax.__version__}", precision, lambda: _cpu_matmul_peak(jax, device, precision)
+    )
+
+
+def _cpu_matmul_peak(jax: Any, device: Device, precision: str) -> float:
+    """Best-of-5 FLOP/s of a square matmul in the precision's compute dtype."""
+    import jax.numpy as jnp
+
+    dtype = {"mixed_float16": jnp.float16, "mixed_bfloat16": jnp.bfloat16}.get(
+        precision, jnp.float32
+    )
+    n = peaks.cpu_matmul_size(precision)
+    a = jax.device_put(jnp.ones((n, n), dtype=dtype), device.handle)
+    matmul = jax.jit(lambda x: x @ x)
+    return peaks.matmul_flops(n, lambda: matmul(a).block_until_ready())
+
+
+def set_tf32(jax: Any, enabled: bool) -> str | None:
+    """TF32 for float32 matmuls on Ampere and newer: JAX's default precision lets XLA use it;
+    ``highest`` keeps float32 on CUDA cores (as ``--no-tf32``). Returns the setting before."""
+    before = jax.config.jax_default_matmul_precision
+    jax.config.update("jax_default_matmul_precision", None if enabled else "highest")
+    return before  # type: ignore[no-any-return]
+
+
+def tf32_enabled(jax: Any) -> bool:
+    return jax.config.jax_default_matmul_precision not in ("highest", "float32")
+
+
+def jax_environment(jax: Any, device: Device) -> dict[str, object]:
+    """Versions of JAX, jaxlib and Keras, and the device."""
+    import jaxlib
+    import keras
+
+    return {
+        "jax": jax.__version__,
+        "jaxlib": getattr(jaxlib, "__version__", None),
+        "keras": keras.__version__,
+        "keras_backend": keras.backend.backend(),
+        "device": device.name,
+        "device_name": device.description,
+        "jax_platform": device.handle.platform,
+    }

@@ -1,0 +1,233 @@
+"""The JAX backend on CPU: the same Keras workloads trained by a jitted stateless step, through
+the same protocol, stored and compared like TensorFlow runs (issue 19)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+pytest.importorskip("jax", reason="the JAX backend's tests need pip install 'gpuscout[jax]'")
+
+# Small sizes so that each workload compiles and trains in seconds on 2 CPU cores.
+SMALL = {
+    "mlp": ({}, 64),
+    "cnn-small": ({}, 16),
+    "resnet50": ({"image_size": 32, "classes": 10}, 16),
+    "bert-base": ({"seq_len": 16, "layers": 2, "hidden": 64, "heads": 2, "ffn": 128,
+                   "vocab": 500}, 8),
+    "gpt2": ({"seq_len": 16, "layers": 2, "hidden": 64, "heads": 2, "ffn": 128, "vocab": 500}, 4),
+}  # fmt: skip
+
+_TRAIN = """
+import json, sys
+from gpuscout.measure.backends.jax.backend import losses
+from gpuscout.measure.backends.jax.hlo import step_hlo
+from gpuscout.measure.backends.keras.models import BUILDERS
+from gpuscout.predict.hlo import step_cost
+from gpuscout.workloads import get_workload
+import keras
+cases = json.loads(sys.argv[1])
+out = {"backend": keras.backend.backend(), "losses": {}, "flops": {}}
+for name in json.loads(sys.argv[2]):
+    dims, batch = cases[name]
+    ir = step_hlo(name, dims, batch, "mixed_float16")
+    cost = step_cost(ir.hlo, ir.model_name)
+    out["flops"][name] = {"matmul": cost.flops["matmul"], "params": ir.params,
+                          "saved": cost.saved_activation_bytes, "by": ir.tf_version}
+for name, (dims, batch) in cases.items():
+    # ResNet-50's SGD at 0.1 with momentum diverges on one random batch (on either backend)
+    rate = 0.002 if name == "resnet50" else None
+    out["losses"][name] = losses(get_workload(name), dims, "fp32", batch, 5, learning_rate=rate)
+keras.mixed_precision.set_global_policy("mixed_float16")
+model = BUILDERS["mlp"](get_workload("mlp").resolve({})).model
+out["dtypes"] = [model.layers[0].compute_dtype, model.layers[-1].compute_dtype]
+print(json.dumps(out))
+"""
+
+
+FLOP_CASES = ("mlp", "cnn-small", "bert-base")
+
+
+def _on_jax(script: str, *args: str) -> dict:  # type: ignore[type-arg]
+    # one thread: the other test process keeps its core (XLA's CPU thread pool takes all)
+    flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    env = {**os.environ, "KERAS_BACKEND": "jax", "XLA_FLAGS": flags}
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
+                          env=env, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def on_jax() -> dict:  # type: ignore[type-arg]
+    """One process on JAX for the workloads' losses and HLO (JAX and Keras start once)."""
+    return _on_jax(_TRAIN, json.dumps(SMALL), json.dumps(FLOP_CASES))
+
+
+def test_every_workload_trains_on_jax_and_its_loss_falls(on_jax: dict) -> None:  # type: ignore[type-arg]
+    """Each built-in workload (small sizes) takes 5 steps on one batch: the loss falls, so the
+    step really computes gradients and applies them. Mixed precision runs the layers in
+    float16 and keeps the last one in float32."""
+    out = on_jax
+    assert out["backend"] == "jax"
+    for name, losses in out["losses"].items():
+        assert len(losses) == 5 and all(v == v for v in losses), name  # no NaN
+        assert losses[-1] < losses[0], (name, losses)
+    assert out["dtypes"] == ["float16", "float32"]
+
+
+def test_a_jax_run_is_measured_stored_and_says_its_backend(tmp_path: Path) -> None:
+    db = str(tmp_path / "runs.sqlite")
+    args = ("--workload", "mlp", "--precision", "mixed_bfloat16", "--steps", "12")
+    r = run_cli("bench", "--backend", "jax", *args, "--warmup-steps", "3", "--db", db, "--json")
+    assert r.code == 0, r.err
+    run = r.json()
+    assert run["status"] == "ok" and run["backend"] == "jax" and run["config"]["backend"] == "jax"
+    assert run["xla"] is True  # every JAX step is compiled by XLA
+    assert run["env"]["keras_backend"] == "jax" and run["env"]["jax"]
+    assert run["env"]["precision"] == "mixed_bfloat16"
+    assert run["device"] == "CPU:0" and run["measured_steps"] == 12
+    assert run["samples_per_second"]["median"] > 0 and run["mfu"] > 0
+    assert "tensorflow" not in run["env"]  # the JAX child never started TensorFlow
+    shown = run_cli("runs", "show", str(run["id"]), "--db", db, "--json")
+    assert shown.code == 0 and shown.json()["backend"] == "jax"
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (("--model", "x.py:f"), "--model"),
+        (("--devices", "2"), "--devices"),
+        (("--loop", "fit"), "--loop fit"),
+        (("--workload", "input-bound-demo"), "--workload input-bound-demo"),
+    ],
+)
+def test_what_jax_cannot_do_is_refused_by_name(args: tuple[str, ...], flag: str) -> None:
+    r = run_cli("bench", "--backend", "jax", *args, block_tf=True)
+    assert r.code == 2, r.err
+    assert f"--backend jax does not take {flag}" in r.err or "x.py" in r.err
+    assert "Traceback" not in r.err and len(r.err.strip().splitlines()) <= 2
+
+
+def test_a_missing_jax_is_one_line_with_the_install_command() -> None:
+    """JAX blocked from import (as if not installed): one line, the pip command, exit 2."""
+    r = run_cli("bench", "--backend", "jax", "--workload", "mlp", "--steps", "3", block_tf=True)
+    assert r.code == 2
+    assert "needs JAX, which is not installed" in r.err
+    assert "pip install 'gpuscout[jax]'" in r.err and "Traceback" not in r.err
+
+
+def test_older_runs_read_as_tensorflow() -> None:
+    from gpuscout.records import RunResult
+    from tests.report.runs import report_runs
+
+    run = report_runs()[0]
+    raw = run.to_json_dict()
+    raw.pop("backend")
+    raw["config"].pop("backend")
+    old = RunResult.model_validate(raw)
+    assert old.backend == "tensorflow" and old.config.backend == "tensorflow"
+
+
+def test_runs_that_differ_only_in_backend_are_ranked_with_a_ratio() -> None:
+    """A TensorFlow and a JAX run of the same workload, precision and batch: the backend is the
+    question, so they are ranked, with b/a and its interval; XLA and the framework versions go
+    with the backend. Two JAX runs with different XLA settings or versions still are not."""
+    from gpuscout.comparison import compare
+    from gpuscout.records import Interval
+    from tests.report.runs import report_runs
+
+    tf_run = next(r for r in report_runs() if r.status == "ok" and r.samples_per_second)
+    tf_run = tf_run.model_copy(update={"env": {**tf_run.env, "tensorflow": "2.21.0"}})
+    jax_run = tf_run.model_copy(
+        update={
+            "backend": "jax",
+            "config": tf_run.config.model_copy(update={"backend": "jax", "xla": True}),
+            "xla": True,
+            "env": {**{k: v for k, v in tf_run.env.items() if k != "tensorflow"}, "jax": "0.10"},
+            "samples_per_second": Interval(median=2000.0, ci_low=1900.0, ci_high=2100.0),
+        }
+    )
+    c = compare(tf_run, jax_run)
+    assert c.comparable and c.across_backends and c.speedup is not None
+    assert {d.what for d in c.differences} >= {"backend", "XLA", "tensorflow", "jax"}
+    assert not any(d.blocks for d in c.differences)
+    assert c.speedup.ci_low is not None and c.speedup.ci_low < c.speedup.median
+    other = jax_run.model_copy(update={"env": {**jax_run.env, "jax": "0.11"}})
+    assert not compare(jax_run, other).comparable
+
+
+def test_jax_and_tensorflow_hlo_count_the_same_matmul_flops(on_jax: dict) -> None:  # type: ignore[type-arg]
+    """The same Keras step traced by each backend and read by the same HLO parser: the same
+    matmul and convolution FLOPs and parameters (the TensorFlow counts are checked against
+    the analytic ones in tests/predict/test_hlo.py)."""
+    from gpuscout.measure.backends.tensorflow.hlo import step_hlo
+    from gpuscout.predict.hlo import step_cost
+
+    for name in FLOP_CASES:
+        dims, batch = SMALL[name]
+        ir = step_hlo(name, dims, batch, "mixed_float16")
+        tf_matmul = step_cost(ir.hlo, ir.model_name).flops["matmul"]
+        counted = on_jax["flops"][name]
+        assert counted["by"].startswith("jax ")
+        assert counted["params"] == ir.params, name
+        assert counted["matmul"] == pytest.approx(tf_matmul, rel=1e-9), name
+        assert counted["saved"] > 0, name  # the forward pass was found by its scope
+
+
+def test_float16_on_a_cpu_is_refused_with_what_works() -> None:
+    r = run_cli("bench", "--backend", "jax", "--precision", "mixed_float16", "--steps", "3")
+    assert r.code == 2, r.err
+    assert "mixed_float16 on JAX needs a GPU" in r.err and "mixed_bfloat16" in r.err
+    assert "Traceback" not in r.err
+
+
+def test_scout_refuses_what_jax_cannot_measure_before_measuring(tmp_path: Path) -> None:
+    r = run_cli("scout", "--backend", "jax", "--measure", "input-bound-demo=5", "--html",
+                str(tmp_path / "r.html"), block_tf=True)  # fmt: skip
+    assert r.code == 2 and "--backend jax does not take --workload input-bound-demo" in r.err
+    assert not (tmp_path / "r.html").exists()
+
+
+_FIT = """
+import json, sys
+import numpy as np
+import keras
+from gpuscout.keras import ScoutCallback
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                          keras.layers.Dense(2)])
+model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+x = np.random.default_rng(0).random((640, 8), dtype=np.float32)
+y = (x[:, 0] > 0.5).astype("int32")
+cb = ScoutCallback(batch_size=32, db=sys.argv[1], print_fn=lambda s: None)
+model.fit(x, y, batch_size=32, epochs=2, verbose=0, callbacks=[cb])
+print(json.dumps(cb.result.to_json_dict()))
+"""
+
+
+def test_scout_callback_records_the_backend_keras_runs_on(tmp_path: Path) -> None:
+    """A user's model.fit on Keras-on-JAX, timed by ScoutCallback: the stored run says jax,
+    with JAX's device, and TensorFlow is never imported for it."""
+    db = str(tmp_path / "runs.sqlite")
+    run = _on_jax(_FIT.replace("import json, sys", "import json, sys\n" + _NO_TF), db)
+    assert run["status"] == "ok" and run["backend"] == "jax" and run["config"]["backend"] == "jax"
+    assert run["device"] == "CPU:0" and run["env"]["keras_backend"] == "jax"
+    listed = run_cli("runs", "list", "--db", db, "--json")
+    assert listed.code == 0 and listed.json()[0]["backend"] == "jax"
+
+
+# Any import of TensorFlow in the process fails (JAX runs need none of it).
+_NO_TF = """
+class _NoTF:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == 'tensorflow':
+            raise ImportError('blocked by the test: ' + name)
+sys.meta_path.insert(0, _NoTF())
+"""

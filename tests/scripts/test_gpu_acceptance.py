@@ -1,0 +1,68 @@
+"""scripts/gpu_acceptance.sh --cpu end to end (what CI can run of the GPU acceptance run), and
+its checks on planted results for what only a GPU produces."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import gpu_acceptance_check as acceptance  # noqa: E402
+
+
+@pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import jax"], capture_output=True).returncode != 0,
+    reason="needs pip install 'gpuscout[jax]'",
+)
+def test_the_acceptance_script_runs_end_to_end_on_a_cpu(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHON": sys.executable}
+    script = str(ROOT / "scripts" / "gpu_acceptance.sh")
+    proc = subprocess.run(["bash", script, str(tmp_path), "--cpu"], capture_output=True,
+                          text=True, env=env, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "All checks passed." in summary and "skipped: --cpu" in summary
+    for name in ("mlp",):
+        run = json.loads((tmp_path / f"{name}.json").read_text())
+        assert run["backend"] == "jax" and run["status"] == "ok" and run["measured_steps"] == 20
+    checks = json.loads((tmp_path / "checks.json").read_text())
+    assert set(checks) == {"mlp"}
+
+
+def test_a_missing_output_folder_or_option_is_refused() -> None:
+    script = str(ROOT / "scripts" / "gpu_acceptance.sh")
+    for args in ([], ["--frobnicate"]):
+        proc = subprocess.run(["bash", script, *args], capture_output=True, text=True)
+        assert proc.returncode == 2 and "gpu_acceptance:" in proc.stderr
+
+
+def _gpu_run(**over: object) -> dict:  # type: ignore[type-arg]
+    """A run as an H200 would return it (planted: no GPU here)."""
+    run = {
+        "status": "ok", "backend": "jax", "workload": "resnet50", "precision": "mixed_bfloat16",
+        "batch_size": 256, "mfu": 0.41, "peak_memory_bytes": 30e9,
+        "memory_method": "JAX allocator peak on the GPU (memory_stats)",
+        "samples_per_second": {"median": 3000.0, "ci_low": 2950.0, "ci_high": 3050.0},
+        "env": {"device_name": "NVIDIA H200", "jax": "0.11"},
+        "monitor": {"gpus": [{"utilization_mean": 0.97, "sm_clock_mean_mhz": 1980.0,
+                              "power_mean_w": 640.0}]},
+    }  # fmt: skip
+    return run | over
+
+
+def test_gpu_checks_catch_an_impossible_mfu_and_a_missing_monitor() -> None:
+    good = {name: passed for name, passed, _ in acceptance.check_run(_gpu_run(), cpu=False)}
+    assert good["MFU in (0, 1)"] and good["GPU in the catalog"] and good["monitor power"]
+    assert good["allocator memory"] and good["against predict"] is None  # compared, not judged
+    bad = _gpu_run(mfu=1.7, monitor={"gpus": []})
+    failed = {n for n, p, _ in acceptance.check_run(bad, cpu=False) if p is False}
+    assert {"MFU in (0, 1)", "monitor utilisation", "monitor SM clock", "monitor power"} <= failed
+    unknown = _gpu_run(env={"device_name": "NVIDIA Frobnitz 9000"})
+    assert ("GPU in the catalog", False) in [(n, p) for n, p, _ in acceptance.check_run(
+        unknown, cpu=False)]  # fmt: skip
