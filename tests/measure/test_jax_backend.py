@@ -55,32 +55,52 @@ print(json.dumps(out))
 FLOP_CASES = ("mlp", "cnn-small", "bert-base")
 
 
-def _on_jax(script: str, *args: str) -> dict:  # type: ignore[type-arg]
+def _start_on_jax(script: str, *args: str) -> subprocess.Popen[str]:
     # one thread: the other test process keeps its core (XLA's CPU thread pool takes all)
     flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     env = {**os.environ, "KERAS_BACKEND": "jax", "XLA_FLAGS": flags}
-    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                          env=env, timeout=600)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def on_jax() -> dict:  # type: ignore[type-arg]
-    """One process on JAX for the workloads' losses and HLO (JAX and Keras start once)."""
-    return _on_jax(_TRAIN, json.dumps(SMALL), json.dumps(FLOP_CASES))
+def _result(proc: subprocess.Popen[str]) -> dict:  # type: ignore[type-arg]
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def test_every_workload_trains_on_jax_and_its_loss_falls(on_jax: dict) -> None:  # type: ignore[type-arg]
-    """Each built-in workload (small sizes) takes 5 steps on one batch: the loss falls, so the
-    step really computes gradients and applies them. Mixed precision runs the layers in
-    float16 and keeps the last one in float32."""
-    out = on_jax
+def _on_jax(script: str, *args: str) -> dict:  # type: ignore[type-arg]
+    return _result(_start_on_jax(script, *args))
+
+
+def test_every_workload_trains_on_jax_and_counts_what_tensorflow_counts() -> None:
+    """In one process on JAX (JAX and Keras start once): each built-in workload (small sizes)
+    takes 5 steps on one batch and its loss falls, so the step really computes gradients and
+    applies them; mixed precision runs the layers in float16 and keeps the last in float32.
+    Then the same Keras step traced by each backend and read by the same HLO parser gives the
+    same matmul and convolution FLOPs and parameters (the TensorFlow counts are checked against
+    the analytic ones in tests/predict/test_hlo.py)."""
+    from gpuscout.measure.backends.tensorflow.hlo import step_hlo
+    from gpuscout.predict.hlo import step_cost
+
+    running = _start_on_jax(_TRAIN, json.dumps(SMALL), json.dumps(FLOP_CASES))
+    on_tf = {}  # traced here while the JAX process works
+    for name in FLOP_CASES:
+        dims, batch = SMALL[name]
+        ir = step_hlo(name, dims, batch, "mixed_float16")
+        on_tf[name] = (ir.params, step_cost(ir.hlo, ir.model_name).flops["matmul"])
+    out = _result(running)
     assert out["backend"] == "jax"
     for name, losses in out["losses"].items():
         assert len(losses) == 5 and all(v == v for v in losses), name  # no NaN
         assert losses[-1] < losses[0], (name, losses)
     assert out["dtypes"] == ["float16", "float32"]
+    for name, (params, tf_matmul) in on_tf.items():
+        counted = out["flops"][name]
+        assert counted["by"].startswith("jax ")
+        assert counted["params"] == params, name
+        assert counted["matmul"] == pytest.approx(tf_matmul, rel=1e-9), name
+        assert counted["saved"] > 0, name  # the forward pass was found by its scope
 
 
 def test_a_jax_run_is_measured_stored_and_says_its_backend(tmp_path: Path) -> None:
@@ -162,24 +182,6 @@ def test_runs_that_differ_only_in_backend_are_ranked_with_a_ratio() -> None:
     assert c.speedup.ci_low is not None and c.speedup.ci_low < c.speedup.median
     other = jax_run.model_copy(update={"env": {**jax_run.env, "jax": "0.11"}})
     assert not compare(jax_run, other).comparable
-
-
-def test_jax_and_tensorflow_hlo_count_the_same_matmul_flops(on_jax: dict) -> None:  # type: ignore[type-arg]
-    """The same Keras step traced by each backend and read by the same HLO parser: the same
-    matmul and convolution FLOPs and parameters (the TensorFlow counts are checked against
-    the analytic ones in tests/predict/test_hlo.py)."""
-    from gpuscout.measure.backends.tensorflow.hlo import step_hlo
-    from gpuscout.predict.hlo import step_cost
-
-    for name in FLOP_CASES:
-        dims, batch = SMALL[name]
-        ir = step_hlo(name, dims, batch, "mixed_float16")
-        tf_matmul = step_cost(ir.hlo, ir.model_name).flops["matmul"]
-        counted = on_jax["flops"][name]
-        assert counted["by"].startswith("jax ")
-        assert counted["params"] == ir.params, name
-        assert counted["matmul"] == pytest.approx(tf_matmul, rel=1e-9), name
-        assert counted["saved"] > 0, name  # the forward pass was found by its scope
 
 
 def test_float16_on_a_cpu_is_refused_with_what_works() -> None:
