@@ -45,31 +45,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from gpuscout.predict.kernels import Kernel, merge
 
 CLASSES = ("matmul", "elementwise", "reduction")
-
-
-@dataclass(frozen=True)
-class StepIR:
-    """A training step's HLO text, as a measuring backend traced it, and the sizes the memory
-    estimate and the all-reduce model need."""
-
-    hlo: str
-    params: int
-    param_bytes: int
-    optimizer_state_bytes: int
-    tf_version: str  # the framework that traced it ("2.21.0"; "jax 0.10.2" for JAX)
-    model_name: str  # prefixes the op names of the forward pass in the HLO
-
-
-def variable_bytes(var: Any) -> int:
-    """Bytes of a variable or array (anything with ``shape`` and a NumPy-compatible dtype)."""
-    import numpy as np
-
-    return int(math.prod(var.shape)) * int(np.dtype(var.dtype).itemsize)
 
 
 _BYTES = {

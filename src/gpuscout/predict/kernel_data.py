@@ -104,8 +104,9 @@ def data_op(op_name: str) -> DataOp:
 def kernel_of(op_name: str, shape: dict[str, int]) -> Kernel:
     """The kernel a measured operator call runs, from its name and shape columns."""
     kind = data_op(op_name)
-    if kind == "bmm":
-        b, m, n, k = shape["B"], shape["M"], shape["N"], shape["K"]
+    if kind in ("bmm", "linear"):  # linear's N is the contracted size, K its outputs
+        b, m = shape["B"], shape["M"]
+        n, k = (shape["N"], shape["K"]) if kind == "bmm" else (shape["K"], shape["N"])
         return Kernel(
             op="matmul",
             flops=2.0 * b * m * n * k,
@@ -114,17 +115,6 @@ def kernel_of(op_name: str, shape: dict[str, int]) -> Kernel:
             m=m,
             n=n,
             k=k,
-        )
-    if kind == "linear":
-        b, rows, inner, out = shape["B"], shape["M"], shape["N"], shape["K"]
-        return Kernel(
-            op="matmul",
-            flops=2.0 * b * rows * inner * out,
-            bytes=F32 * b * (rows * inner + inner * out + rows * out),
-            batch=b,
-            m=rows,
-            n=out,
-            k=inner,
         )
     if kind == "conv":
         b, cin, cout, ks = shape["B"], shape["Cin"], shape["Cout"], shape["ks"]

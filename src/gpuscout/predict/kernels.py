@@ -52,12 +52,12 @@ class Kernel(BaseModel):
                 self.elements)  # fmt: skip
 
 
-def merge(kernels: list[Kernel]) -> list[Kernel]:
-    """Identical kernels kept once, with their counts added, in first-seen order."""
-    seen: dict[tuple[object, ...], int] = {}
+def merge(kernels: list[Kernel], keys: list[object] | None = None) -> list[Kernel]:
+    """Identical kernels kept once, with their counts added, in first-seen order; ``keys``
+    (one per kernel) says what is identical, by default ``Kernel.key()``."""
+    seen: dict[object, int] = {}
     out: list[Kernel] = []
-    for kernel in kernels:
-        key = kernel.key()
+    for kernel, key in zip(kernels, keys or [k.key() for k in kernels], strict=True):
         if key in seen:
             i = seen[key]
             out[i] = out[i].model_copy(update={"count": out[i].count + kernel.count})

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from gpuscout.predict.kernels import Kernel
+from gpuscout.predict.kernels import Kernel, merge
 
 if TYPE_CHECKING:
     from gpuscout.predict.hlo import StepCost
@@ -157,23 +157,22 @@ def learn_per_sample(
             raise ValueError(f"a size grows by {per} per sample: not affine in the batch")
         return per
 
-    merged: dict[tuple[object, ...], int] = {}
-    kernels: list[Kernel] = []
-    slopes: list[dict[str, float]] = []
-    for k, o in zip(mine, theirs, strict=True):
-        grow = {
+    grows = [
+        {
             name: slope(getattr(k, name), getattr(o, name))
             for name in _KERNEL_SIZES
             if getattr(k, name) != getattr(o, name)
         }
-        key = (k.key(), tuple(sorted(grow.items())))
-        if key in merged:
-            i = merged[key]
-            kernels[i] = kernels[i].model_copy(update={"count": kernels[i].count + k.count})
-        else:
-            merged[key] = len(kernels)
-            kernels.append(k)
-            slopes.append(grow)
+        for k, o in zip(mine, theirs, strict=True)
+    ]
+    keys: list[object] = [
+        (k.key(), tuple(sorted(g.items()))) for k, g in zip(mine, grows, strict=True)
+    ]
+    kernels = merge(list(mine), keys)
+    first: dict[object, dict[str, float]] = {}  # each merged kernel's slopes, in merge's order
+    for key, grow in zip(keys, grows, strict=True):
+        first.setdefault(key, grow)
+    slopes = list(first.values())
     per_sample = PerSample(
         from_batches=(batch, other_batch),
         flops={c: slope(v, other.flops[c]) for c, v in cost.flops.items()},
