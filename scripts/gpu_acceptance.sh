@@ -6,8 +6,9 @@
 #
 # 1. installs gpuscout from this checkout, and whatever the machine lacks from the wheels in
 #    --wheels DIR (pip --no-index: no network is used);
-# 2. measures mlp, resnet50 and bert-base on JAX in mixed_bfloat16, --seconds each (60),
-#    with the NVML monitor on; every result is kept as JSON in OUT_DIR and in OUT_DIR/runs.sqlite;
+# 2. measures mlp, resnet50 and bert-base on JAX in mixed_bfloat16, --seconds each (60), and
+#    one inference sweep (resnet50, batches 1, 8, 32, 128, 40 s), with the NVML monitor on;
+#    every result is kept as JSON in OUT_DIR and in OUT_DIR/runs.sqlite;
 # 3. checks each run (scripts/gpu_acceptance_check.py): the device is named and in the catalog,
 #    MFU is in (0, 1) (a missing synchronisation shows as an impossible MFU), the allocator's
 #    peak memory and the monitor's utilisation, SM clock and power are there, and the
@@ -15,7 +16,7 @@
 # 4. writes OUT_DIR/summary.md, one page. Exit 1 if a check failed.
 #
 # --cpu: the same run on this machine's CPU, minus the GPU checks, with mlp alone (a CPU
-# takes minutes to compile and step resnet50 and bert-base), 20 steps: CI runs
+# takes minutes to compile and step resnet50 and bert-base), 20 steps, and an mlp sweep: CI runs
 # it so every part but the GPU is exercised. The whole run stays under 8 minutes on a GPU.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,7 +26,7 @@ while (($#)); do
         --wheels) wheels="$2"; shift 2 ;;
         --seconds) seconds="$2"; shift 2 ;;
         --cpu) cpu=1; shift ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         -*) echo "gpu_acceptance: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) out="$1"; shift ;;
     esac
@@ -50,8 +51,10 @@ fi
 }
 if ((cpu)); then  # a fixed few steps: a CPU spends a short budget compiling
     workloads="mlp" budget=(--steps 20 --warmup-steps 3 --device CPU:0)
+    sweep=(--workload mlp --batch-sizes 1,8 --seconds 2 --device CPU:0)
 else
     workloads="mlp resnet50 bert-base" budget=(--seconds "$seconds")
+    sweep=(--workload resnet50 --batch-sizes 1,8,32,128 --seconds 40)
 fi
 db="$out/runs.sqlite"
 for w in $workloads; do
@@ -60,6 +63,10 @@ for w in $workloads; do
         "${budget[@]}" --db "$db" --json > "$out/$w.json" ||
         echo "gpu_acceptance: $w did not measure (its JSON says why)" >&2
 done
+echo "gpu_acceptance: inference sweep (${sweep[*]})" >&2
+"$python" -m gpuscout bench --backend jax --mode inference --precision mixed_bfloat16 \
+    "${sweep[@]}" --db "$db" --json > "$out/inference.json" ||
+    echo "gpu_acceptance: the inference sweep did not measure (its JSON says why)" >&2
 check=(--out "$out")
 ((cpu)) && check+=(--cpu)
-"$python" "$here/scripts/gpu_acceptance_check.py" "${check[@]}" $workloads
+"$python" "$here/scripts/gpu_acceptance_check.py" "${check[@]}" $workloads inference

@@ -38,12 +38,18 @@ def _catalog_id(run: dict[str, Any]) -> str | None:
     return gpu.id if gpu else None
 
 
+def _points(run: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(((run.get("inference") or {}).get("points")) or [])
+
+
 def check_run(run: dict[str, Any], cpu: bool) -> list[Check]:
-    """Every check of one run (a bench --json result)."""
+    """Every check of one run (a bench --json result: training, or an inference sweep)."""
     ok = run.get("status") == "ok"
     checks: list[Check] = [("measured", ok, run.get("message") or run.get("status", "?"))]
     if not ok:
         return checks
+    if run.get("mode") == "inference":
+        return checks + _check_sweep(run, cpu)
     mfu = run.get("mfu")
     checks.append(("MFU in (0, 1)", mfu is not None and 0 < mfu < 1,
                    f"{mfu:.1%}" if mfu is not None else "no MFU"))  # fmt: skip
@@ -72,6 +78,39 @@ def check_run(run: dict[str, Any], cpu: bool) -> list[Check]:
         checks.append((f"monitor {name}", value is not None, str(value)))
     if gpu_id:
         checks.append(_against_prediction(run, gpu_id))
+    return checks
+
+
+def _check_sweep(run: dict[str, Any], cpu: bool) -> list[Check]:
+    """An inference sweep: every point served requests with a p99 and its interval; on a GPU
+    the monitor saw it and the largest batch is compared with ``predict --mode inference``."""
+    points = _points(run)
+    checks: list[Check] = [
+        ("backend jax", run.get("backend") == "jax", str(run.get("backend"))),
+        ("points served", bool(points) and all(p["requests"] > 0 for p in points),
+         ", ".join(f"b{p['batch_size']}: {p['requests']:,}" for p in points)),
+        ("p99 with interval", all(p["p99_s"].get("ci_high") is not None for p in points),
+         ", ".join(f"b{p['batch_size']}: {p['p99_s']['median'] * 1e3:.3g} ms" for p in points)),
+    ]  # fmt: skip
+    if cpu:
+        return [*checks, ("GPU checks", None, "skipped: --cpu")]
+    first = (((run.get("monitor") or {}).get("gpus")) or [{}])[0]
+    checks.append(("monitor utilisation", first.get("utilization_mean") is not None,
+                   str(first.get("utilization_mean"))))  # fmt: skip
+    gpu_id = _catalog_id(run)
+    if gpu_id and points:
+        top = max(points, key=lambda p: p["batch_size"])
+        try:
+            row = _gpuscout("predict", "--mode", "inference", "--workload", run["workload"],
+                            "--precision", run["precision"], "--gpus", gpu_id,
+                            "--batch-size", str(top["batch_size"]))[0]  # fmt: skip
+            detail = (
+                f"batch {top['batch_size']}: measured {top['samples_per_second']:,.0f}/s, "
+                f"predicted {row['samples_per_second']:,.0f}/s (forward pass only)"
+            )
+        except (RuntimeError, ValueError, IndexError) as exc:
+            detail = f"no prediction: {exc}"
+        checks.append(("against predict", None, detail))
     return checks
 
 
@@ -106,6 +145,8 @@ def summary(runs: dict[str, dict[str, Any]], checks: dict[str, list[Check]], cpu
     for name, run in runs.items():
         sps = run.get("samples_per_second") or {}
         rate = f"{sps['median']:,.0f}" if sps else "-"
+        if _points(run):
+            rate = f"{max(p['samples_per_second'] for p in _points(run)):,.0f} (best point)"
         if sps and sps.get("ci_low") is not None and sps.get("ci_high") is not None:
             rate += f" [{sps['ci_low']:,.0f}-{sps['ci_high']:,.0f}]"
         mfu = f"{run['mfu']:.1%}" if run.get("mfu") is not None else "-"
@@ -116,8 +157,7 @@ def summary(runs: dict[str, dict[str, Any]], checks: dict[str, list[Check]], cpu
             lines.append(f"| {' | '.join(head)} | {check} | {mark} | {detail} |")
     failed = sum(1 for cs in checks.values() for _, p, _ in cs if p is False)
     lines += ["", f"{failed} check{'s' * (failed != 1)} failed." if failed else "All checks "
-              "passed.", "", "Not measured here: the inference sweep (the JAX backend measures "
-              "training only so far)."]  # fmt: skip
+              "passed."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

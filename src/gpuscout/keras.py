@@ -10,7 +10,7 @@ expected speed on other GPUs. Without ``batch_size`` (Keras does not tell callba
 steps/s and stores no samples/s, so no ranking or calibration can take steps for samples. The
 run is stored under the workload ``fit:MODEL_NAME``; a failure to store it is printed, never
 raised. The class lives in the TensorFlow backend
-(``measure.backends.tensorflow.callback``), the one place allowed to import Keras.
+(``measure.backends.keras.callback``), the one place allowed to import Keras.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gpuscout.measure.backends.tensorflow.callback import ScoutCallback
+    from gpuscout.measure.backends.keras.callback import ScoutCallback
 
 __all__ = ["ScoutCallback"]
 
@@ -27,7 +27,7 @@ def __getattr__(name: str) -> Any:
     """``ScoutCallback`` is a Keras class: imported (with Keras) only when asked for, so that
     ``import gpuscout.keras`` alone, like every module outside the backends, needs no Keras."""
     if name == "ScoutCallback":
-        from gpuscout.measure.backends.tensorflow.callback import ScoutCallback
+        from gpuscout.measure.backends.keras.callback import ScoutCallback
 
         return ScoutCallback
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -176,7 +176,7 @@ class LatencyPoint(_Record):
     """Requests of one batch size from ``concurrency`` clients at once, on one serving path.
     Latency is per request (one call of the model on a batch), from raw samples."""
 
-    path: str  # "tf.function" (the model called in-process) or "saved_model" (loaded, served)
+    path: str  # "tf.function" or "jax.jit" (the model called in-process) or "saved_model"
     batch_size: int
     concurrency: int
     requests: int

@@ -48,11 +48,24 @@ for name, (dims, batch) in cases.items():
 keras.mixed_precision.set_global_policy("mixed_float16")
 model = BUILDERS["mlp"](get_workload("mlp").resolve({})).model
 out["dtypes"] = [model.layers[0].compute_dtype, model.layers[-1].compute_dtype]
+keras.mixed_precision.set_global_policy("float32")
+out["tensorflow_imported"] = "tensorflow" in sys.modules  # (the user's file below imports it)
+# the user's model and the forward pass, traced on JAX for predict
+from gpuscout.measure.backends.jax import hlo as jax_hlo
+user = jax_hlo.user_step_hlo(sys.argv[3], 8, "fp32")
+fwd = jax_hlo.forward_hlo("mlp", None, {}, 8, "fp32")
+out["user"] = [user.params, step_cost(user.hlo, user.model_name).flops["matmul"]]
+out["forward"] = [fwd.params, step_cost(fwd.hlo, fwd.model_name).flops["matmul"]]
+from gpuscout.predict.profile import get_profile
+jax_profile = get_profile("mlp", {}, 64, "fp32", backend="jax")
+out["profile"] = [jax_profile.backend, jax_profile.method, jax_profile.flops["matmul"]]
 print(json.dumps(out))
 """
 
 
 FLOP_CASES = ("mlp", "cnn-small", "bert-base")
+MODELS = Path(__file__).parents[1] / "data" / "user_models.py"
+USER_MODEL = f"{MODELS}:uncompiled_classifier"
 
 
 def _start_on_jax(script: str, *args: str) -> subprocess.Popen[str]:
@@ -79,17 +92,34 @@ def test_every_workload_trains_on_jax_and_counts_what_tensorflow_counts() -> Non
     applies them; mixed precision runs the layers in float16 and keeps the last in float32.
     Then the same Keras step traced by each backend and read by the same HLO parser gives the
     same matmul and convolution FLOPs and parameters (the TensorFlow counts are checked against
-    the analytic ones in tests/predict/test_hlo.py)."""
-    from gpuscout.measure.backends.tensorflow.hlo import step_hlo
+    the analytic ones in tests/predict/test_hlo.py), as do a user's model and the forward
+    pass."""
+    from gpuscout.measure.backends.tensorflow.hlo import forward_hlo, step_hlo, user_step_hlo
     from gpuscout.predict.hlo import step_cost
 
-    running = _start_on_jax(_TRAIN, json.dumps(SMALL), json.dumps(FLOP_CASES))
+    running = _start_on_jax(_TRAIN, json.dumps(SMALL), json.dumps(FLOP_CASES), USER_MODEL)
     on_tf = {}  # traced here while the JAX process works
     for name in FLOP_CASES:
         dims, batch = SMALL[name]
         ir = step_hlo(name, dims, batch, "mixed_float16")
         on_tf[name] = (ir.params, step_cost(ir.hlo, ir.model_name).flops["matmul"])
+    user = user_step_hlo(USER_MODEL, 8, "fp32")
+    fwd = forward_hlo("mlp", None, {}, 8, "fp32")
     out = _result(running)
+    assert out["user"] == [
+        user.params,
+        pytest.approx(step_cost(user.hlo, user.model_name).flops["matmul"], rel=1e-9),
+    ]
+    assert out["forward"] == [
+        fwd.params,
+        pytest.approx(step_cost(fwd.hlo, fwd.model_name).flops["matmul"], rel=1e-9),
+    ]
+    assert not out["tensorflow_imported"]  # not even to seed (Keras would, for tf.data)
+    from gpuscout.predict.profile import get_profile
+
+    backend, method, matmul = out["profile"]  # predict --backend jax's profile
+    assert backend == "jax" and "jitted JAX train step" in method
+    assert matmul == pytest.approx(get_profile("mlp", {}, 64, "fp32").flops["matmul"], rel=1e-9)
     assert out["backend"] == "jax"
     for name, losses in out["losses"].items():
         assert len(losses) == 5 and all(v == v for v in losses), name  # no NaN
@@ -105,7 +135,7 @@ def test_every_workload_trains_on_jax_and_counts_what_tensorflow_counts() -> Non
 
 def test_a_jax_run_is_measured_stored_and_says_its_backend(tmp_path: Path) -> None:
     db = str(tmp_path / "runs.sqlite")
-    args = ("--workload", "mlp", "--precision", "mixed_bfloat16", "--steps", "12")
+    args = ("--workload", "mlp", "--precision", "mixed_bfloat16", "--steps", "12", "--loop", "fit")
     r = run_cli("bench", "--backend", "jax", *args, "--warmup-steps", "3", "--db", db, "--json")
     assert r.code == 0, r.err
     run = r.json()
@@ -114,26 +144,53 @@ def test_a_jax_run_is_measured_stored_and_says_its_backend(tmp_path: Path) -> No
     assert run["env"]["keras_backend"] == "jax" and run["env"]["jax"]
     assert run["env"]["precision"] == "mixed_bfloat16"
     assert run["device"] == "CPU:0" and run["measured_steps"] == 12
+    assert run["loop"] == "fit" and any("model.fit" in a for a in run["assumptions"])
     assert run["samples_per_second"]["median"] > 0 and run["mfu"] > 0
     assert "tensorflow" not in run["env"]  # the JAX child never started TensorFlow
     shown = run_cli("runs", "show", str(run["id"]), "--db", db, "--json")
     assert shown.code == 0 and shown.json()["backend"] == "jax"
 
 
-@pytest.mark.parametrize(
-    ("args", "flag"),
-    [
-        (("--model", "x.py:f"), "--model"),
-        (("--devices", "2"), "--devices"),
-        (("--loop", "fit"), "--loop fit"),
-        (("--workload", "input-bound-demo"), "--workload input-bound-demo"),
-    ],
-)
-def test_what_jax_cannot_do_is_refused_by_name(args: tuple[str, ...], flag: str) -> None:
+def test_what_jax_cannot_do_is_refused_by_name() -> None:
+    """In a fresh process with every framework blocked (the other refusals are rows of
+    tests/adversarial/test_backend_rows.py, in process)."""
+    flag = "--data"
+    args = ("--model", USER_MODEL, "--data", f"{MODELS}:dataset")
     r = run_cli("bench", "--backend", "jax", *args, block_tf=True)
     assert r.code == 2, r.err
-    assert f"--backend jax does not take {flag}" in r.err or "x.py" in r.err
+    assert f"--backend jax does not take {flag}" in r.err
     assert "Traceback" not in r.err and len(r.err.strip().splitlines()) <= 2
+
+
+def test_your_own_model_and_a_soak_run_on_jax(tmp_path: Path) -> None:
+    """Beyond bench's own loop and the inference sweep (scripts/gpu_acceptance.sh --cpu runs
+    both, tests/scripts) and model.fit (the test above): a user's model (FLOPs from the step's
+    HLO) and a soak, each stored as a JAX run."""
+    db = str(tmp_path / "runs.sqlite")
+    few = ("--steps", "12", "--warmup-steps", "3", "--db", db, "--json")
+    own = run_cli("bench", "--backend", "jax", "--model", USER_MODEL, "--batch-size", "8", *few)
+    assert own.code == 0, own.err
+    run = own.json()
+    assert run["status"] == "ok" and run["backend"] == "jax" and run["tflops"] > 0
+    assert any("HLO of the jitted training step" in a for a in run["assumptions"])
+    soaked = run_cli("soak", "--backend", "jax", "--minutes", "0.05", "--db", db, "--json")
+    assert soaked.code in (0, 3), soaked.err  # 3 s: too short for windows, so incomplete
+    assert soaked.json()["steps"] > 0 and "loss finite" in " ".join(soaked.json()["evidence"])
+    listed = run_cli("runs", "list", "--db", db, "--json").json()
+    assert [r["backend"] for r in listed] == ["jax"] * 2
+    assert listed[0]["xla"] is True  # the soak's steps are XLA-compiled too
+
+
+def test_predict_on_jax_without_jax_is_one_line() -> None:
+    r = run_cli("predict", "--backend", "jax", "--workload", "mlp", block_tf=True)
+    assert r.code == 2 and "predict --backend jax needs JAX" in r.err
+    assert "pip install 'gpuscout[jax]'" in r.err and "Traceback" not in r.err
+
+
+def test_doctor_refuses_jax_and_says_why() -> None:
+    r = run_cli("doctor", "--backend", "jax", block_tf=True)
+    assert r.code == 2 and "doctor does not take --backend jax" in r.err
+    assert "tf.data" in r.err and "Traceback" not in r.err
 
 
 def test_a_missing_jax_is_one_line_with_the_install_command() -> None:
@@ -208,19 +265,24 @@ model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="
 model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 x = np.random.default_rng(0).random((640, 8), dtype=np.float32)
 y = (x[:, 0] > 0.5).astype("int32")
-cb = ScoutCallback(batch_size=32, db=sys.argv[1], print_fn=lambda s: None)
+printed = []
+cb = ScoutCallback(batch_size=32, db=sys.argv[1], predict_on=("h100-sxm",),
+                   print_fn=printed.append)
 model.fit(x, y, batch_size=32, epochs=2, verbose=0, callbacks=[cb])
-print(json.dumps(cb.result.to_json_dict()))
+print(json.dumps({**cb.result.to_json_dict(), "printed": printed[0],
+                  "predicted": len(cb.predictions)}))
 """
 
 
 def test_scout_callback_records_the_backend_keras_runs_on(tmp_path: Path) -> None:
     """A user's model.fit on Keras-on-JAX, timed by ScoutCallback: the stored run says jax,
-    with JAX's device, and TensorFlow is never imported for it."""
+    with JAX's device; other GPUs are predicted from the step traced on JAX; and TensorFlow is
+    never imported for it."""
     db = str(tmp_path / "runs.sqlite")
     run = _on_jax(_FIT.replace("import json, sys", "import json, sys\n" + _NO_TF), db)
     assert run["status"] == "ok" and run["backend"] == "jax" and run["config"]["backend"] == "jax"
     assert run["device"] == "CPU:0" and run["env"]["keras_backend"] == "jax"
+    assert run["predicted"] == 1 and "H100" in run["printed"], run["printed"]
     listed = run_cli("runs", "list", "--db", db, "--json")
     assert listed.code == 0 and listed.json()[0]["backend"] == "jax"
 

@@ -31,8 +31,12 @@ def test_the_acceptance_script_runs_end_to_end_on_a_cpu(tmp_path: Path) -> None:
     for name in ("mlp",):
         run = json.loads((tmp_path / f"{name}.json").read_text())
         assert run["backend"] == "jax" and run["status"] == "ok" and run["measured_steps"] == 20
+    sweep = json.loads((tmp_path / "inference.json").read_text())
+    assert sweep["mode"] == "inference" and sweep["backend"] == "jax"
+    assert [p["batch_size"] for p in sweep["inference"]["points"]] == [1, 8]
     checks = json.loads((tmp_path / "checks.json").read_text())
-    assert set(checks) == {"mlp"}
+    assert set(checks) == {"mlp", "inference"}
+    assert ["p99 with interval", True] in [c[:2] for c in checks["inference"]]
 
 
 def test_a_missing_output_folder_or_option_is_refused() -> None:
@@ -66,3 +70,12 @@ def test_gpu_checks_catch_an_impossible_mfu_and_a_missing_monitor() -> None:
     unknown = _gpu_run(env={"device_name": "NVIDIA Frobnitz 9000"})
     assert ("GPU in the catalog", False) in [(n, p) for n, p, _ in acceptance.check_run(
         unknown, cpu=False)]  # fmt: skip
+
+
+def test_a_sweep_without_p99_intervals_fails_its_check() -> None:
+    """An inference sweep whose points lack a p99 interval (too few requests) is flagged."""
+    point = {"batch_size": 8, "requests": 40, "samples_per_second": 900.0,
+             "p99_s": {"median": 0.01, "ci_low": None, "ci_high": None}}  # fmt: skip
+    sweep = _gpu_run(mode="inference", inference={"points": [point]})
+    failed = {n for n, p, _ in acceptance.check_run(sweep, cpu=True) if p is False}
+    assert failed == {"p99 with interval"}

@@ -26,11 +26,11 @@ from gpuscout.cli.parser import (
     TASK_INDEX,
     WARMUP_STEPS,
     WORKER_TIMEOUT,
+    add_backend_option,
     devices,
     model_spec,
 )
 from gpuscout.errors import UserError
-from gpuscout.records import BACKENDS
 from gpuscout.run_settings import LOOPS, PRECISIONS, TF32_HELP
 
 if TYPE_CHECKING:
@@ -78,13 +78,7 @@ def register(sub: Any) -> None:
         help="custom tf.function+GradientTape step (default) or Keras model.fit",
     )
     how.add_argument("--precision", choices=PRECISIONS, default="fp32")
-    how.add_argument(
-        "--backend",
-        choices=BACKENDS,
-        default="tensorflow",
-        help="the framework Keras runs on: tensorflow (default) or jax (pip install "
-        "'gpuscout[jax]'; built-in workloads, training, one device)",
-    )
+    add_backend_option(how, "runs")
     how.add_argument(
         "--xla",
         action=argparse.BooleanOptionalAction,

@@ -7,7 +7,15 @@ from contextlib import nullcontext
 from typing import Any
 
 from gpuscout.cli.output import print_json
-from gpuscout.cli.parser import BATCH, SECONDS, SEED, SEQ_LEN, STEPS, model_spec
+from gpuscout.cli.parser import (
+    BATCH,
+    SECONDS,
+    SEED,
+    SEQ_LEN,
+    STEPS,
+    add_backend_option,
+    model_spec,
+)
 from gpuscout.run_settings import PRECISIONS
 
 
@@ -33,6 +41,7 @@ def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
     how.add_argument("--batch-size", "-b", type=BATCH, help="default: per workload")
     how.add_argument("--device", help="CPU:0, GPU:1, ... (default: first GPU, else CPU:0)")
     how.add_argument("--seed", type=SEED, default=0)
+    add_backend_option(how, "trains")
 
 
 def target_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -46,6 +55,7 @@ def target_fields(args: argparse.Namespace) -> dict[str, Any]:
         "device": args.device,
         "dims": {"seq_len": args.seq_len} if args.seq_len else {},
         "seed": args.seed,
+        "backend": args.backend,
     }
 
 

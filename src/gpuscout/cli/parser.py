@@ -361,3 +361,16 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {text}")
     return value
+
+
+def add_backend_option(group: Any, what: str) -> None:
+    """``--backend tensorflow|jax``, the same on every command that measures."""
+    from gpuscout.records import BACKENDS
+
+    group.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="tensorflow",
+        help=f"the framework Keras {what} on: tensorflow (default) or jax (pip install "
+        "'gpuscout[jax]'; one device)",
+    )

@@ -15,6 +15,7 @@ from gpuscout.cli.parser import (
     NETWORK_GBIT,
     RUN_ID,
     SEQ_LEN,
+    add_backend_option,
     gpu_names,
     model_spec,
 )
@@ -34,6 +35,7 @@ def register(sub: Any) -> None:
     )
     what.add_argument("--model", type=model_spec, help="your model: FILE.py:FUNCTION or FILE.keras")
     p.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    add_backend_option(p, "traces the step")
     p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True, help=TF32_HELP)
     p.add_argument("--mode", choices=("train", "inference"), default="train",
                    help="inference: a forward pass per batch (traced once, with TF)")  # fmt: skip
@@ -150,7 +152,9 @@ def _predict_inference(args: argparse.Namespace) -> int:
 
         resolved = get_workload(args.workload).resolve(dims)
         check_fits_a_gpu(args.workload, resolved, batch, args.precision, "forward", catalog)
-    profile = get_forward_profile(args.workload, args.model, dims, batch, args.precision)
+    profile = get_forward_profile(
+        args.workload, args.model, dims, batch, args.precision, _backend(args)
+    )
     names = [g for g in args.gpus.split(",") if g.strip()]
     gpus = (
         list(catalog.gpus.values())
@@ -190,6 +194,15 @@ def _predict_inference(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backend(args: argparse.Namespace) -> str:
+    """The backend to trace on; JAX's absence is one line before anything is traced."""
+    if args.backend == "jax":
+        from gpuscout.measure.backends import require_jax
+
+        require_jax("predict --backend jax")
+    return str(args.backend)
+
+
 def run_predict(args: argparse.Namespace) -> int:
     if args.mode == "inference":
         return _predict_inference(args)
@@ -207,7 +220,7 @@ def run_predict(args: argparse.Namespace) -> int:
         batch = args.batch_size or 32
         if not args.batch_size:
             notes.append(f"batch {batch} per GPU for your model (set it with --batch-size)")
-        profile = get_user_profile(args.model, batch, args.precision)
+        profile = get_user_profile(args.model, batch, args.precision, _backend(args))
         epoch, unit = args.epoch_samples or 1_000_000, "samples"
         if not args.epoch_samples:
             notes.append("epoch = 1,000,000 samples (set it with --epoch-samples)")
@@ -217,7 +230,7 @@ def run_predict(args: argparse.Namespace) -> int:
         batch = args.batch_size or workload.default_batch_gpu
         resolved = workload.resolve(dims)
         check_fits_a_gpu(workload.name, resolved, batch, args.precision, "train", catalog)
-        profile = get_profile(workload.name, resolved, batch, args.precision)
+        profile = get_profile(workload.name, resolved, batch, args.precision, _backend(args))
         epoch, unit = args.epoch_samples or workload.epoch_samples, workload.epoch_unit
     names = [g for g in args.gpus.split(",") if g.strip()]
     if names == ["all"]:

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuscout.cli.bench import add_note_arg, add_publish_args
-from gpuscout.cli.parser import MEASURE_PLAN
+from gpuscout.cli.parser import MEASURE_PLAN, add_backend_option
 from gpuscout.cli.report import add_job_args
 from gpuscout.cli.specs import add_catalog_arg
-from gpuscout.records import BACKENDS, BenchConfig
+from gpuscout.records import BenchConfig
 
 
 def register(sub: Any) -> None:
@@ -25,9 +25,7 @@ def register(sub: Any) -> None:
     p.add_argument("--html", type=Path, default=Path("report.html"), metavar="FILE",
                    help="the HTML report (default report.html)")  # fmt: skip
     p.add_argument("--md", type=Path, metavar="FILE", help="also a Markdown report")
-    p.add_argument("--backend", choices=BACKENDS, default="tensorflow",
-                   help="the framework Keras measures on (default tensorflow; jax: pip install "
-                   "'gpuscout[jax]')")  # fmt: skip
+    add_backend_option(p, "measures")
     add_job_args(p)
     add_note_arg(p)
     add_publish_args(p)

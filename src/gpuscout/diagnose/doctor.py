@@ -42,6 +42,12 @@ WINDOW_LABELS = {"data": "the data pipeline alone", "together": "the baseline tr
 
 def check(config: DoctorConfig) -> None:
     """Everything checkable without TensorFlow; UserError if bad."""
+    if config.backend == "jax":
+        raise UserError(
+            "doctor does not take --backend jax: it times a tf.data input pipeline against the "
+            "step, and its fixes (prefetch, parallel map, cache, tf.function) are TensorFlow's.",
+            "diagnose with --backend tensorflow; measure JAX with bench or soak --backend jax.",
+        )
     if config.model:
         parse_model_spec(config.model)
     else:

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpuscout.records import BenchConfig, MonitorSummary
+from gpuscout.records import Backend, BenchConfig, MonitorSummary
 from gpuscout.run_settings import Precision
 
 PipelineVerdict = Literal["input-bound (highly)", "input-bound (moderately)", "device-bound"]
@@ -39,6 +39,7 @@ class DoctorConfig(_Record):
     dims: dict[str, int] = Field(default_factory=dict)
     seed: int = 0
     skip: list[str] = Field(default_factory=list)  # fix names not to try
+    backend: Backend = "tensorflow"
 
 
 class Timing(_Record):
@@ -123,6 +124,7 @@ class SoakConfig(_Record):
     max_drift: float = Field(default=0.10, gt=0, lt=1)
     dims: dict[str, int] = Field(default_factory=dict)
     seed: int = 0
+    backend: Backend = "tensorflow"
 
     def bench_config(self) -> BenchConfig:
         """The same model, data and settings as a benchmark's (to build and to store it)."""
@@ -130,11 +132,12 @@ class SoakConfig(_Record):
             workload=self.workload,
             model=self.model,
             precision=self.precision,
-            xla=self.xla,
+            xla=self.xla or self.backend == "jax",  # every JAX step is compiled by XLA
             batch_size=self.batch_size,
             device=self.device,
             dims=self.dims,
             seed=self.seed,
+            backend=self.backend,
         )
 
 

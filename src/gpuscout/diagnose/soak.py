@@ -1,11 +1,11 @@
 """``soak``: does training stay fast and correct for a long run? Pass, fail, and the evidence.
 
-:func:`soak` is the public entry: it runs the loop (``measure/backends/tensorflow/soak``) in a
-measuring child while the parent's monitor watches the devices, then :func:`judge` weighs what
-both saw. The verdict fails on what ruins a long run: a NaN/Inf loss, an out-of-memory or other
-crash, uncorrected ECC or XID errors, or throughput that sank by more than ``max_drift``
-between the first and the last window. Throttling is evidence, not by itself a failure: it
-fails the run only through the throughput it costs.
+:func:`soak` is the public entry: it runs the loop (``measure/soak_loop``, on the backend's
+step) in a measuring child while the parent's monitor watches the devices, then :func:`judge`
+weighs what both saw. The verdict fails on what ruins a long run: a NaN/Inf loss, an out-of-
+memory or other crash, uncorrected ECC or XID errors, or throughput that sank by more than
+``max_drift`` between the first and the last window. Throttling is evidence, not by itself a
+failure: it fails the run only through the throughput it costs.
 """
 
 from __future__ import annotations
@@ -208,8 +208,9 @@ def _as_run(
         "workload": report.workload,
         "device": report.device or "default",
         "precision": config.precision,
-        "xla": config.xla,
+        "xla": config.bench_config().xla,
         "loop": "custom",
+        "backend": config.backend,
         "batch_size": report.batch_size,
         "stop_reason": f"soak: {report.verdict}",
         "measured_steps": len(kept),

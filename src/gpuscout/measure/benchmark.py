@@ -50,14 +50,14 @@ def _check_backend(config: BenchConfig, workload: Workload | None) -> None:
     not installed is one line with the fix, found without importing it."""
     if config.backend != "jax":
         return
-    import importlib.util
+    from gpuscout.measure.backends import require_jax
 
     reasons = [
-        (config.model is not None, "--model", "your own models are measured on TensorFlow so far"),
         (config.devices is not None or config.workers is not None, "--devices/--workers",
          "data parallel runs use TensorFlow's MirroredStrategy"),
-        (config.mode == "inference", "--mode inference", "serving is measured on TensorFlow"),
-        (config.loop == "fit", "--loop fit", "the JAX backend times its own jitted step"),
+        (config.data is not None, "--data", "it returns a tf.data.Dataset, TensorFlow's"),
+        (config.serving != "function", f"--serving {config.serving}",
+         "a SavedModel is TensorFlow's serving format; JAX serves the jitted forward pass"),
         (workload is not None and workload.has_pipeline, f"--workload {config.workload}",
          "its input pipeline is tf.data"),
     ]  # fmt: skip
@@ -67,14 +67,7 @@ def _check_backend(config: BenchConfig, workload: Workload | None) -> None:
                 f"--backend jax does not take {flag}: {why}.",
                 f"drop {flag.split('/')[0].split(' ')[0]}, or use --backend tensorflow.",
             )
-    try:
-        found = importlib.util.find_spec("jax") is not None
-    except ImportError:  # an import hook that refuses it: as good as not installed
-        found = False
-    if not found:
-        from gpuscout.measure.backends.jax.runtime import INSTALL_FIX
-
-        raise UserError("--backend jax needs JAX, which is not installed.", INSTALL_FIX)
+    require_jax()
 
 
 def _check_mode(config: BenchConfig) -> None:

@@ -91,9 +91,12 @@ def main(argv: list[str]) -> int:
             result = bench(config, on_progress=on_progress, on_phase=on_phase, monitor=False)
             emit({"result": result.to_json_dict(), "step_times_s": result.step_times_s})
         else:
-            from gpuscout.measure.backends.tensorflow.runtime import import_tensorflow
+            backend = payload.get("backend", "tensorflow")
+            os.environ["KERAS_BACKEND"] = backend  # as above: before anything imports Keras
+            if backend == "tensorflow":
+                from gpuscout.measure.backends.tensorflow.runtime import import_tensorflow
 
-            import_tensorflow()  # before the job's modules import Keras: its chatter is hidden
+                import_tensorflow()  # before the job's modules import Keras: chatter hidden
             emit({"report": JOBS[job](payload, emit)})
     except UserError as exc:
         emit({"user_error": exc.problem, "fix": exc.fix})
@@ -117,7 +120,10 @@ def _doctor(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> 
 
 
 def _soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    from gpuscout.measure.backends.tensorflow.soak import run_soak
+    if payload.get("backend") == "jax":
+        from gpuscout.measure.backends.jax.soak import run_soak
+    else:
+        from gpuscout.measure.backends.tensorflow.soak import run_soak
 
     return run_soak(payload, emit)
 

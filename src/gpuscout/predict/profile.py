@@ -73,6 +73,9 @@ class Profile(BaseModel):
     # "train": one training step (forward, backward, update); "forward": one inference call,
     # for ``predict --mode inference``
     kind: Literal["train", "forward"] = "train"
+    # whose HLO was counted: TensorFlow's tf.function or JAX's jitted step (the shipped
+    # profiles are TensorFlow's; ``predict --backend jax`` traces on JAX)
+    backend: Literal["tensorflow", "jax"] = "tensorflow"
     # The step's kernels after fusion, identical ones merged (see predict/kernels.py).
     kernels: list[Kernel] = []
     # Growth per sample of batch, for ``at_batch``; None: traced at one batch only.
@@ -118,7 +121,9 @@ class Profile(BaseModel):
 
     @property
     def key(self) -> str:
-        return profile_key(self.workload, self.dims, self.batch, self.precision, self.kind)
+        return profile_key(
+            self.workload, self.dims, self.batch, self.precision, self.kind, self.backend
+        )
 
     def gradient_bytes(self) -> int:
         """Bytes all-reduced per step: one gradient per parameter, in the variables' dtype."""
@@ -184,12 +189,15 @@ def learn_per_sample(
 
 
 def profile_key(
-    workload: str, dims: Mapping[str, int], batch: int, precision: str, kind: str = "train"
-) -> str:
+    workload: str, dims: Mapping[str, int], batch: int, precision: str, kind: str = "train",
+    backend: str = "tensorflow",
+) -> str:  # fmt: skip
     """The cache key; ``dims`` are resolved first, so defaults given or omitted match."""
     from gpuscout.workloads import get_workload
 
-    suffix = "" if kind == "train" else f"/{kind}"
+    suffix = ("" if kind == "train" else f"/{kind}") + (
+        "" if backend == "tensorflow" else f"/{backend}"
+    )
     if workload.startswith("model:"):  # a user's model: the name carries its file's hash
         return f"{workload}@b{batch}/{precision}{suffix}"
     resolved = get_workload(workload).resolve(dims)
@@ -211,11 +219,12 @@ def cache_dir() -> Path:
 
 
 def cached(
-    workload: str, dims: Mapping[str, int], batch: int, precision: str, kind: str = "train"
-) -> Profile | None:
+    workload: str, dims: Mapping[str, int], batch: int, precision: str, kind: str = "train",
+    backend: str = "tensorflow",
+) -> Profile | None:  # fmt: skip
     """A shipped or previously computed profile, or None. A shipped profile of the same step
     at another batch is rescaled to this one (exact, see ``Profile.at_batch``)."""
-    key = profile_key(workload, dims, batch, precision, kind)
+    key = profile_key(workload, dims, batch, precision, kind, backend)
     shipped = _shipped()
     if key in shipped:
         return shipped[key]
@@ -261,15 +270,16 @@ def compute(
     batch: int,
     precision: str,
     scale_from: int | None = None,
+    backend: str = "tensorflow",
 ) -> Profile:
-    """Trace the step with TensorFlow and count its HLO (seconds; no device time).
+    """Trace the step with TensorFlow (or JAX) and count its HLO (seconds; no device time).
 
     ``scale_from``: a second batch to trace too, so the profile learns how it grows with the
     batch and ``at_batch`` works (twice the time; the shipped profiles do it)."""
-    from gpuscout.measure.backends.tensorflow.hlo import step_hlo
     from gpuscout.predict.hlo import step_cost
     from gpuscout.workloads import get_workload
 
+    step_hlo = tracer(backend).step_hlo
     resolved = get_workload(workload).resolve(dims)
     ir = step_hlo(workload, resolved, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
@@ -291,13 +301,17 @@ def profile_from_ir(
     cost: Any,
     kind: Literal["train", "forward"] = "train",
 ) -> Profile:
+    on_jax = str(ir.tf_version).startswith("jax")
     method = (
-        "XLA HLO of the tf.function train step (stage=hlo), dead code removed"
+        ("XLA HLO of the jitted JAX train step (lowered for CUDA)" if on_jax
+         else "XLA HLO of the tf.function train step (stage=hlo), dead code removed")
         if kind == "train"
-        else "XLA HLO of the model's forward pass (training=False, stage=hlo)"
-    )
+        else "XLA HLO of the model's forward pass (training=False"
+        + (", jitted on JAX)" if on_jax else ", stage=hlo)")
+    )  # fmt: skip
     return Profile(
         kind=kind,
+        backend="jax" if on_jax else "tensorflow",
         workload=workload,
         dims=dims,
         batch=batch,
@@ -325,37 +339,52 @@ def user_model_name(model_spec: str) -> str:
     return f"model:{model_spec}:{digest}"
 
 
-def get_user_profile(model_spec: str, batch: int, precision: str) -> Profile:
-    """The profile of a user's model, from the cache or traced (needs TensorFlow)."""
+def tracer(backend: str) -> Any:
+    """The module that traces steps on ``backend``: ``step_hlo``, ``user_step_hlo``,
+    ``forward_hlo`` (TensorFlow's or JAX's, with the same signatures)."""
+    if backend == "jax":
+        from gpuscout.measure.backends.jax import hlo as jax_hlo
+
+        return jax_hlo
+    from gpuscout.measure.backends.tensorflow import hlo as tf_hlo
+
+    return tf_hlo
+
+
+def get_user_profile(
+    model_spec: str, batch: int, precision: str, backend: str = "tensorflow"
+) -> Profile:
+    """The profile of a user's model, from the cache or traced (needs the backend)."""
     name = user_model_name(model_spec)
-    found = cached(name, {}, batch, precision)
+    found = cached(name, {}, batch, precision, backend=backend)
     if found is None:
-        from gpuscout.measure.backends.tensorflow.hlo import user_step_hlo
         from gpuscout.predict.hlo import step_cost
 
-        ir = user_step_hlo(model_spec, batch, precision)
+        ir = tracer(backend).user_step_hlo(model_spec, batch, precision)
         cost = step_cost(ir.hlo, forward_scope=ir.model_name)
         found = profile_from_ir(name, {}, batch, precision, ir, cost)
         store(found)
     return found
 
 
-def get_profile(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> Profile:
-    """The profile from the caches, else computed (needs TensorFlow) and cached."""
-    found = cached(workload, dims, batch, precision)
+def get_profile(
+    workload: str, dims: Mapping[str, int], batch: int, precision: str,
+    backend: str = "tensorflow",
+) -> Profile:  # fmt: skip
+    """The profile from the caches, else computed (needs the backend) and cached."""
+    found = cached(workload, dims, batch, precision, backend=backend)
     if found is None:
-        found = compute(workload, dims, batch, precision)
+        found = compute(workload, dims, batch, precision, backend=backend)
         store(found)
     return found
 
 
 def get_forward_profile(
     workload: str | None, model_spec: str | None, dims: Mapping[str, int], batch: int,
-    precision: str,
+    precision: str, backend: str = "tensorflow",
 ) -> Profile:  # fmt: skip
     """The forward pass's profile (one inference call at ``batch``), cached after the first
-    trace (which needs TensorFlow)."""
-    from gpuscout.measure.backends.tensorflow.hlo import forward_hlo
+    trace (which needs the backend)."""
     from gpuscout.predict.hlo import step_cost
 
     if model_spec is not None:
@@ -365,9 +394,9 @@ def get_forward_profile(
 
         assert workload is not None
         name, resolved = workload, get_workload(workload).resolve(dims)
-    found = cached(name, resolved, batch, precision, "forward")
+    found = cached(name, resolved, batch, precision, "forward", backend)
     if found is None:
-        ir = forward_hlo(workload, model_spec, resolved, batch, precision)
+        ir = tracer(backend).forward_hlo(workload, model_spec, resolved, batch, precision)
         cost = step_cost(ir.hlo, forward_scope=ir.model_name)
         found = profile_from_ir(name, resolved, batch, precision, ir, cost, "forward")
         store(found)

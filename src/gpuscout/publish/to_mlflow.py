@@ -23,7 +23,8 @@ def _params(r: RunResult) -> dict[str, str]:
     values: dict[str, Any] = {
         "gpuscout_run_id": r.id, "workload": r.workload, "device": r.device,
         "precision": r.precision, "xla": r.xla, "loop": r.loop, "batch_size": r.batch_size,
-        "replicas": r.replicas, "status": r.status, "tensorflow": r.env.get("tensorflow"),
+        "replicas": r.replicas, "status": r.status, "backend": r.backend,
+        "tensorflow": r.env.get("tensorflow"), "jax": r.env.get("jax"),
         "device_name": r.env.get("device_name"), "host": r.env.get("hostname"), "note": r.note,
     }  # fmt: skip
     return {k: str(v)[:MAX_PARAM] for k, v in values.items() if v is not None}

@@ -92,8 +92,8 @@ def result_table(result: RunResult) -> Table:
     _plain(
         table,
         "software",
-        f"TensorFlow {env.get('tensorflow')} · Keras {env.get('keras')}"
-        f" · Python {env.get('python')}",
+        (f"JAX {env['jax']}" if env.get("jax") else f"TensorFlow {env.get('tensorflow')}")
+        + f" · Keras {env.get('keras')} · Python {env.get('python')}",
     )
     _plain(table, "device", f"{env.get('device_name')} ({env.get('cpu_cores')} CPU cores)")
     if result.monitor is not None:

@@ -33,7 +33,8 @@ CSV_COLUMNS = (
     "id", "created_at", "status", "workload", "device", "device_name", "precision", "xla",
     "loop", "batch_size", "replicas", "samples_per_second", "samples_per_second_ci_low",
     "samples_per_second_ci_high", "step_time_median_s", "measured_steps", "mfu",
-    "tflops", "epoch_seconds", "peak_memory_bytes", "tensorflow", "keras", "message", "note",
+    "tflops", "epoch_seconds", "peak_memory_bytes", "backend", "tensorflow", "jax", "keras",
+    "message", "note",
 )  # fmt: skip
 
 
@@ -92,7 +93,9 @@ def export_csv(runs: Sequence[RunResult]) -> str:
                 "batch_size": r.batch_size,
                 "replicas": r.replicas,
                 **r.headline(),
+                "backend": r.backend,
                 "tensorflow": r.env.get("tensorflow"),
+                "jax": r.env.get("jax"),
                 "keras": r.env.get("keras"),
                 "message": r.message,
                 "note": r.note,

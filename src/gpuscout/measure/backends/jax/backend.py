@@ -1,31 +1,35 @@
-"""The JAX measuring backend: a built-in workload's Keras model trained by a stateless step
-under ``jax.jit``, timed by the same protocol as the TensorFlow backend.
+"""The JAX measuring backend: a built-in workload's (or the user's) Keras model trained by a
+stateless step under ``jax.jit``, or by Keras' ``model.fit`` on JAX, or served
+(``--mode inference``), timed by the same protocol as the TensorFlow backend.
 
-Called only through :func:`gpuscout.measure.benchmark.bench`, which checks the settings first
-(what JAX cannot do is refused there, by name) and turns failures into stored results.
+Called only through :func:`gpuscout.measure.benchmark.bench` (and the soak job), which check the
+settings first (what JAX cannot do is refused there, by name) and turn failures into stored
+results.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from gpuscout.errors import UserError
 from gpuscout.measure import environment
 from gpuscout.measure.backends.jax import runtime as jax_runtime
 from gpuscout.measure.job import Job
-from gpuscout.measure.protocol import BUILDING, Progress, Protocol, StopRule
+from gpuscout.measure.protocol import BUILDING, Outcome, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
+from gpuscout.measure.user_spec import ModelSpec
 from gpuscout.records import BenchConfig, RunResult
 from gpuscout.run_settings import tf32_run_note
 from gpuscout.workloads import Workload
 
-NOT_ON_JAX_KERAS = (
-    "Keras in this process runs on {backend}, not JAX: Keras picks its backend once, when it is "
-    "first imported."
-)
+MODEL_BATCH = {"GPU": 256, "CPU": 32}  # as the TensorFlow backend's for a user's model
 
 
 def train_step(jax: Any, built: Any, precision: str) -> tuple[Any, Any]:
@@ -38,11 +42,10 @@ def train_step(jax: Any, built: Any, precision: str) -> tuple[Any, Any]:
     """
     import keras
 
-    model, loss_fn, optimizer = built.model, built.loss, built.optimizer
-    if precision == "mixed_float16" and not isinstance(
-        optimizer, keras.optimizers.LossScaleOptimizer
-    ):
-        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    from gpuscout.measure.backends.keras.fit import with_loss_scaling
+
+    model, loss_fn = built.model, built.loss
+    optimizer = with_loss_scaling(built.optimizer, precision)
     optimizer.build(model.trainable_variables)
 
     def loss_and_state(tv: Any, ntv: Any, ov: Any, x: Any, y: Any) -> Any:
@@ -68,43 +71,40 @@ def train_step(jax: Any, built: Any, precision: str) -> tuple[Any, Any]:
     return jax.jit(step, donate_argnums=0), state
 
 
-def run(job: Job) -> RunResult:
-    """Measure ``job.config`` on a JAX device; raises on failure (the caller stores it). The
-    global Keras dtype policy and JAX's matmul precision are restored afterwards."""
-    config, workload, on_phase = job.config, job.workload, job.on_phase
-    on_phase("starting JAX")
+@contextmanager
+def session(config: BenchConfig) -> Iterator[Any]:
+    """JAX, with Keras on it, under ``config``'s precision policy and TF32 setting; both are
+    restored afterwards, so a user's program that calls gpuscout keeps its own."""
     jax = jax_runtime.import_jax()
-    import keras
-
-    if keras.backend.backend() != "jax":
-        raise UserError(
-            NOT_ON_JAX_KERAS.format(backend=keras.backend.backend()),
-            "run it through the gpuscout command (its measuring process starts Keras on JAX), "
-            "or set KERAS_BACKEND=jax before anything imports Keras.",
-        )
-    if workload is None or job.model_spec is not None:
-        raise UserError("--backend jax measures the built-in workloads only, for now.",
-                        "drop --model, or use --backend tensorflow.")  # fmt: skip
+    keras = jax_runtime.keras_on_jax()
     previous_policy = keras.mixed_precision.global_policy()
     previous_tf32 = jax_runtime.set_tf32(jax, config.tf32)
     try:
-        return _measure(jax, config, workload, job.on_progress, on_phase)
+        jax_runtime.seed_keras(keras, config.seed)
+        keras.mixed_precision.set_global_policy(
+            "float32" if config.precision == "fp32" else config.precision
+        )
+        yield jax
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)
         jax.config.update("jax_default_matmul_precision", previous_tf32)
 
 
-def _measure(
-    jax: Any,
-    config: BenchConfig,
-    workload: Workload,
-    on_progress: Callable[[Progress], None] | None,
-    on_phase: Callable[[str], None],
-) -> RunResult:
-    import keras
+def run(job: Job) -> RunResult:
+    """Measure ``job.config`` on a JAX device; raises on failure (the caller stores it)."""
+    config = job.config
+    job.on_phase("starting JAX")
+    with session(config) as jax:
+        device = device_for(jax, config)
+        if config.mode == "inference":
+            from gpuscout.measure.backends.jax.serve import run_inference
 
-    from gpuscout.measure.backends.keras.models import BUILDERS
+            return run_inference(jax, config, job.workload, job.model_spec, device, job.on_phase)
+        return _measure(jax, job, device)
 
+
+def device_for(jax: Any, config: BenchConfig) -> jax_runtime.Device:
+    """The device asked for; float16 on a CPU is refused (XLA's CPU backend cannot do it)."""
     device = jax_runtime.resolve_device(jax, config.device)
     if device.kind == "CPU" and config.precision == "mixed_float16":
         raise UserError(
@@ -112,40 +112,109 @@ def _measure(
             "matmul with float32 accumulation.",
             "use --precision mixed_bfloat16 or fp32 on a CPU, or --backend tensorflow.",
         )
-    keras.utils.set_random_seed(config.seed)
-    on_phase(BUILDING)
-    keras.mixed_precision.set_global_policy(
-        "float32" if config.precision == "fp32" else config.precision
-    )
-    dims = workload.resolve(config.dims)
+    return device
+
+
+@dataclass
+class Trainable:
+    """A built step on the device: the jitted step, its state, and one batch placed there."""
+
+    prep: Prepared
+    step: Any
+    state: Any
+    x: Any
+    y: Any
+
+
+def prepare(
+    jax: Any, config: BenchConfig, workload: Workload | None, model_spec: ModelSpec | None,
+    device: jax_runtime.Device,
+) -> Trainable:  # fmt: skip
+    """Build the model, its step and one synthetic batch on ``device``, with what was
+    assumed (under the policy :func:`session` set)."""
+    prep = Prepared()
     batch = config.batch_size or (
-        workload.default_batch_gpu if device.kind == "GPU" else workload.default_batch_cpu
-    )
-    prep = Prepared(batch_size=batch)
+        MODEL_BATCH[device.kind] if model_spec is not None
+        else (workload.default_batch_gpu if device.kind == "GPU" else workload.default_batch_cpu)
+        if workload is not None else 32
+    )  # fmt: skip
+    prep.batch_size = batch
     if not config.batch_size:
         prep.assumptions.append(
             f"batch size {batch}: gpuscout's default on a {device.kind} (article 001 uses 256 "
             "on a GPU); set it with --batch-size"
         )
-    builder = BUILDERS[workload.name]
     with jax.default_device(device.handle):
-        prep.built = builder(dims)
+        if model_spec is not None:
+            x, y = _prepare_user(jax, config, model_spec, batch, prep)
+        else:
+            assert workload is not None
+            from gpuscout.measure.backends.keras.models import BUILDERS
+
+            dims = workload.resolve(config.dims)
+            builder = BUILDERS[workload.name]
+            prep.built = builder(dims)
+            x, y = arrays(workload, dims, batch, config.seed)
+            prep.describe_builtin(workload, dims, batch, config, builder)
         step, state = train_step(jax, prep.built, config.precision)
-        x, y = (jax.device_put(a, device.handle) for a in arrays(workload, dims, batch,
-                                                                   config.seed))  # fmt: skip
-    prep.describe_builtin(workload, dims, batch, config, builder)
-    prep.assumptions += [
+        x, y = jax.device_put((x, y), device.handle)
+    prep.assumptions.append(
         "synthetic data: one random batch placed on the device once and fed to every step, so "
-        "the device is measured, not an input pipeline",
-        "JAX backend: Keras 3 on JAX; the step is stateless_call + jax.value_and_grad + the "
-        "optimizer's stateless_apply under jax.jit (XLA), its state donated; each step waits "
-        "for its results (block_until_ready)",
-    ]
+        "the device is measured, not an input pipeline"
+    )
+    return Trainable(prep, step, state, x, y)
+
+
+def _prepare_user(
+    jax: Any, config: BenchConfig, spec: ModelSpec, batch: int, prep: Prepared
+) -> tuple[Any, Any]:
+    """The user's model and a synthetic batch; its FLOPs counted from the step's HLO."""
+    from gpuscout.measure.backends.jax.hlo import step_ir
+    from gpuscout.measure.backends.keras import user_model as keras_user
+    from gpuscout.predict.hlo import step_cost
+
+    prep.built, notes = keras_user.prepare_user_model(keras_user.load_model(spec))
+    prep.assumptions += notes
+    rng = np.random.default_rng(config.seed)
+    inputs, y, notes = keras_user.synthetic_user_batch(prep.built.model, prep.built.loss,
+                                                       batch, rng)  # fmt: skip
+    prep.assumptions += notes
+    x = inputs[0] if len(inputs) == 1 else tuple(inputs)
+    ir = step_ir(jax, prep.built, config.precision, x, y)
+    prep.flops_per_step = step_cost(ir.hlo, forward_scope=ir.model_name).flops["matmul"] or None
+    if prep.flops_per_step:
+        prep.flops_method = (
+            "counted from XLA's HLO of the jitted training step (dot and convolution only)"
+        )
+    prep.epoch_samples = config.epoch_samples
+    prep.workload_hash = environment.hash_parts(spec.path.read_bytes(), config.model or "")
+    return x, y
+
+
+def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
+    import keras
+
+    config = job.config
+    job.on_phase(BUILDING)
+    t = prepare(jax, config, job.workload, job.model_spec, device)
+    prep = t.prep
+    prep.assumptions.append(
+        "JAX backend: Keras 3 on JAX; "
+        + (
+            "Keras' model.fit (its jitted train step), timed per batch by a callback"
+            if config.loop == "fit"
+            else "the step is stateless_call + jax.value_and_grad + the optimizer's "
+            "stateless_apply under jax.jit (XLA), its state donated"
+        )
+        + "; each step waits for its results"
+    )
     if prep.flops_method:
         prep.assumptions.append(
             f"FLOPs per step: training = 3 x forward (2 per multiply-add); {prep.flops_method}"
+            if job.model_spec is None
+            else f"FLOPs per step (2 per multiply-add): {prep.flops_method}"
         )
-    on_phase("finding the device's peak FLOP/s")
+    job.on_phase("finding the device's peak FLOP/s")
     peak = jax_runtime.device_peak_flops(jax, device, config.precision)
     prep.assumptions.append(f"peak for MFU: {peak[1]}")
     tf32 = jax_runtime.tf32_enabled(jax)
@@ -158,15 +227,10 @@ def _measure(
     rule = StopRule(
         budget_s=config.seconds, fixed_steps=config.steps, fixed_warmup=config.warmup_steps
     )
-    box = [state]
-
-    def one_step() -> None:
-        box[0], loss = step(box[0], x, y)
-        jax.block_until_ready((box[0], loss))
-
     gc.collect()
-    on_phase("measuring")
-    outcome = Protocol(rule, on_progress).run(one_step)
+    job.on_phase("measuring")
+    protocol = Protocol(rule, job.on_progress)
+    outcome = _fit(jax, config, t, protocol) if config.loop == "fit" else _loop(jax, t, protocol)
     env = {
         **environment.base_environment(),
         **jax_runtime.jax_environment(jax, device),
@@ -175,10 +239,32 @@ def _measure(
         "tf32_enabled": tf32,
         "workload_hash": prep.workload_hash,
     }
+    name = config.model if job.model_spec is not None and config.model else config.workload
     return compose(
-        config, device.name, prep, outcome, peak, jax_runtime.peak_memory(device), [], env,
-        config.workload,
-    )  # fmt: skip
+        config, device.name, prep, outcome, peak, jax_runtime.peak_memory(device), [], env, name
+    )
+
+
+def _loop(jax: Any, t: Trainable, protocol: Protocol) -> Outcome:
+    """gpuscout's own loop: the jitted step, state threaded through, awaited each step."""
+    box = [t.state]
+
+    def one_step() -> None:
+        box[0], loss = t.step(box[0], t.x, t.y)
+        jax.block_until_ready((box[0], loss))
+
+    return protocol.run(one_step)
+
+
+def _fit(jax: Any, config: BenchConfig, t: Trainable, protocol: Protocol) -> Outcome:
+    """Keras' ``model.fit`` on JAX, fed the same batch (already on the device) for ever."""
+    from gpuscout.measure.backends.keras.fit import fit_loop
+
+    def batches() -> Iterator[tuple[Any, Any]]:
+        while True:
+            yield t.x, t.y
+
+    return fit_loop(t.prep.built, batches(), config.precision, True, protocol, lambda: None)
 
 
 def losses(workload: Workload, dims: dict[str, int], precision: str, batch: int, steps: int,
@@ -190,7 +276,7 @@ def losses(workload: Workload, dims: dict[str, int], precision: str, batch: int,
 
     from gpuscout.measure.backends.keras.models import BUILDERS
 
-    keras.utils.set_random_seed(seed)
+    jax_runtime.seed_keras(keras, seed)
     keras.mixed_precision.set_global_policy("float32" if precision == "fp32" else precision)
     resolved = workload.resolve(dims)
     built = BUILDERS[workload.name](resolved)

@@ -1,4 +1,5 @@
-"""The HLO of a built-in workload's training step on JAX, for ``predict``'s cost profile.
+"""The HLO of a training step (or a forward pass) on JAX, for ``predict``'s cost profile and
+for the FLOPs of a user's model.
 
 The same step the JAX backend times (``backend.train_step``), lowered for a CUDA GPU with
 ``jax.jit(...).trace(...).lower`` and never run, printed as HLO text with operand shapes (what
@@ -9,7 +10,8 @@ op names: that prefix stands for the model's name in the saved-activation estima
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -19,41 +21,118 @@ from gpuscout.predict.step_ir import StepIR, variable_bytes
 from gpuscout.workloads import get_workload
 
 FORWARD_SCOPE = "jit(step)/jvp("
+FORWARD_ONLY_SCOPE = "jit(forward)/"
+
+
+def lowered_text(lowered: Any) -> str:
+    """A lowered computation as HLO text with operand shapes and op names."""
+    import jaxlib._hlo as hlo_lib
+
+    module = lowered.compiler_ir("hlo").as_hlo_module()
+    options = hlo_lib.HloPrintOptions()
+    options.print_operand_shape = True
+    options.print_metadata = True
+    return str(module.to_string(options))
+
+
+def step_ir(jax: Any, built: Any, precision: str, x: Any, y: Any) -> StepIR:
+    """One training step of ``built`` on ``(x, y)``, lowered for CUDA (XLA's CPU backend has
+    no float16 matmul with float32 accumulation; no GPU is needed to lower)."""
+    from gpuscout.measure.backends.jax.backend import train_step
+
+    step, state = train_step(jax, built, precision)
+    lowered = step.trace(state, x, y).lower(lowering_platforms=("cuda",))
+    weights = built.model.trainable_variables
+    moments = [v for v in built.optimizer.variables if np.dtype(v.dtype).kind == "f"]
+    return StepIR(
+        hlo=lowered_text(lowered),
+        params=sum(int(math.prod(v.shape)) for v in weights),
+        param_bytes=sum(variable_bytes(v) for v in weights),
+        optimizer_state_bytes=sum(variable_bytes(v) for v in moments),
+        tf_version=f"jax {jax.__version__}",
+        model_name=FORWARD_SCOPE,
+    )
+
+
+def _under_policy(precision: str, build: Callable[[Any], StepIR]) -> StepIR:
+    """``build(jax)`` under the precision's global Keras policy, restored afterwards."""
+    jax = jax_runtime.import_jax()
+    keras = jax_runtime.keras_on_jax()
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("float32" if precision == "fp32" else precision)
+    try:
+        return build(jax)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
 
 
 def step_hlo(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> StepIR:
     """HLO text of one training step of ``workload`` (with ``dims``) at ``batch``, on JAX."""
-    jax = jax_runtime.import_jax()
-    import jaxlib._hlo as hlo_lib
-    import keras
-
-    from gpuscout.measure.backends.jax.backend import train_step
-    from gpuscout.measure.backends.keras.models import BUILDERS
-
     w = get_workload(workload)
     resolved = w.resolve(dims)
-    previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy("float32" if precision == "fp32" else precision)
-    try:
-        built = BUILDERS[w.name](resolved)
-        step, state = train_step(jax, built, precision)
+
+    def build(jax: Any) -> StepIR:  # Keras modules only once Keras is on JAX
+        from gpuscout.measure.backends.keras.models import BUILDERS
+
         x, y = arrays(w, resolved, batch, 0)
-        # lowered for a CUDA GPU, which predictions model (no GPU needed to lower): XLA's CPU
-        # backend has no float16 matmul with float32 accumulation
-        lowered = step.trace(state, x, y).lower(lowering_platforms=("cuda",))
-        module = lowered.compiler_ir("hlo").as_hlo_module()
-        options = hlo_lib.HloPrintOptions()
-        options.print_operand_shape = True
-        options.print_metadata = True
-        weights = built.model.trainable_variables
-        moments = [v for v in built.optimizer.variables if np.dtype(v.dtype).kind == "f"]
+        return step_ir(jax, BUILDERS[w.name](resolved), precision, x, y)
+
+    return _under_policy(precision, build)
+
+
+def user_step_hlo(model_spec: str, batch: int, precision: str) -> StepIR:
+    """HLO of one training step of the user's model (``FILE.py:FUNCTION`` or ``FILE.keras``)."""
+    from gpuscout.measure.user_spec import parse_model_spec
+
+    spec = parse_model_spec(model_spec)
+
+    def build(jax: Any) -> StepIR:
+        from gpuscout.measure.backends.keras import user_model as keras_user
+
+        built, _ = keras_user.prepare_user_model(keras_user.load_model(spec))
+        x, y = keras_user.synthetic_xy(built, batch, np.random.default_rng(0))
+        return step_ir(jax, built, precision, x, y)
+
+    return _under_policy(precision, build)
+
+
+def live_step_hlo(model: Any, batch: int, precision: str) -> StepIR:
+    """HLO of one training step of a model already built in this process (``ScoutCallback``
+    on JAX): a clone with a fresh optimizer of the same configuration, so the user's weights
+    and optimizer state are not touched. Subclassed models cannot be cloned: ValueError."""
+    jax = jax_runtime.import_jax()
+    keras = jax_runtime.keras_on_jax()
+    from gpuscout.measure.backends.keras import user_model as keras_user
+    from gpuscout.measure.backends.keras.models import Built
+
+    built, _ = keras_user.prepare_user_model(model)
+    clone = keras.models.clone_model(model)
+    fresh = type(built.optimizer).from_config(built.optimizer.get_config())
+    copy = Built(clone, built.loss, fresh)
+    x, y = keras_user.synthetic_xy(copy, batch, np.random.default_rng(0))
+    return step_ir(jax, copy, precision, x, y)
+
+
+def forward_hlo(
+    workload: str | None, model_spec: str | None, dims: Mapping[str, int], batch: int,
+    precision: str,
+) -> StepIR:  # fmt: skip
+    """HLO of one inference call (``training=False``) at ``batch``: what ``bench --mode
+    inference --backend jax`` times, for ``predict --mode inference``."""
+
+    def build(jax: Any) -> StepIR:
+        from gpuscout.measure.backends.jax.serve import forward_function, load_for_serving
+
+        model, inputs, _ = load_for_serving(workload, model_spec, dims, 0)
+        forward, weights = forward_function(jax, model)
+        lowered = forward.trace(weights, inputs(batch)).lower(lowering_platforms=("cuda",))
         return StepIR(
-            hlo=module.to_string(options),
-            params=sum(int(math.prod(v.shape)) for v in weights),
-            param_bytes=sum(variable_bytes(v) for v in weights),
-            optimizer_state_bytes=sum(variable_bytes(v) for v in moments),
+            hlo=lowered_text(lowered),
+            params=sum(int(math.prod(v.shape)) for v in model.weights),
+            param_bytes=sum(variable_bytes(v) for v in model.weights),
+            optimizer_state_bytes=0,
             tf_version=f"jax {jax.__version__}",
-            model_name=FORWARD_SCOPE,
+            model_name=FORWARD_ONLY_SCOPE,
         )
-    finally:
-        keras.mixed_precision.set_global_policy(previous)
+
+    return _under_policy(precision, build)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from gpuscout.errors import UserError
 from gpuscout.measure import environment, peaks
-
-INSTALL_FIX = "pip install 'gpuscout[jax]' (on a GPU machine also jax[cuda12] or jax[cuda13])."
+from gpuscout.measure.backends import JAX_INSTALL_FIX as INSTALL_FIX
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,49 @@ def import_jax() -> Any:
     except ImportError:
         raise UserError("the JAX backend needs JAX, which is not installed.", INSTALL_FIX) from None
     return jax
+
+
+NOT_ON_JAX_KERAS = (
+    "Keras in this process runs on {backend}, not JAX: Keras picks its backend once, when it is "
+    "first imported."
+)
+
+
+def keras_on_jax() -> Any:
+    """Keras, on JAX: chosen here if nothing imported Keras yet, refused (UserError) if Keras
+    already runs on another backend in this process."""
+    if "keras" not in sys.modules:
+        os.environ["KERAS_BACKEND"] = "jax"
+    import keras
+
+    if keras.backend.backend() != "jax":
+        raise UserError(
+            NOT_ON_JAX_KERAS.format(backend=keras.backend.backend()),
+            "run it through the gpuscout command (its processes start Keras on JAX), "
+            "or set KERAS_BACKEND=jax before anything imports Keras.",
+        )
+    return keras
+
+
+def seed_keras(keras: Any, seed: int) -> None:
+    """``keras.utils.set_random_seed`` without TensorFlow's seed: where TensorFlow is installed,
+    Keras imports it just to seed it (4.7 s on this project's CPU machines, and TensorFlow's
+    memory in a JAX process), and a JAX run has no tf.data to seed. Keras' lazy handle on
+    TensorFlow reads as unavailable during the call; a Keras without that handle seeds as usual.
+    """
+    try:
+        from keras.src.utils import module_utils
+
+        lazy = module_utils.tensorflow
+        saved = lazy._available
+    except (ImportError, AttributeError):
+        keras.utils.set_random_seed(seed)
+        return
+    lazy._available = False
+    try:
+        keras.utils.set_random_seed(seed)
+    finally:
+        lazy._available = saved
 
 
 def resolve_device(jax: Any, requested: str | None) -> Device:

@@ -69,14 +69,14 @@ def _prepare_builtin(
 def _prepare_user(
     tf: Any, spec: ModelSpec, config: BenchConfig, batch: int, prep: Prepared
 ) -> None:
+    from gpuscout.measure.backends.keras import user_model as keras_user
     from gpuscout.measure.backends.tensorflow import flops as tf_flops
-    from gpuscout.measure.backends.tensorflow import user_model as tf_user
 
-    model = tf_user.load_model(spec)
-    prep.built, notes = tf_user.prepare_user_model(model)
+    model = keras_user.load_model(spec)
+    prep.built, notes = keras_user.prepare_user_model(model)
     prep.assumptions += notes
     if config.data:
-        dataset = tf_user.call_function(parse_function_spec(config.data, "--data"), "--data")
+        dataset = keras_user.call_function(parse_function_spec(config.data, "--data"), "--data")
         if not isinstance(dataset, tf.data.Dataset):
             raise UserError(
                 f"--data '{config.data}' returned {type(dataset).__name__}, not a tf.data.Dataset.",
@@ -91,7 +91,7 @@ def _prepare_user(
         )
     else:
         rng = np.random.default_rng(config.seed)
-        x, y, notes = tf_user.synthetic_user_batch(model, prep.built.loss, batch, rng)
+        x, y, notes = keras_user.synthetic_user_batch(model, prep.built.loss, batch, rng)
         prep.assumptions += notes
         prep.dataset = _synthetic_dataset(tf, x[0] if len(x) == 1 else x, y)
     per_sample = tf_flops.training_flops_per_sample(tf, model)

@@ -56,7 +56,7 @@ def builtin(
 
 def generated(tf: Any, built: Any, batch: int, knobs: Knobs, seed: int) -> Pipeline:
     """For a user's model without ``--data``: random samples shaped like its inputs."""
-    from gpuscout.measure.backends.tensorflow.user_model import synthetic_user_batch
+    from gpuscout.measure.backends.keras.user_model import synthetic_user_batch
 
     rng = np.random.default_rng(seed)
     x, y, notes = synthetic_user_batch(built.model, built.loss, 16 * batch, rng)
@@ -118,12 +118,12 @@ def _slow_demo(
 
 def user(tf: Any, data_spec: str, knobs: Knobs, batch: int | None) -> Pipeline:
     """The user's ``--data`` function's dataset with ``knobs`` applied, and its batch size."""
-    from gpuscout.measure.backends.tensorflow import user_model as tf_user
+    from gpuscout.measure.backends.keras import user_model as keras_user
     from gpuscout.measure.user_spec import parse_function_spec
 
     spec = parse_function_spec(data_spec, "--data")
-    takes = tf_user.accepted_keywords(spec, "--data", KNOBS)
-    ds = tf_user.call_function(spec, "--data", **{k: getattr(knobs, k) for k in KNOBS})
+    takes = keras_user.accepted_keywords(spec, "--data", KNOBS)
+    ds = keras_user.call_function(spec, "--data", **{k: getattr(knobs, k) for k in KNOBS})
     if not isinstance(ds, tf.data.Dataset):
         from gpuscout.errors import UserError
 

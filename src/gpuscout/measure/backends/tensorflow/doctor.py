@@ -18,11 +18,11 @@ import psutil
 
 from gpuscout.diagnose.analysis import timing
 from gpuscout.diagnose.records import DoctorConfig, Timing
+from gpuscout.measure.backends.keras import user_model as keras_user
 from gpuscout.measure.backends.keras.models import BUILDERS, Built
 from gpuscout.measure.backends.tensorflow import data as tf_data
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.backends.tensorflow import train as tf_train
-from gpuscout.measure.backends.tensorflow import user_model as tf_user
 from gpuscout.measure.benchmark import is_oom
 from gpuscout.measure.protocol import Protocol, StopRule
 from gpuscout.measure.user_spec import parse_model_spec
@@ -81,7 +81,7 @@ class Target:
             if self.workload is not None:
                 return BUILDERS[self.workload.name](self.dims)
             assert self.spec is not None
-            built, notes = tf_user.prepare_user_model(tf_user.load_model(self.spec))
+            built, notes = keras_user.prepare_user_model(keras_user.load_model(self.spec))
             self.notes += [n for n in notes if n not in self.notes]
             return built
 

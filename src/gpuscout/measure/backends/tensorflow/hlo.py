@@ -39,14 +39,14 @@ def step_hlo(workload: str, dims: Mapping[str, int], batch: int, precision: str)
 def user_step_hlo(model_spec: str, batch: int, precision: str) -> StepIR:
     """HLO of one training step of the user's model (``FILE.py:FUNCTION`` or ``FILE.keras``)."""
     tf = tf_runtime.import_tensorflow()
-    from gpuscout.measure.backends.tensorflow import user_model as tf_user
+    from gpuscout.measure.backends.keras import user_model as keras_user
     from gpuscout.measure.user_spec import parse_model_spec
 
     spec = parse_model_spec(model_spec)
 
     def build() -> tuple[Any, Any, Any]:
-        built, _ = tf_user.prepare_user_model(tf_user.load_model(spec))
-        inputs, labels, _ = tf_user.synthetic_user_batch(
+        built, _ = keras_user.prepare_user_model(keras_user.load_model(spec))
+        inputs, labels, _ = keras_user.synthetic_user_batch(
             built.model, built.loss, batch, np.random.default_rng(0)
         )
         x = inputs[0] if len(inputs) == 1 else tuple(inputs)
@@ -89,16 +89,16 @@ def live_step_hlo(model: Any, batch: int, precision: str) -> StepIR:
     tf = tf_runtime.import_tensorflow()
     import keras
 
+    from gpuscout.measure.backends.keras import user_model as keras_user
     from gpuscout.measure.backends.keras.models import Built
-    from gpuscout.measure.backends.tensorflow import user_model as tf_user
 
-    built, _ = tf_user.prepare_user_model(model)
+    built, _ = keras_user.prepare_user_model(model)
     loss, optimizer = built.loss, built.optimizer
 
     def build() -> tuple[Any, Any, Any]:
         clone = keras.models.clone_model(model)
         fresh = type(optimizer).from_config(optimizer.get_config())
-        inputs, labels, _ = tf_user.synthetic_user_batch(
+        inputs, labels, _ = keras_user.synthetic_user_batch(
             clone, loss, batch, np.random.default_rng(0)
         )
         return Built(clone, loss, fresh), inputs[0] if len(inputs) == 1 else tuple(inputs), labels
@@ -119,12 +119,12 @@ def forward_hlo(
     keras.mixed_precision.set_global_policy("float32" if precision == "fp32" else precision)
     try:
         if model_spec is not None:
-            from gpuscout.measure.backends.tensorflow import user_model as tf_user
+            from gpuscout.measure.backends.keras import user_model as keras_user
             from gpuscout.measure.user_spec import parse_model_spec
 
-            model = tf_user.load_model(parse_model_spec(model_spec))
-            loss = tf_user.prepare_user_model(model)[0].loss
-            inputs, _, _ = tf_user.synthetic_user_batch(
+            model = keras_user.load_model(parse_model_spec(model_spec))
+            loss = keras_user.prepare_user_model(model)[0].loss
+            inputs, _, _ = keras_user.synthetic_user_batch(
                 model, loss, batch, np.random.default_rng(0)
             )
             x: Any = inputs[0] if len(inputs) == 1 else list(inputs)

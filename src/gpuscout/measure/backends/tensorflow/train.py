@@ -1,4 +1,5 @@
-"""The two ways a training step is timed: gpuscout's own loop, and Keras' ``model.fit``.
+"""The two ways a training step is timed on TensorFlow: gpuscout's own loop, and Keras'
+``model.fit`` (shared with the JAX backend: ``backends/keras/fit.py``).
 
 Both run the same model, data and optimizer, and both hand each step's wall time to the same
 :class:`~gpuscout.measure.protocol.Protocol`; only who drives the loop differs. Each step is
@@ -8,23 +9,12 @@ its time is taken, so asynchronous dispatch cannot make a step look faster than 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
-import keras
-
+from gpuscout.measure.backends.keras.fit import fit_loop, with_loss_scaling
 from gpuscout.measure.backends.keras.models import Built
 from gpuscout.measure.protocol import Outcome, Protocol
-
-
-def _with_loss_scaling(optimizer: Any, precision: str) -> Any:
-    """float16 gradients underflow without loss scaling; bfloat16 and float32 need none."""
-    if precision == "mixed_float16" and not isinstance(
-        optimizer, keras.optimizers.LossScaleOptimizer
-    ):
-        return keras.optimizers.LossScaleOptimizer(optimizer)
-    return optimizer
 
 
 def train_step_function(
@@ -37,7 +27,7 @@ def train_step_function(
     divided by that count: the all-reduced (summed) gradients are then the global batch's.
     """
     model, loss_fn = built.model, built.loss
-    optimizer = _with_loss_scaling(built.optimizer, precision)
+    optimizer = with_loss_scaling(built.optimizer, precision)
     optimizer.build(model.trainable_variables)
 
     @tf.function(jit_compile=jit_compile)  # type: ignore[untyped-decorator]
@@ -82,51 +72,4 @@ def custom_loop(
     return protocol.run(one_step)
 
 
-class _FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
-    """Times each batch from the end of the previous one, as a user timing fit would, minus
-    gpuscout's bookkeeping between the two."""
-
-    def __init__(self, protocol: Protocol, sync: Callable[[], None]) -> None:
-        super().__init__()
-        self.protocol = protocol
-        self.sync = sync
-        self.last = 0.0
-        self.outcome: Outcome | None = None
-
-    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-        if batch == 0:
-            self.last = time.perf_counter()
-
-    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-        if logs and "loss" in logs:
-            float(logs["loss"])  # fetch the loss: the step has finished
-        self.sync()
-        outcome = self.protocol.add(time.perf_counter() - self.last)
-        # Restart the clock after the protocol's own bookkeeping, so that it is never counted
-        # in a step (in gpuscout's own loop it falls between steps anyway).
-        self.last = time.perf_counter()
-        if outcome is not None:
-            self.outcome = outcome
-            self.model.stop_training = True
-
-
-def fit_loop(
-    built: Built,
-    dataset: Any,
-    precision: str,
-    xla: bool,
-    protocol: Protocol,
-    sync: Callable[[], None],
-) -> Outcome:
-    """Keras ``model.fit`` on the same model and data, stopped by the protocol."""
-    model = built.model
-    model.compile(
-        optimizer=_with_loss_scaling(built.optimizer, precision),
-        loss=built.loss,
-        jit_compile=xla,
-    )
-    timer = _FitTimer(protocol, sync)
-    model.fit(dataset, epochs=1, steps_per_epoch=10**9, shuffle=False, verbose=0, callbacks=[timer])
-    if timer.outcome is None:  # fit ended on its own (a finite user dataset): stop there
-        raise RuntimeError("model.fit stopped before the protocol did")
-    return timer.outcome
+__all__ = ["custom_loop", "fit_loop", "train_step_function"]

@@ -238,3 +238,9 @@ def synthetic_user_batch(
         labels = rng.random(out_shape, dtype=np.float32)
         note = "synthetic data: random inputs and random float labels shaped like the output"
     return tuple(inputs), labels, [note]
+
+
+def synthetic_xy(built: Built, batch: int, rng: np.random.Generator) -> tuple[Any, Any]:
+    """A synthetic batch for ``built``'s model: one input as an array, several as a tuple."""
+    inputs, labels, _ = synthetic_user_batch(built.model, built.loss, batch, rng)
+    return (inputs[0] if len(inputs) == 1 else tuple(inputs)), labels

@@ -1,10 +1,10 @@
 """ScoutCallback: timing the user's own ``model.fit`` from inside it.
 
-A Keras callback, so it imports Keras and lives in the TensorFlow backend; users import it as
-``gpuscout.keras.ScoutCallback``. It reads the backend Keras runs on (TensorFlow or JAX) and
-records it with the run. :class:`FitTimer` times and composes the run;
-:class:`ScoutCallback` stores it, predicts other GPUs from the model's HLO and prints, as
-``cli`` does for the commands.
+A Keras callback, so it imports Keras; it lives with the Keras 3 code both backends share, and
+users import it as ``gpuscout.keras.ScoutCallback``. It reads the backend Keras runs on
+(TensorFlow or JAX), records it with the run and traces the step's HLO on it for predictions.
+:class:`FitTimer` times and composes the run; :class:`ScoutCallback` stores it, predicts other
+GPUs from the model's HLO and prints, as ``cli`` does for the commands.
 """
 
 from __future__ import annotations
@@ -168,12 +168,6 @@ class ScoutCallback(FitTimer):
     def _predictions(self) -> list[str]:
         if not self.predict_on or not self.batch_size:
             return []
-        if keras.backend.backend() != "tensorflow":
-            return [
-                f"gpuscout: no prediction from a fit on {keras.backend.backend()} yet: the HLO "
-                "of a live model is traced with TensorFlow (gpuscout predict --workload ... "
-                "predicts the built-in workloads)"
-            ]
         try:
             assert self.result is not None
             rows, notes = _predict(
@@ -199,18 +193,18 @@ def _predict(
     model: Any, batch: int, precision: str, gpu_ids: Sequence[str]
 ) -> tuple[list[Any], list[str]]:
     from gpuscout.catalog import load_catalog
-    from gpuscout.measure.backends.tensorflow.hlo import live_step_hlo
     from gpuscout.measure.fit_run import fit_workload
     from gpuscout.predict import predict
     from gpuscout.predict.hlo import step_cost
-    from gpuscout.predict.profile import profile_from_ir
+    from gpuscout.predict.profile import profile_from_ir, tracer
 
-    ir = live_step_hlo(model, batch, precision)
+    backend = keras.backend.backend()  # the HLO of the step as this process's Keras runs it
+    ir = tracer(backend).live_step_hlo(model, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
     profile = profile_from_ir(fit_workload(model.name), {}, batch, precision, ir, cost)
     catalog = load_catalog()
     gpus = [catalog.resolve(g).gpu for g in gpu_ids]
-    tf32 = _tf32_switch("tensorflow")["tf32_enabled"]  # predict as the user's process trains
+    tf32 = _tf32_switch(backend)["tf32_enabled"]  # predict as the user's process trains
     return predict(profile, gpus, [1], catalog, gpus[0], epoch_samples=batch, tf32=tf32)
 
 
