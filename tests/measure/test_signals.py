@@ -278,3 +278,30 @@ def test_what_counts_as_an_interrupt() -> None:
     assert caused_by_interrupt(wrapped(SystemExit(130)))  # the child's quiet SIGINT handler
     assert not caused_by_interrupt(SystemExit(0))  # a plain exit is no interrupt
     assert not caused_by_interrupt(wrapped(ValueError()))
+
+
+def test_a_failure_an_interrupt_caused_during_the_childs_imports_prints_no_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child's excepthook, on the case the suite found (about 1 run in 30 of the test
+    above): a SIGTERM, forwarded as SIGINT, landing while NumPy imports ``datetime`` from C came
+    back as an ImportError with no cause, and the hook, defined below the imports it guards,
+    failed with NameError and printed both tracebacks. Now it is defined above them and counts
+    an interrupt received; an unrelated failure still prints."""
+    import ast
+
+    from gpuscout.measure import child
+
+    tree = ast.parse(Path(child.__file__).read_text())
+    hook = next(n.lineno for n in tree.body if getattr(n, "name", "") == "_quiet_interrupts")
+    first_import = min(
+        n.lineno for n in tree.body if isinstance(n, ast.ImportFrom) and n.module != "__future__"
+    )
+    assert hook < first_import
+    lost = ImportError('PyCapsule_Import could not import module "datetime"')
+    monkeypatch.setattr(child, "_signalled", [signal.SIGINT])
+    child._quiet_interrupts(ImportError, lost, None)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(child, "_signalled", [])
+    child._quiet_interrupts(ImportError, lost, None)
+    assert "PyCapsule_Import" in capsys.readouterr().err  # not interrupted: a real failure

@@ -15,8 +15,31 @@ import sys
 INTERRUPTED_CODE = 130  # 128 + SIGINT: stopped before it could report anything
 
 
-def _quit(_signum: int, _frame: object) -> None:
+_signalled: list[int] = []  # the interrupts this process was sent
+
+
+def _quit(signum: int, _frame: object) -> None:
+    _signalled.append(signum)
     raise SystemExit(INTERRUPTED_CODE)  # quietly: the parent reports the run as interrupted
+
+
+def _quiet_interrupts(kind: type[BaseException], exc: BaseException, tb: object) -> None:
+    """No traceback for a failure an interrupt caused while this module imported: the parent
+    reports that run as interrupted. The signal's SystemExit may be wrapped in another exception
+    (see gpuscout.errors.caused_by_interrupt) or lost altogether (NumPy's C import turned one
+    into "ImportError: PyCapsule_Import could not import module datetime", with no cause: found
+    by the suite), so an interrupt received counts too. Any other failure prints as usual.
+    Defined before the imports it guards, and needing none of them."""
+    if _signalled or isinstance(exc, KeyboardInterrupt):
+        return
+    try:
+        from gpuscout.errors import caused_by_interrupt
+
+        quiet = caused_by_interrupt(exc)
+    except BaseException:  # an import that fails here too: print the original
+        quiet = False
+    if not quiet:
+        sys.__excepthook__(kind, exc, tb)  # type: ignore[arg-type]
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
@@ -43,7 +66,7 @@ def _interrupt(_signum: int, _frame: object) -> None:
 # Only when run as the child: a process that imports this module keeps its own handlers.
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, _quit)
-    sys.excepthook = lambda kind, exc, tb: _quiet_interrupts(kind, exc, tb)
+    sys.excepthook = _quiet_interrupts
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
@@ -114,7 +137,10 @@ def main(argv: list[str]) -> int:
 
 
 def _doctor(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    from gpuscout.measure.backends.tensorflow.doctor_run import diagnose_here
+    if payload.get("backend") == "jax":
+        from gpuscout.measure.backends.jax.doctor import diagnose_here
+    else:
+        from gpuscout.measure.backends.tensorflow.doctor_run import diagnose_here
 
     return diagnose_here(payload, emit)
 
@@ -141,13 +167,6 @@ def _main_quietly(argv: list[str]) -> int:
         return main(argv)
     except KeyboardInterrupt:
         return INTERRUPTED_CODE
-
-
-def _quiet_interrupts(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
-    """No traceback for an interrupt that an import at this module's top wrapped in another
-    exception (see caused_by_interrupt); any other uncaught exception prints as usual."""
-    if not caused_by_interrupt(exc):
-        sys.__excepthook__(kind, exc, tb)
 
 
 if __name__ == "__main__":
