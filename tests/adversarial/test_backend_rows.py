@@ -1,6 +1,6 @@
 """Rows for ``--backend`` (issue 19): an unknown backend, and what the JAX backend cannot do yet,
-each refused by name with the reason, before any framework is imported (issue 19's second
-part: model.fit, inference, your own model and soak run on JAX now)."""
+each refused by name with the reason, before any framework is imported (model.fit, inference,
+your own model and data, the input-bound demo, soak and doctor run on JAX now)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from tests.adversarial.table import Case, cases, run_case
 
 NOT = "--backend jax does not take"
-MODELS = Path(__file__).parents[1] / "data" / "user_models.py"
 CASES = [
     Case(("bench", "--backend", "pytorch"), 2, "invalid choice: 'pytorch'"),
     Case(("scout", "--backend", "JAX"), 2, "invalid choice: 'JAX'"),
@@ -22,27 +21,13 @@ CASES = [
     ),
     Case(("bench", "--backend", "jax", "--devices", "2"), 2, f"{NOT} --devices/--workers"),
     Case(
-        (
-            "bench",
-            "--backend",
-            "jax",
-            "--model",
-            f"{MODELS}:uncompiled_classifier",
-            "--data",
-            f"{MODELS}:dataset",
-        ),
+        ("doctor", "--backend", "jax", "--skip", "tf.function"),
         2,
-        f"{NOT} --data: it returns a tf.data.Dataset",
+        "--skip 'tf.function' is not a fix doctor tries on jax",
     ),
-    Case(("doctor", "--backend", "jax"), 2, "doctor does not take --backend jax"),
+    Case(("doctor", "--backend", "jax", "--skip", "jax.jt"), 2, "Did you mean 'jax.jit'"),
     Case(("soak", "--backend", "torch"), 2, "invalid choice: 'torch'"),
     Case(("predict", "--backend", "jax", "--workload", "nope"), 2, "unknown workload"),
-    Case(
-        ("bench", "--backend", "jax", "--workload", "input-bound-demo"),
-        2,
-        f"{NOT} --workload input-bound-demo: its input pipeline is tf.data",
-    ),
-    Case(("scout", "--backend", "jax", "--measure", "input-bound-demo=5"), 2, NOT),
 ]
 
 

@@ -168,12 +168,12 @@ def test_verdict_thresholds_are_the_issues() -> None:
 
 
 def test_the_mixed_precisions_offered_and_why_the_others_are_not() -> None:
-    from gpuscout.measure.backends.tensorflow.doctor_run import _precisions
-    from gpuscout.measure.backends.tensorflow.runtime import Device
+    """On either backend's device (both carry the compute capability)."""
+    from gpuscout.diagnose.ablations import precisions as _precisions
     from gpuscout.measure.environment import cpu_has_native_bf16
 
     def on(kind: str, cc: tuple[int, int] | None) -> SimpleNamespace:
-        return SimpleNamespace(device=Device(f"{kind}:0", kind, "a device", cc))
+        return SimpleNamespace(kind=kind, name=f"{kind}:0", compute_capability=cc)
 
     [(policy, why_not)] = _precisions(on("CPU", None), "fp32")  # this machine's own CPU
     assert policy == "mixed_bfloat16"

@@ -60,7 +60,9 @@ def register(sub: Any) -> None:
         help="your model: FILE.py:FUNCTION (returns a keras.Model) or FILE.keras",
     )
     what.add_argument(
-        "--data", help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset"
+        "--data",
+        help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset (on --backend "
+        "jax: any iterable of (x, y) NumPy batches, e.g. a generator or keras.utils.PyDataset)",
     )
     what.add_argument(
         "--seq-len",

@@ -31,8 +31,9 @@ def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
     if data:
         what.add_argument(
             "--data",
-            help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset; it may take "
-            "keyword arguments prefetch, parallel, cache to apply those fixes itself",
+            help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset (on --backend "
+            "jax: an iterable of (x, y) NumPy batches, e.g. a keras.utils.PyDataset); it may "
+            "take keyword arguments prefetch, parallel, cache to apply those fixes itself",
         )
     what.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-*, gpt2*)")
     how = p.add_argument_group("how")
@@ -64,8 +65,9 @@ def register(sub: Any) -> None:
         "doctor",
         help="is training input-bound or device-bound, and what does each fix gain (measured)",
         description="Time the data pipeline alone, the step alone and the two together; then "
-        "try each fix (prefetch, parallel map, cache, mixed precision, XLA, tf.function, the "
-        "largest batch that fits), measure it, and rank them with the code to apply each.",
+        "try each fix (prefetch, parallel map, cache, mixed precision, XLA, the compiled step: "
+        "tf.function or jax.jit, the largest batch that fits), measure it, and rank them with "
+        "the code to apply each. On --backend jax the data are NumPy batches made on the host.",
     )
     add_target_options(p)
     m = p.add_argument_group("measuring")

@@ -1,7 +1,8 @@
 """``doctor``: where a training loop's time goes, and what each fix is measured to gain.
 
-:func:`diagnose` is the public entry. It checks the request without TensorFlow, then runs
-the trials in a measuring child (``measure/backends/tensorflow/doctor_run``), so that an
+:func:`diagnose` is the public entry. It checks the request without any framework, then
+runs the trials in a measuring child (``diagnose/ablations.py`` over the backend's target:
+``measure/backends/tensorflow/doctor.py`` or ``measure/backends/jax/doctor.py``), so that an
 out-of-memory crash during the batch search cannot take the command down, while the parent's
 device monitor watches; the monitor's windows give the device-busy fraction of the training
 loop and the CPU's busiest core while only the data pipeline ran.
@@ -12,42 +13,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gpuscout.diagnose.fixes import FIX_SETS
 from gpuscout.diagnose.records import DoctorConfig, DoctorReport
 from gpuscout.errors import GpuscoutError, UserError, did_you_mean
 from gpuscout.measure.runner import STALL_S, run_child
 from gpuscout.measure.user_spec import parse_function_spec, parse_model_spec
 from gpuscout.workloads import get_workload
 
-FIXES = ("prefetch", "parallel map", "cache", "mixed precision", "XLA", "tf.function", "batch size")
-CODE = {
-    "prefetch": "dataset = dataset.prefetch(tf.data.AUTOTUNE)  # the pipeline's last step",
-    "parallel map": "dataset = dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE, "
-    "deterministic=False)",
-    "cache": "dataset = dataset.cache()  # after deterministic preprocessing, before shuffle "
-    "and random augmentation",
-    "mixed_float16": 'keras.mixed_precision.set_global_policy("mixed_float16")  # before '
-    'building the model; output layer dtype="float32"; model.compile adds loss scaling',
-    "mixed_bfloat16": 'keras.mixed_precision.set_global_policy("mixed_bfloat16")  # before '
-    'building the model; output layer dtype="float32"; no loss scaling needed',
-    "XLA": "model.compile(..., jit_compile=True)  # or @tf.function(jit_compile=True) on your "
-    "train step",
-    "tf.function": "@tf.function  # model.fit does this for you\ndef train_step(x, y): ...",
-}
-GIL_NOTE = (
-    "did not help: if the map calls Python (tf.numpy_function, tf.py_function), parallel "
-    "calls queue on Python's GIL; express the preprocessing in TensorFlow ops instead"
-)
 WINDOW_LABELS = {"data": "the data pipeline alone", "together": "the baseline training loop"}
 
 
 def check(config: DoctorConfig) -> None:
-    """Everything checkable without TensorFlow; UserError if bad."""
-    if config.backend == "jax":
-        raise UserError(
-            "doctor does not take --backend jax: it times a tf.data input pipeline against the "
-            "step, and its fixes (prefetch, parallel map, cache, tf.function) are TensorFlow's.",
-            "diagnose with --backend tensorflow; measure JAX with bench or soak --backend jax.",
-        )
+    """Everything checkable without a framework; UserError if bad."""
     if config.model:
         parse_model_spec(config.model)
     else:
@@ -56,12 +33,18 @@ def check(config: DoctorConfig) -> None:
         if not config.model:
             raise UserError("--data needs --model.", "pass --model FILE.py:FUNCTION with it.")
         parse_function_spec(config.data, "--data")
+    names = FIX_SETS[config.backend].names
     for name in config.skip:
-        if name not in FIXES:
+        if name not in names:
+            on = f" on {config.backend}" if config.backend != "tensorflow" else ""
             raise UserError(
-                f"--skip '{name}' is not a fix doctor tries.{did_you_mean(name, FIXES)}",
-                f"use one of: {', '.join(FIXES)}.",
+                f"--skip '{name}' is not a fix doctor tries{on}.{did_you_mean(name, names)}",
+                f"use one of: {', '.join(names)}.",
             )
+    if config.backend == "jax":
+        from gpuscout.measure.backends import require_jax
+
+        require_jax("doctor --backend jax")
 
 
 def diagnose(

@@ -36,7 +36,7 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
     if workload is not None:
         workload.resolve(config.dims)  # unknown or bad size settings fail here
     _check_mode(config)
-    _check_backend(config, workload)
+    _check_backend(config)
     layout = distribute.plan(config)
     if layout.workers:
         distribute.check_port_free(layout.workers[layout.task_index])
@@ -45,7 +45,7 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
     return workload, model_spec
 
 
-def _check_backend(config: BenchConfig, workload: Workload | None) -> None:
+def _check_backend(config: BenchConfig) -> None:
     """What the JAX backend cannot do (yet) is refused by name, with the reason; a JAX that is
     not installed is one line with the fix, found without importing it."""
     if config.backend != "jax":
@@ -55,11 +55,8 @@ def _check_backend(config: BenchConfig, workload: Workload | None) -> None:
     reasons = [
         (config.devices is not None or config.workers is not None, "--devices/--workers",
          "data parallel runs use TensorFlow's MirroredStrategy"),
-        (config.data is not None, "--data", "it returns a tf.data.Dataset, TensorFlow's"),
         (config.serving != "function", f"--serving {config.serving}",
          "a SavedModel is TensorFlow's serving format; JAX serves the jitted forward pass"),
-        (workload is not None and workload.has_pipeline, f"--workload {config.workload}",
-         "its input pipeline is tf.data"),
     ]  # fmt: skip
     for bad, flag, why in reasons:
         if bad:

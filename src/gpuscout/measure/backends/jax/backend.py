@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 
 from gpuscout.errors import UserError
-from gpuscout.measure import environment
+from gpuscout.measure import environment, host_data
 from gpuscout.measure.backends.jax import runtime as jax_runtime
 from gpuscout.measure.job import Job
+from gpuscout.measure.pipelines import Knobs
 from gpuscout.measure.protocol import BUILDING, Outcome, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
-from gpuscout.measure.user_spec import ModelSpec
+from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
 from gpuscout.records import BenchConfig, RunResult
 from gpuscout.run_settings import tf32_run_note
 from gpuscout.workloads import Workload
@@ -32,8 +33,9 @@ from gpuscout.workloads import Workload
 MODEL_BATCH = {"GPU": 256, "CPU": 32}  # as the TensorFlow backend's for a user's model
 
 
-def train_step(jax: Any, built: Any, precision: str) -> tuple[Any, Any]:
-    """The jitted step ``(state, x, y) -> (state, loss)`` and the model's initial state.
+def train_step(jax: Any, built: Any, precision: str, jit: bool = True) -> tuple[Any, Any]:
+    """The jitted step ``(state, x, y) -> (state, loss)`` and the model's initial state
+    (``jit=False``: the same step run eagerly, op by op, for the doctor's jax.jit fix).
 
     The stateless Keras 3 pattern: ``stateless_call`` for the forward pass (the non-trainable
     state, e.g. dropout's seed, comes back updated), ``jax.value_and_grad`` of the loss,
@@ -68,7 +70,7 @@ def train_step(jax: Any, built: Any, precision: str) -> tuple[Any, Any]:
         [v.value for v in model.non_trainable_variables],
         [v.value for v in optimizer.variables],
     )
-    return jax.jit(step, donate_argnums=0), state
+    return (jax.jit(step, donate_argnums=0) if jit else step), state
 
 
 @contextmanager
@@ -105,8 +107,12 @@ def run(job: Job) -> RunResult:
 
 def device_for(jax: Any, config: BenchConfig) -> jax_runtime.Device:
     """The device asked for; float16 on a CPU is refused (XLA's CPU backend cannot do it)."""
-    device = jax_runtime.resolve_device(jax, config.device)
-    if device.kind == "CPU" and config.precision == "mixed_float16":
+    return checked_device(jax_runtime.resolve_device(jax, config.device), config.precision)
+
+
+def checked_device(device: jax_runtime.Device, precision: str) -> jax_runtime.Device:
+    """``device``, unless it cannot run ``precision`` (float16 on a CPU): UserError."""
+    if device.kind == "CPU" and precision == "mixed_float16":
         raise UserError(
             "--precision mixed_float16 on JAX needs a GPU: XLA's CPU backend has no float16 "
             "matmul with float32 accumulation.",
@@ -117,21 +123,24 @@ def device_for(jax: Any, config: BenchConfig) -> jax_runtime.Device:
 
 @dataclass
 class Trainable:
-    """A built step on the device: the jitted step, its state, and one batch placed there."""
+    """A built step on the device: the jitted step, its state, one batch placed there, and
+    the input pipeline that feeds the steps instead of that batch, if the run has one."""
 
     prep: Prepared
     step: Any
     state: Any
     x: Any
     y: Any
+    batches: Any = None  # re-iterable placed batches (host_data), or None: (x, y) repeated
 
 
 def prepare(
     jax: Any, config: BenchConfig, workload: Workload | None, model_spec: ModelSpec | None,
     device: jax_runtime.Device,
 ) -> Trainable:  # fmt: skip
-    """Build the model, its step and one synthetic batch on ``device``, with what was
-    assumed (under the policy :func:`session` set)."""
+    """Build the model, its step and its data on ``device``, with what was assumed (under
+    the policy :func:`session` set): one synthetic batch, or the input-bound demo's pipeline,
+    or the user's ``--data``."""
     prep = Prepared()
     batch = config.batch_size or (
         MODEL_BATCH[device.kind] if model_spec is not None
@@ -139,14 +148,19 @@ def prepare(
         if workload is not None else 32
     )  # fmt: skip
     prep.batch_size = batch
-    if not config.batch_size:
+    if not config.batch_size and not config.data:
         prep.assumptions.append(
             f"batch size {batch}: gpuscout's default on a {device.kind} (article 001 uses 256 "
             "on a GPU); set it with --batch-size"
         )
+
+    def place(b: Any) -> Any:
+        return jax.device_put(b, device.handle)
+
+    pipe = None
     with jax.default_device(device.handle):
         if model_spec is not None:
-            x, y = _prepare_user(jax, config, model_spec, batch, prep)
+            x, y, pipe = _prepare_user(jax, config, model_spec, batch, prep, place)
         else:
             assert workload is not None
             from gpuscout.measure.backends.keras.models import BUILDERS
@@ -154,32 +168,52 @@ def prepare(
             dims = workload.resolve(config.dims)
             builder = BUILDERS[workload.name]
             prep.built = builder(dims)
+            if workload.has_pipeline:  # its own (slow) input pipeline is the point of it
+                pipe = host_data.builtin(workload, dims, batch, Knobs(), config.seed, place)
+                prep.assumptions += pipe.notes
             x, y = arrays(workload, dims, batch, config.seed)
             prep.describe_builtin(workload, dims, batch, config, builder)
         step, state = train_step(jax, prep.built, config.precision)
         x, y = jax.device_put((x, y), device.handle)
     prep.assumptions.append(
-        "synthetic data: one random batch placed on the device once and fed to every step, so "
-        "the device is measured, not an input pipeline"
+        "data: each batch made on the host and placed on the device by the step's thread "
+        "(jax.device_put, no prefetch): the input pipeline is part of what is measured"
+        if pipe is not None
+        else "synthetic data: one random batch placed on the device once and fed to every "
+        "step, so the device is measured, not an input pipeline"
     )
-    return Trainable(prep, step, state, x, y)
+    return Trainable(prep, step, state, x, y, pipe.dataset if pipe is not None else None)
 
 
 def _prepare_user(
-    jax: Any, config: BenchConfig, spec: ModelSpec, batch: int, prep: Prepared
-) -> tuple[Any, Any]:
-    """The user's model and a synthetic batch; its FLOPs counted from the step's HLO."""
+    jax: Any, config: BenchConfig, spec: ModelSpec, batch: int, prep: Prepared, place: Any
+) -> tuple[Any, Any, Any]:
+    """The user's model and a batch (synthetic, or the first of ``--data``, whose pipeline
+    comes back too); its FLOPs counted from the step's HLO."""
     from gpuscout.measure.backends.jax.hlo import step_ir
     from gpuscout.measure.backends.keras import user_model as keras_user
     from gpuscout.predict.hlo import step_cost
 
     prep.built, notes = keras_user.prepare_user_model(keras_user.load_model(spec))
     prep.assumptions += notes
-    rng = np.random.default_rng(config.seed)
-    inputs, y, notes = keras_user.synthetic_user_batch(prep.built.model, prep.built.loss,
-                                                       batch, rng)  # fmt: skip
-    prep.assumptions += notes
-    x = inputs[0] if len(inputs) == 1 else tuple(inputs)
+    pipe = None
+    if config.data:
+        data = parse_function_spec(config.data, "--data")
+        pipe = host_data.user(
+            lambda: keras_user.call_function(data, "--data"), config.data, Knobs(), set(),
+            None, place,
+        )  # fmt: skip
+        prep.batch_size = pipe.batch_size
+        x, y = host_data.first_batch(pipe)
+        prep.assumptions.append(
+            f"data from {config.data}, repeated; batch size {prep.batch_size} read from it"
+        )
+    else:
+        rng = np.random.default_rng(config.seed)
+        inputs, y, notes = keras_user.synthetic_user_batch(prep.built.model, prep.built.loss,
+                                                           batch, rng)  # fmt: skip
+        prep.assumptions += notes
+        x = inputs[0] if len(inputs) == 1 else tuple(inputs)
     ir = step_ir(jax, prep.built, config.precision, x, y)
     prep.flops_per_step = step_cost(ir.hlo, forward_scope=ir.model_name).flops["matmul"] or None
     if prep.flops_per_step:
@@ -188,7 +222,7 @@ def _prepare_user(
         )
     prep.epoch_samples = config.epoch_samples
     prep.workload_hash = environment.hash_parts(spec.path.read_bytes(), config.model or "")
-    return x, y
+    return x, y, pipe
 
 
 def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
@@ -246,25 +280,40 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
 
 
 def _loop(jax: Any, t: Trainable, protocol: Protocol) -> Outcome:
-    """gpuscout's own loop: the jitted step, state threaded through, awaited each step."""
+    """gpuscout's own loop: the jitted step, state threaded through, awaited each step; fed
+    by the run's pipeline if it has one."""
     box = [t.state]
+    batches = batches_of(t)
 
     def one_step() -> None:
-        box[0], loss = t.step(box[0], t.x, t.y)
+        x, y = next(batches)
+        box[0], loss = t.step(box[0], x, y)
         jax.block_until_ready((box[0], loss))
 
-    return protocol.run(one_step)
+    try:
+        return protocol.run(one_step)
+    finally:
+        host_data.close_iterator(batches)
+
+
+def batches_of(t: Trainable) -> Iterator[tuple[Any, Any]]:
+    """The run's batches for ever: its pipeline's, or its one batch already on the device."""
+    if t.batches is not None:
+        yield from t.batches
+        return
+    while True:
+        yield t.x, t.y
 
 
 def _fit(jax: Any, config: BenchConfig, t: Trainable, protocol: Protocol) -> Outcome:
-    """Keras' ``model.fit`` on JAX, fed the same batch (already on the device) for ever."""
+    """Keras' ``model.fit`` on JAX, fed the run's batches for ever."""
     from gpuscout.measure.backends.keras.fit import fit_loop
 
-    def batches() -> Iterator[tuple[Any, Any]]:
-        while True:
-            yield t.x, t.y
-
-    return fit_loop(t.prep.built, batches(), config.precision, True, protocol, lambda: None)
+    batches = batches_of(t)
+    try:
+        return fit_loop(t.prep.built, batches, config.precision, True, protocol, lambda: None)
+    finally:
+        host_data.close_iterator(batches)
 
 
 def losses(workload: Workload, dims: dict[str, int], precision: str, batch: int, steps: int,

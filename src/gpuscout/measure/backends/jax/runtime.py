@@ -20,6 +20,7 @@ class Device:
     kind: str  # "CPU" | "GPU"
     description: str  # the GPU's name (its device_kind) or the CPU model
     handle: Any  # the jax.Device
+    compute_capability: tuple[int, int] | None = None  # a CUDA GPU's, e.g. (9, 0)
 
 
 def import_jax() -> Any:
@@ -83,7 +84,8 @@ def resolve_device(jax: Any, requested: str | None) -> Device:
             continue
         for i, d in enumerate(devices):
             desc = environment.cpu_model() if kind == "CPU" else str(d.device_kind)
-            found[f"{kind}:{i}"] = Device(f"{kind}:{i}", kind, desc, d)
+            cc = _compute_capability(d) if kind == "GPU" else None
+            found[f"{kind}:{i}"] = Device(f"{kind}:{i}", kind, desc, d, cc)
     if requested is None:
         return found.get("GPU:0") or found["CPU:0"]
     wanted = requested.upper().removeprefix("/DEVICE:").removeprefix("/")
@@ -93,6 +95,13 @@ def resolve_device(jax: Any, requested: str | None) -> Device:
             "pass --device with one of those names (e.g. --device CPU:0).",
         )
     return found[wanted]
+
+
+def _compute_capability(device: Any) -> tuple[int, int] | None:
+    """A CUDA device's compute capability ("9.0" on jaxlib's GPU devices), or None."""
+    text = str(getattr(device, "compute_capability", "") or "")
+    major, _, minor = text.partition(".")
+    return (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else None
 
 
 def peak_memory(device: Device) -> tuple[int, str]:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuscout.diagnose.records import SoakConfig
+from gpuscout.measure import host_data
 from gpuscout.measure.backends.jax import backend as backend_jax
 from gpuscout.measure.benchmark import check
 from gpuscout.measure.protocol import BUILDING
@@ -23,13 +24,18 @@ def run_soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) ->
         emit({"phase": BUILDING})
         t = backend_jax.prepare(jax, bench_config, workload, model_spec, device)
         box = [t.state]
+        batches = backend_jax.batches_of(t)
 
         def one_step() -> float:
-            box[0], loss = t.step(box[0], t.x, t.y)
+            x, y = next(batches)
+            box[0], loss = t.step(box[0], x, y)
             jax.block_until_ready(box[0])
             return float(loss)
 
-        record = soak_steps(config.minutes, one_step, emit)
+        try:
+            record = soak_steps(config.minutes, one_step, emit)
+        finally:
+            host_data.close_iterator(batches)
     return {
         "workload": config.model or config.workload,
         "device": device.name,

@@ -11,35 +11,22 @@ itself; for the others gpuscout applies them from outside and says how.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from gpuscout.measure.pipelines import (
+    KNOBS,
+    Knobs,
+    Pipeline,
+    demo_note,
+    demo_preprocess,
+    in_memory_samples,
+)
 from gpuscout.measure.synthetic import arrays
 from gpuscout.workloads import Dims, Workload
 
-KNOBS = ("prefetch", "parallel", "cache")
-IN_MEMORY_BYTES = 256 * 2**20  # generated data kept in memory for a built-in workload
-
-
-@dataclass(frozen=True)
-class Knobs:
-    """The pipeline fixes: prefetch the next batches, map in parallel, cache the result."""
-
-    prefetch: bool = False
-    parallel: bool = False
-    cache: bool = False
-
-
-@dataclass
-class Pipeline:
-    dataset: Any
-    batch_size: int
-    notes: list[str]
-    has_map: bool  # a per-element map that parallel calls could speed up
-    finite: bool
-    steps_per_epoch: int | None = None
+__all__ = ["Knobs", "Pipeline", "builtin", "generated", "user"]
 
 
 def builtin(
@@ -48,9 +35,7 @@ def builtin(
     """The pipeline of a built-in workload: its own, or generated arrays held in memory."""
     if workload.has_pipeline:
         return _slow_demo(tf, workload, dims, batch, knobs, seed)
-    per_sample = int(np.prod(workload.input_shape(dims))) * 4
-    n = max(batch, min(workload.epoch_samples, IN_MEMORY_BYTES // per_sample) // batch * batch)
-    x, y = arrays(workload, dims, n, seed)
+    x, y = arrays(workload, dims, in_memory_samples(workload, dims, batch), seed)
     return _in_memory(tf, x, y, batch, knobs, seed)
 
 
@@ -88,10 +73,7 @@ def _slow_demo(
     x, y = arrays(workload, dims, n, seed)
 
     def preprocess(sample: np.ndarray) -> np.ndarray:  # runs in Python, one sample at a time
-        out = sample
-        for _ in range(work):
-            out = np.sort(np.tanh(out * 1.5 + 0.1)).astype(np.float32)
-        return np.asarray((out - out.mean()) / (out.std() + 1e-6), dtype=np.float32)
+        return demo_preprocess(sample, work)
 
     def mapped(sample: Any, label: Any) -> tuple[Any, Any]:
         out = tf.numpy_function(preprocess, [sample], tf.float32, stateful=False)
@@ -109,10 +91,7 @@ def _slow_demo(
     ds = ds.batch(batch, drop_remainder=True).repeat()
     if knobs.prefetch:
         ds = ds.prefetch(tf.data.AUTOTUNE)
-    note = (
-        f"data: the input-bound demo, {n:,} samples each preprocessed in Python "
-        f"(tf.numpy_function: {work} rounds of tanh + sort + normalise) on every epoch"
-    )
+    note = demo_note(n, work, "tf.numpy_function")
     return Pipeline(ds, batch, [note], has_map=True, finite=True, steps_per_epoch=n // batch)
 
 
@@ -156,4 +135,5 @@ def user(tf: Any, data_spec: str, knobs: Knobs, batch: int | None) -> Pipeline:
         ds = ds.prefetch(tf.data.AUTOTUNE)
     first = next(iter(ds))[0]
     first = first[0] if isinstance(first, tuple | list) else first
-    return Pipeline(ds, int(first.shape[0]), notes, True, finite, epoch)
+    infinite = None if finite else "the dataset is infinite: nothing to cache"
+    return Pipeline(ds, int(first.shape[0]), notes, True, finite, epoch, infinite)
