@@ -6,16 +6,20 @@ a real ``gpuscout`` command stored in a scratch database:
 - one device, no strategy (plain ``bench``);
 - ``--devices 1``: MirroredStrategy on one device, the base of ``--scaling`` sweeps;
 - ``--devices 2``: MirroredStrategy on two devices (logical CPU devices without a GPU);
-- ``launch --workers 2``: MultiWorkerMirroredStrategy, two local workers.
+- ``launch --workers 2``: MultiWorkerMirroredStrategy, two local workers;
+
+and, where JAX is installed, the first three again with ``--backend jax`` (``--devices`` is then
+a jax.sharding Mesh over XLA host devices).
 
 Printed: the median of each set-up's samples/s over the rounds, and ratios against the plain
-run (strategy overhead) and scaling efficiency against ``--devices 1``.
+run of the same backend (strategy overhead) and scaling efficiency against its ``--devices 1``.
 
     python benchmarks/scale_out.py [ROUNDS] [SECONDS] [WORKLOAD]
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import statistics
@@ -38,6 +42,13 @@ def main() -> None:
         "--devices 2": [*bench, "--devices", "2"],
         "launch --workers 2": ["launch", "--workers", "2", "--", *bench],
     }
+    if importlib.util.find_spec("jax") is not None:
+        jax = [*bench, "--backend", "jax"]
+        setups |= {
+            "jax plain": jax,
+            "jax --devices 1": [*jax, "--devices", "1"],
+            "jax --devices 2": [*jax, "--devices", "2"],
+        }
     rates: dict[str, list[float]] = {name: [] for name in setups}
     for _ in range(rounds):
         for name, args in setups.items():
@@ -46,9 +57,11 @@ def main() -> None:
             out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
             rates[name].append(json.loads(out)["samples_per_second"]["median"])
     median = {name: statistics.median(v) for name, v in rates.items()}
-    plain, one = median["plain (no strategy)"], median["--devices 1"]
     print(f"{workload}, {rounds} rounds in turns, --seconds {seconds} each; samples/s (median)")
     for name, value in median.items():
+        on_jax = name.startswith("jax")
+        plain = median["jax plain" if on_jax else "plain (no strategy)"]
+        one = median["jax --devices 1" if on_jax else "--devices 1"]
         replicas = 2 if "2" in name else 1
         print(
             f"  {name:22s} {value:10,.0f}  x{value / plain:.2f} of plain"

@@ -1,6 +1,6 @@
 """Rows for ``--backend`` (issue 19): an unknown backend, and what the JAX backend cannot do yet,
 each refused by name with the reason, before any framework is imported (model.fit, inference,
-your own model and data, the input-bound demo, soak and doctor run on JAX now)."""
+your own model and data, the input-bound demo, soak, doctor and --devices run on JAX now)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,21 @@ CASES = [
         2,
         f"{NOT} --serving saved_model: a SavedModel is TensorFlow's serving format",
     ),
-    Case(("bench", "--backend", "jax", "--devices", "2"), 2, f"{NOT} --devices/--workers"),
+    Case(
+        ("bench", "--backend", "jax", "--workers", "127.0.0.1:1,127.0.0.1:2", "--task-index", "0"),
+        2,
+        f"{NOT} --workers: runs over several machines use TensorFlow's",
+    ),
+    Case(
+        ("bench", "--backend", "jax", "--devices", "2", "--loop", "fit"),
+        2,
+        "--loop fit with --devices on JAX: data-parallel JAX runs use gpuscout's own step",
+    ),
+    Case(
+        ("bench", "--backend", "jax", "--devices", "GPU:0,GPU:1", "--global-batch-size", "7"),
+        2,
+        "--global-batch-size 7 does not split evenly over 2 replicas",
+    ),
     Case(
         ("doctor", "--backend", "jax", "--skip", "tf.function"),
         2,

@@ -54,6 +54,25 @@ def test_plan_rejects_settings_that_do_not_go_together() -> None:
             distribute.plan(config)
 
 
+def test_jax_splits_the_host_into_the_cpu_devices_a_run_names_before_jax_starts() -> None:
+    jax = distribute.plan(BenchConfig(backend="jax", devices="2"))
+    assert (jax.strategy, jax.count) == (distribute.JAX_SHARDING, 2)
+    assert distribute.plan(BenchConfig(backend="jax", devices="2", xla=True)).count == 2
+    assert distribute.host_devices(BenchConfig(backend="jax", devices="3")) == 3
+    assert distribute.host_devices(BenchConfig(backend="jax", devices="CPU:0,CPU:2")) == 3
+    for config in (
+        BenchConfig(backend="jax", devices="1"),
+        BenchConfig(backend="jax", devices="GPU:0,GPU:1"),
+        BenchConfig(backend="jax"),
+        BenchConfig(devices="2"),  # TensorFlow splits its CPU itself, after it starts
+    ):
+        assert distribute.host_devices(config) is None, config
+    flag = distribute.HOST_DEVICES_FLAG
+    mine = f"--xla_dump_to=/tmp/x {flag}=8 plain=word"
+    assert distribute.with_host_devices(mine, 2) == f"{flag}=2 --xla_dump_to=/tmp/x plain=word"
+    assert distribute.with_host_devices("", 4) == f"{flag}=4"
+
+
 def test_the_batch_is_per_replica_or_split_evenly_from_the_global_one() -> None:
     assert distribute.batches(BenchConfig(devices="2", batch_size=8), 2, 99) == (8, 16)
     assert distribute.batches(BenchConfig(devices="2"), 4, 32) == (32, 128)

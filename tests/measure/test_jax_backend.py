@@ -45,6 +45,20 @@ for name, (dims, batch) in cases.items():
     # ResNet-50's SGD at 0.1 with momentum diverges on one random batch (on either backend)
     rate = 0.002 if name == "resnet50" else None
     out["losses"][name] = losses(get_workload(name), dims, "fp32", batch, 5, learning_rate=rate)
+# data parallel on the 2 host devices: the same losses as one device, an all-reduce compiled in
+import jax
+from gpuscout.measure.backends.jax import sharding
+from gpuscout.measure.backends.jax.backend import train_step
+from gpuscout.measure.synthetic import arrays
+from gpuscout.scale import distribute
+mlp = get_workload("mlp")
+out["split"] = [losses(mlp, {}, "fp32", 64, 3, devices=n) for n in (1, 2)]
+mesh = sharding.start(jax, distribute.Plan(distribute.JAX_SHARDING, count=2))
+step, state = train_step(jax, BUILDERS["mlp"](mlp.resolve({})), "fp32", replicas=mesh)
+x, y = jax.device_put(arrays(mlp, mlp.resolve({}), 64, 0), mesh.split())
+hlo = step.lower(state, x, y).compile().as_text()
+out["all_reduce"] = "all-reduce" in hlo
+out["placed"] = [len(x.devices()), len(jax.tree_util.tree_leaves(state)[0].devices())]
 keras.mixed_precision.set_global_policy("mixed_float16")
 model = BUILDERS["mlp"](get_workload("mlp").resolve({})).model
 out["dtypes"] = [model.layers[0].compute_dtype, model.layers[-1].compute_dtype]
@@ -71,7 +85,12 @@ NUMPY_DATA = Path(__file__).parents[1] / "data" / "numpy_data.py"
 
 def _start_on_jax(script: str, *args: str) -> subprocess.Popen[str]:
     # one thread: the other test process keeps its core (XLA's CPU thread pool takes all)
-    flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    # and two host devices for the data-parallel step (one device is still the default)
+    # (first: XLA ignores every flag after a word without "--")
+    flags = (
+        "--xla_force_host_platform_device_count=2 "
+        "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    )
     env = {**os.environ, "KERAS_BACKEND": "jax", "XLA_FLAGS": flags}
     return subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
@@ -94,7 +113,8 @@ def test_every_workload_trains_on_jax_and_counts_what_tensorflow_counts() -> Non
     Then the same Keras step traced by each backend and read by the same HLO parser gives the
     same matmul and convolution FLOPs and parameters (the TensorFlow counts are checked against
     the analytic ones in tests/predict/test_hlo.py), as do a user's model and the forward
-    pass."""
+    pass. Split over two devices (a jax.sharding Mesh), the step gives one device's losses
+    and its compiled HLO all-reduces the gradients."""
     from gpuscout.measure.backends.tensorflow.hlo import forward_hlo, step_hlo, user_step_hlo
     from gpuscout.predict.hlo import step_cost
 
@@ -126,6 +146,9 @@ def test_every_workload_trains_on_jax_and_counts_what_tensorflow_counts() -> Non
         assert len(losses) == 5 and all(v == v for v in losses), name  # no NaN
         assert losses[-1] < losses[0], (name, losses)
     assert out["dtypes"] == ["float16", "float32"]
+    one, split = out["split"]  # the global batch's mean loss and gradients, split over 2
+    assert split == pytest.approx(one, rel=1e-5) and split[-1] < split[0]
+    assert out["all_reduce"] and out["placed"] == [2, 2]  # batch split, state on both
     for name, (params, tf_matmul) in on_tf.items():
         counted = out["flops"][name]
         assert counted["by"].startswith("jax ")
@@ -155,12 +178,40 @@ def test_a_jax_run_is_measured_stored_and_says_its_backend(tmp_path: Path) -> No
 def test_what_jax_cannot_do_is_refused_by_name() -> None:
     """In a fresh process with every framework blocked (the other refusals are rows of
     tests/adversarial/test_backend_rows.py, in process)."""
-    flag = "--devices/--workers"
-    args = ("--workload", "mlp", "--devices", "2")
+    flag = "--workers"
+    args = ("--workload", "mlp", "--workers", "127.0.0.1:1,127.0.0.1:2", "--task-index", "0")
     r = run_cli("bench", "--backend", "jax", *args, block_tf=True)
     assert r.code == 2, r.err
     assert f"--backend jax does not take {flag}" in r.err
     assert "Traceback" not in r.err and len(r.err.strip().splitlines()) <= 2
+
+
+def test_a_jax_scaling_sweep_splits_the_global_batch_over_a_mesh_of_host_devices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--devices 2 --scaling 1,2`` on a machine without GPUs: the measuring child splits the
+    CPU into XLA host devices before JAX starts (the user's XLA_FLAGS kept, the count put
+    first), each count is its own stored run with the global batch and its efficiency, and
+    the output says the devices share the cores."""
+    # a user's flags that end XLA's reading early: a device count put after them is ignored
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism=1")
+    db = str(tmp_path / "runs.sqlite")
+    few = ("--steps", "8", "--warmup-steps", "2", "--batch-size", "16", "--db", db, "--json")
+    r = run_cli("bench", "--backend", "jax", "--workload", "mlp", "--devices", "2", "--scaling",
+                "1,2", *few)  # fmt: skip
+    assert r.code == 0, r.err
+    one, two = r.json()
+    assert [one["device"], two["device"]] == ["CPU:0", "CPU:0,CPU:1"]
+    spread = two["distribution"]
+    assert spread["strategy"] == "jax.sharding" and spread["logical_devices"] is True
+    assert (spread["replicas"], spread["per_replica_batch"], spread["global_batch"]) == (2, 16, 32)
+    assert two["batch_size"] == 32 and two["mfu"] is None  # no peak adds up on shared cores
+    assert spread["scaling"]["base_run_id"] == one["id"] and spread["scaling"]["efficiency"]
+    said = " ".join(two["assumptions"])
+    assert "XLA's SPMD partitioner compiles the gradient all-reduce" in said
+    assert "share its cores" in said and "batch 16 per replica, 32 global" in said
+    assert "placed on the devices once" in said
+    assert "placed on the device once" in " ".join(one["assumptions"])
 
 
 def test_your_own_model_and_a_soak_run_on_jax(tmp_path: Path) -> None:

@@ -96,7 +96,8 @@ def register(sub: Any) -> None:
     )
     how.add_argument("--device", help="CPU:0, GPU:1, ... (default: first GPU, else CPU:0)")
     scale = p.add_argument_group(
-        "data parallel (TensorFlow's MirroredStrategy / MultiWorkerMirroredStrategy)"
+        "data parallel (TensorFlow's MirroredStrategy / MultiWorkerMirroredStrategy; on "
+        "--backend jax, --devices is a jax.sharding Mesh)"
     )
     scale.add_argument(
         "--devices",

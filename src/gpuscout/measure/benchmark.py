@@ -53,8 +53,9 @@ def _check_backend(config: BenchConfig) -> None:
     from gpuscout.measure.backends import require_jax
 
     reasons = [
-        (config.devices is not None or config.workers is not None, "--devices/--workers",
-         "data parallel runs use TensorFlow's MirroredStrategy"),
+        (config.workers is not None, "--workers",
+         "runs over several machines use TensorFlow's MultiWorkerMirroredStrategy (JAX's "
+         "multi-process jax.distributed is not wired in); one machine's devices take --devices"),
         (config.serving != "function", f"--serving {config.serving}",
          "a SavedModel is TensorFlow's serving format; JAX serves the jitted forward pass"),
     ]  # fmt: skip

@@ -109,6 +109,10 @@ def main(argv: list[str]) -> int:
             # The one place a backend is chosen: Keras reads it once, when first imported,
             # and nothing in this process has imported Keras yet.
             os.environ["KERAS_BACKEND"] = config.backend
+            from gpuscout.scale.distribute import host_devices, with_host_devices
+
+            if n := host_devices(config):  # the CPU split into devices before JAX starts
+                os.environ["XLA_FLAGS"] = with_host_devices(os.environ.get("XLA_FLAGS", ""), n)
             from gpuscout.measure.benchmark import bench
 
             result = bench(config, on_progress=on_progress, on_phase=on_phase, monitor=False)

@@ -97,3 +97,17 @@ def matmul_flops(n: int, multiply: Callable[[], object], tries: int = 5) -> floa
         multiply()
         best = min(best, time.perf_counter() - t0)
     return 2.0 * n**3 / best
+
+
+def replicated(one: tuple[float | None, str], kind: str, replicas: int) -> tuple[float | None, str]:
+    """Peak FLOP/s of ``replicas`` devices of ``kind`` together, for a data-parallel run's MFU,
+    from one device's (peak, source). CPU replicas share one machine's cores: no peak adds up."""
+    peak, source = one
+    if replicas == 1:
+        return peak, source
+    if kind == "CPU":
+        return None, (
+            "none: the replicas share this machine's CPU cores, so there is no peak per "
+            "replica to add up"
+        )
+    return (peak * replicas if peak else None), f"{replicas} x {source}"

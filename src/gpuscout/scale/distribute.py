@@ -2,8 +2,9 @@
 
 gpuscout scales out with TensorFlow's own runtime: ``MirroredStrategy`` over the devices of one
 machine (``--devices``) and ``MultiWorkerMirroredStrategy`` over workers (``--workers``), each
-worker being one process configured through ``TF_CONFIG``. Everything that can be wrong in
-those settings is caught here, before a child process or TensorFlow starts.
+worker being one process configured through ``TF_CONFIG``; on JAX, over one machine's devices
+with ``jax.sharding`` (a Mesh, the batch split along its first axis). Everything that can be
+wrong in those settings is caught here, before a child process or a framework starts.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from dataclasses import dataclass
 
 from gpuscout.comparison import ratio
 from gpuscout.errors import UserError
-from gpuscout.records import BenchConfig, Interval
+from gpuscout.records import BenchConfig, Distribution, Interval
 
 MIRRORED = "MirroredStrategy"
 MULTI_WORKER = "MultiWorkerMirroredStrategy"
+JAX_SHARDING = "jax.sharding"
+# XLA's flag that splits the host into N CPU devices; set by the measuring child before JAX starts.
+HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 # The phase a worker reports while it waits for the others; the parent gives it
 # worker_timeout_s (a worker that never connects would otherwise block it for ever).
 CONNECTING = "waiting for every worker to connect"
@@ -120,13 +124,41 @@ def plan(config: BenchConfig) -> Plan:
     if config.device:
         raise UserError("--device and --devices together.", "pass one of them.")
     spec = parse_devices(config.devices)
+    strategy = JAX_SHARDING if config.backend == "jax" else MIRRORED
     if isinstance(spec, int):
-        return Plan(MIRRORED, count=spec)
-    return Plan(MIRRORED, names=spec)
+        return Plan(strategy, count=spec)
+    return Plan(strategy, names=spec)
+
+
+def host_devices(config: BenchConfig) -> int | None:
+    """The CPU devices a JAX run of ``config`` may need (``--devices 2`` takes CPUs where there
+    is no GPU), for :data:`HOST_DEVICES_FLAG`; None: one is enough."""
+    if config.backend != "jax" or not config.devices:
+        return None
+    spec = parse_devices(config.devices)
+    if isinstance(spec, int):
+        return spec if spec > 1 else None
+    cpus = [int(n.split(":")[1]) for n in spec if n.startswith("CPU:")]
+    return max(cpus) + 1 if cpus and max(cpus) > 0 else None
+
+
+def with_host_devices(xla_flags: str, n: int) -> str:
+    """``xla_flags`` (the user's ``XLA_FLAGS``) with the host split into ``n`` CPU devices,
+    replacing any count already there. First: XLA stops reading the flags at a word that does
+    not start with "--", and ignores all after it."""
+    kept = [f for f in xla_flags.split() if not f.startswith(HOST_DEVICES_FLAG)]
+    return " ".join([f"{HOST_DEVICES_FLAG}={n}", *kept])
 
 
 def _check_combinations(config: BenchConfig) -> None:
     where = "--workers" if config.workers else "--devices"
+    if config.loop == "fit" and config.backend == "jax":
+        raise UserError(
+            f"--loop fit with {where} on JAX: data-parallel JAX runs use gpuscout's own step "
+            "jitted over a jax.sharding Mesh; Keras' model.fit under keras.distribution is "
+            "not wired in yet.",
+            "drop --loop fit.",
+        )
     if config.loop == "fit":
         raise UserError(
             f"--loop fit with {where}: data-parallel runs use gpuscout's custom loop "
@@ -134,7 +166,7 @@ def _check_combinations(config: BenchConfig) -> None:
             "MultiWorkerMirroredStrategy fails in TensorFlow 2.21.",
             "drop --loop fit.",
         )
-    if config.xla:
+    if config.xla and config.backend != "jax":  # every JAX step is compiled by XLA
         raise UserError(
             f"--xla with {where} is not supported yet: the gradient all-reduce would have to "
             "be compiled into the XLA cluster.",
@@ -143,7 +175,7 @@ def _check_combinations(config: BenchConfig) -> None:
     if config.data:
         raise UserError(
             f"--data with {where} is not supported yet (its batches would have to be global "
-            "batches, sharded per worker).",
+            "batches, split over the replicas).",
             "drop --data: the run uses synthetic batches shaped for your model.",
         )
     if config.batch_size and config.global_batch_size:
@@ -173,6 +205,49 @@ def batches(config: BenchConfig, replicas: int, default_per_replica: int) -> tup
         return config.global_batch_size // replicas, config.global_batch_size
     per = config.batch_size or default_per_replica
     return per, per * replicas
+
+
+ONE_REPLICA_NOTE = (
+    "one replica under the strategy: the same code as every count of a --scaling sweep, so "
+    "efficiency isolates scaling; a plain run (no --devices) skips the strategy's own cost per "
+    "step (measured: make bench-scale)"
+)
+
+
+def replica_notes(
+    strategy: str, where: str, replicas: int, per: int, batch: int, split_cpu: str | None
+) -> list[str]:
+    """What every data-parallel run assumes, in the same words on each backend: its batch per
+    replica and global, what a one-replica run is for, and CPU devices that share the cores.
+    ``split_cpu``: what the CPU was split into ("TensorFlow devices"); None: real devices."""
+    notes = [
+        f"data parallel: {strategy}, {replicas} replicas on {where}; batch {per} per replica, "
+        f"{batch} global; samples/s count the global batch"
+    ]
+    if replicas == 1:
+        notes.append(ONE_REPLICA_NOTE)
+    if split_cpu:
+        notes.append(
+            f"logical devices: this machine's CPU split into {replicas} {split_cpu} that share "
+            "its cores, so this measures the distributed runtime's overhead, not the speed-up "
+            "of more hardware"
+        )
+    return notes
+
+
+def spread(
+    strategy: str, devices: list[str], logical: bool, replicas: int, batch: int, workers: int = 1
+) -> Distribution:
+    """The run's record of how it was spread; ``batch`` is the global batch."""
+    return Distribution(
+        strategy=strategy,
+        replicas=replicas,
+        devices=devices,
+        logical_devices=logical,
+        workers=workers,
+        per_replica_batch=batch // replicas,
+        global_batch=batch,
+    )
 
 
 def tf_config(workers: tuple[str, ...], task_index: int) -> str:

@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 
 from gpuscout.errors import UserError
-from gpuscout.measure import environment, host_data
+from gpuscout.measure import environment, host_data, peaks
 from gpuscout.measure.backends.jax import runtime as jax_runtime
+from gpuscout.measure.backends.jax import sharding
+from gpuscout.measure.backends.jax.sharding import Replicas
 from gpuscout.measure.job import Job
 from gpuscout.measure.pipelines import Knobs
 from gpuscout.measure.protocol import BUILDING, Outcome, Protocol, StopRule
@@ -28,14 +30,18 @@ from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
 from gpuscout.records import BenchConfig, RunResult
 from gpuscout.run_settings import tf32_run_note
+from gpuscout.scale import distribute
 from gpuscout.workloads import Workload
 
 MODEL_BATCH = {"GPU": 256, "CPU": 32}  # as the TensorFlow backend's for a user's model
 
 
-def train_step(jax: Any, built: Any, precision: str, jit: bool = True) -> tuple[Any, Any]:
+def train_step(
+    jax: Any, built: Any, precision: str, jit: bool = True, replicas: Replicas | None = None
+) -> tuple[Any, Any]:
     """The jitted step ``(state, x, y) -> (state, loss)`` and the model's initial state
-    (``jit=False``: the same step run eagerly, op by op, for the doctor's jax.jit fix).
+    (``jit=False``: the same step run eagerly, op by op, for the doctor's jax.jit fix;
+    ``replicas``: jitted data parallel over their Mesh, see ``jax/sharding.py``).
 
     The stateless Keras 3 pattern: ``stateless_call`` for the forward pass (the non-trainable
     state, e.g. dropout's seed, comes back updated), ``jax.value_and_grad`` of the loss,
@@ -70,7 +76,15 @@ def train_step(jax: Any, built: Any, precision: str, jit: bool = True) -> tuple[
         [v.value for v in model.non_trainable_variables],
         [v.value for v in optimizer.variables],
     )
-    return (jax.jit(step, donate_argnums=0) if jit else step), state
+    if not jit:
+        return step, state
+    if replicas is None:
+        return jax.jit(step, donate_argnums=0), state
+    whole, split = replicas.replicated(), replicas.split()
+    jitted = jax.jit(
+        step, donate_argnums=0, in_shardings=(whole, split, split), out_shardings=(whole, whole)
+    )
+    return jitted, jax.device_put(state, whole)
 
 
 @contextmanager
@@ -136,26 +150,31 @@ class Trainable:
 
 def prepare(
     jax: Any, config: BenchConfig, workload: Workload | None, model_spec: ModelSpec | None,
-    device: jax_runtime.Device,
+    device: jax_runtime.Device, replicas: Replicas | None = None,
 ) -> Trainable:  # fmt: skip
-    """Build the model, its step and its data on ``device``, with what was assumed (under
-    the policy :func:`session` set): one synthetic batch, or the input-bound demo's pipeline,
-    or the user's ``--data``."""
+    """Build the model, its step and its data on ``device`` (or split over ``replicas``, with
+    global batches), with what was assumed (under the policy :func:`session` set): one
+    synthetic batch, or the input-bound demo's pipeline, or the user's ``--data``."""
     prep = Prepared()
     batch = config.batch_size or (
         MODEL_BATCH[device.kind] if model_spec is not None
         else (workload.default_batch_gpu if device.kind == "GPU" else workload.default_batch_cpu)
         if workload is not None else 32
     )  # fmt: skip
-    prep.batch_size = batch
-    if not config.batch_size and not config.data:
+    if not config.batch_size and not config.data and not config.global_batch_size:
         prep.assumptions.append(
-            f"batch size {batch}: gpuscout's default on a {device.kind} (article 001 uses 256 "
-            "on a GPU); set it with --batch-size"
+            f"batch size {batch}{' per replica' if replicas else ''}: gpuscout's default on a "
+            f"{device.kind} (article 001 uses 256 on a GPU); set it with --batch-size"
         )
+    if replicas is not None:
+        per, batch = distribute.batches(config, replicas.replicas, batch)
+        prep.assumptions += replicas.notes(per, batch)
+    prep.batch_size = batch
+    target = replicas.split() if replicas is not None else device.handle
+    many = replicas is not None and replicas.replicas > 1
 
     def place(b: Any) -> Any:
-        return jax.device_put(b, device.handle)
+        return jax.device_put(b, target)
 
     pipe = None
     with jax.default_device(device.handle):
@@ -173,14 +192,14 @@ def prepare(
                 prep.assumptions += pipe.notes
             x, y = arrays(workload, dims, batch, config.seed)
             prep.describe_builtin(workload, dims, batch, config, builder)
-        step, state = train_step(jax, prep.built, config.precision)
-        x, y = jax.device_put((x, y), device.handle)
+        step, state = train_step(jax, prep.built, config.precision, replicas=replicas)
+        x, y = jax.device_put((x, y), target)
     prep.assumptions.append(
         "data: each batch made on the host and placed on the device by the step's thread "
         "(jax.device_put, no prefetch): the input pipeline is part of what is measured"
         if pipe is not None
-        else "synthetic data: one random batch placed on the device once and fed to every "
-        "step, so the device is measured, not an input pipeline"
+        else f"synthetic data: one random batch placed on the device{'s' * many} "
+        "once and fed to every step, so the device is measured, not an input pipeline"
     )
     return Trainable(prep, step, state, x, y, pipe.dataset if pipe is not None else None)
 
@@ -229,8 +248,12 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
     import keras
 
     config = job.config
+    layout = distribute.plan(config)
+    replicas = sharding.start(jax, layout) if layout.strategy else None
+    if replicas is not None:
+        device = checked_device(replicas.devices[0], config.precision)
     job.on_phase(BUILDING)
-    t = prepare(jax, config, job.workload, job.model_spec, device)
+    t = prepare(jax, config, job.workload, job.model_spec, device, replicas)
     prep = t.prep
     prep.assumptions.append(
         "JAX backend: Keras 3 on JAX; "
@@ -249,7 +272,10 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
             else f"FLOPs per step (2 per multiply-add): {prep.flops_method}"
         )
     job.on_phase("finding the device's peak FLOP/s")
-    peak = jax_runtime.device_peak_flops(jax, device, config.precision)
+    peak = peaks.replicated(
+        jax_runtime.device_peak_flops(jax, device, config.precision), device.kind,
+        replicas.replicas if replicas else 1,
+    )  # fmt: skip
     prep.assumptions.append(f"peak for MFU: {peak[1]}")
     tf32 = jax_runtime.tf32_enabled(jax)
     if note := tf32_run_note(tf32, config.precision, device.kind, None):
@@ -274,9 +300,18 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
         "workload_hash": prep.workload_hash,
     }
     name = config.model if job.model_spec is not None and config.model else config.workload
-    return compose(
-        config, device.name, prep, outcome, peak, jax_runtime.peak_memory(device), [], env, name
-    )
+    held = replicas.devices if replicas else [device]
+    result = compose(
+        config, replicas.name if replicas else device.name, prep, outcome, peak,
+        jax_runtime.peak_memory(*held), [], env, name,
+    )  # fmt: skip
+    if replicas is None:
+        return result
+    spread = distribute.spread(
+        distribute.JAX_SHARDING, replicas.names, replicas.logical, replicas.replicas,
+        prep.batch_size or 0,
+    )  # fmt: skip
+    return result.model_copy(update={"distribution": spread})
 
 
 def _loop(jax: Any, t: Trainable, protocol: Protocol) -> Outcome:
@@ -317,9 +352,11 @@ def _fit(jax: Any, config: BenchConfig, t: Trainable, protocol: Protocol) -> Out
 
 
 def losses(workload: Workload, dims: dict[str, int], precision: str, batch: int, steps: int,
-           seed: int = 0, learning_rate: float | None = None) -> list[float]:  # fmt: skip
-    """The loss of each of ``steps`` steps on one repeated batch (for tests: it must fall), and
-    nothing else measured; ``learning_rate`` replaces the workload's own."""
+           seed: int = 0, learning_rate: float | None = None, devices: int = 1,
+           ) -> list[float]:  # fmt: skip
+    """The loss of each of ``steps`` steps on one repeated batch (for tests: it must fall, and
+    be the same split over ``devices`` as on one), and nothing else measured;
+    ``learning_rate`` replaces the workload's own."""
     jax = jax_runtime.import_jax()
     import keras
 
@@ -331,8 +368,13 @@ def losses(workload: Workload, dims: dict[str, int], precision: str, batch: int,
     built = BUILDERS[workload.name](resolved)
     if learning_rate is not None:
         built.optimizer.learning_rate = learning_rate
-    step, state = train_step(jax, built, precision)
+    replicas = None
+    if devices > 1:
+        replicas = sharding.start(jax, distribute.Plan(distribute.JAX_SHARDING, count=devices))
+    step, state = train_step(jax, built, precision, replicas=replicas)
     x, y = arrays(workload, resolved, batch, seed)
+    if replicas is not None:
+        x, y = jax.device_put((x, y), replicas.split())
     out = []
     for _ in range(steps):
         state, loss = step(state, x, y)

@@ -74,8 +74,8 @@ def seed_keras(keras: Any, seed: int) -> None:
         lazy._available = saved
 
 
-def resolve_device(jax: Any, requested: str | None) -> Device:
-    """The device asked for (CPU:0, GPU:1), else the first GPU, else CPU:0."""
+def all_devices(jax: Any) -> dict[str, Device]:
+    """Every device JAX sees here, by name: GPU:0, GPU:1, ..., then CPU:0, CPU:1, ..."""
     found: dict[str, Device] = {}
     for kind, platform in (("GPU", "gpu"), ("CPU", "cpu")):
         try:
@@ -86,6 +86,12 @@ def resolve_device(jax: Any, requested: str | None) -> Device:
             desc = environment.cpu_model() if kind == "CPU" else str(d.device_kind)
             cc = _compute_capability(d) if kind == "GPU" else None
             found[f"{kind}:{i}"] = Device(f"{kind}:{i}", kind, desc, d, cc)
+    return found
+
+
+def resolve_device(jax: Any, requested: str | None) -> Device:
+    """The device asked for (CPU:0, GPU:1), else the first GPU, else CPU:0."""
+    found = all_devices(jax)
     if requested is None:
         return found.get("GPU:0") or found["CPU:0"]
     wanted = requested.upper().removeprefix("/DEVICE:").removeprefix("/")
@@ -104,11 +110,15 @@ def _compute_capability(device: Any) -> tuple[int, int] | None:
     return (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else None
 
 
-def peak_memory(device: Device) -> tuple[int, str]:
-    """The allocator's peak on a GPU; the process's peak resident memory on a CPU."""
-    stats = device.handle.memory_stats() if device.kind == "GPU" else None
-    if stats and "peak_bytes_in_use" in stats:
-        return int(stats["peak_bytes_in_use"]), "JAX allocator peak on the GPU (memory_stats)"
+def peak_memory(device: Device, *others: Device) -> tuple[int, str]:
+    """The allocator's peak on a GPU (the largest of several GPUs' peaks: each holds a replica);
+    the process's peak resident memory on a CPU."""
+    if device.kind == "GPU":
+        stats = [d.handle.memory_stats() or {} for d in (device, *others)]
+        peaks_in_use = [int(s["peak_bytes_in_use"]) for s in stats if "peak_bytes_in_use" in s]
+        if peaks_in_use:
+            of = f", the largest of {len(peaks_in_use)} GPUs" if len(peaks_in_use) > 1 else ""
+            return max(peaks_in_use), f"JAX allocator peak on the GPU (memory_stats){of}"
     return environment.process_peak_memory()
 
 

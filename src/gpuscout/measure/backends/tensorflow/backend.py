@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpuscout.errors import UserError
-from gpuscout.measure import environment
+from gpuscout.measure import environment, peaks
 from gpuscout.measure.backends.tensorflow import data as tf_data
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.job import Job
@@ -21,7 +21,7 @@ from gpuscout.measure.protocol import BUILDING, Outcome, Progress, Protocol, Sto
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
-from gpuscout.records import BenchConfig, Distribution, RunResult
+from gpuscout.records import BenchConfig, RunResult
 from gpuscout.run_settings import tf32_run_note
 from gpuscout.scale import distribute
 from gpuscout.workloads import Workload
@@ -235,15 +235,10 @@ def _measure(
     if replicas is None:
         return result
     r = replicas
-    spread = Distribution(
-        strategy=r.plan.strategy or distribute.MIRRORED,
-        replicas=r.replicas,
-        devices=r.devices,
-        logical_devices=r.logical,
-        workers=r.workers,
-        per_replica_batch=prep.batch_size // r.replicas,
-        global_batch=prep.batch_size,
-    )
+    spread = distribute.spread(
+        r.plan.strategy or distribute.MIRRORED, r.devices, r.logical, r.replicas,
+        prep.batch_size, r.workers,
+    )  # fmt: skip
     return result.model_copy(update={"distribution": spread})
 
 
@@ -279,15 +274,8 @@ def _peak(
     tf: Any, device: tf_runtime.Device, precision: str, replicas: tf_distribute.Replicas | None
 ) -> tuple[float | None, str]:
     """Peak FLOP/s of all the replicas together, for MFU."""
-    peak, source = tf_runtime.device_peak_flops(tf, device, precision)
-    if replicas is None or replicas.replicas == 1:
-        return peak, source
-    if device.kind == "CPU":
-        return None, (
-            "none: the replicas share this machine's CPU cores, so there is no peak per "
-            "replica to add up"
-        )
-    return (peak * replicas.replicas if peak else None), f"{replicas.replicas} x {source}"
+    one = tf_runtime.device_peak_flops(tf, device, precision)
+    return one if replicas is None else peaks.replicated(one, device.kind, replicas.replicas)
 
 
 def prepare(
@@ -334,24 +322,15 @@ def _replica_notes(replicas: tf_distribute.Replicas, per: int, batch: int) -> li
         if r.workers > 1
         else ", ".join(r.devices)
     )
-    notes = [
-        f"data parallel: {r.plan.strategy}, {r.replicas} replicas on {where}; "
-        f"batch {per} per replica, {batch} global; samples/s count the global batch",
+    notes = distribute.replica_notes(
+        r.plan.strategy or distribute.MIRRORED, where, r.replicas, per, batch,
+        "TensorFlow devices" if r.logical else None,
+    )  # fmt: skip
+    notes.insert(
+        1,
         "each replica's loss is divided by the replica count, so the all-reduced gradients "
         "are those of the global batch's mean loss",
-    ]
-    if r.replicas == 1:
-        notes.append(
-            "one replica under the strategy: the same code as every count of a --scaling "
-            "sweep, so efficiency isolates scaling; a plain run (no --devices) skips the "
-            "strategy's own cost per step (measured: make bench-scale)"
-        )
-    if r.logical:
-        notes.append(
-            f"logical devices: this machine's CPU split into {len(r.devices)} TensorFlow "
-            "devices that share its cores, so this measures the distributed runtime's "
-            "overhead, not the speed-up of more hardware"
-        )
+    )
     if r.workers > 1:
         notes.append(
             "timing is the chief's (task 0); the stop decision is shared by one extra "

@@ -1,0 +1,118 @@
+"""The JAX side of data-parallel runs (``--devices`` on ``--backend jax``): a ``jax.sharding``
+Mesh over this machine's devices, the batch split along its first axis, the parameters and
+optimizer state replicated.
+
+The step is the one-device step, jitted with those shardings: the loss is the mean over the
+global batch, so its gradients are the global batch's, and XLA's SPMD partitioner compiles the
+all-reduce that makes them so into the step (nothing is divided by hand, as TensorFlow's
+replicas must). On a machine without GPUs the devices are the host's CPU split by
+``--xla_force_host_platform_device_count``, which the measuring child sets before JAX starts:
+XLA's real partitioned step and all-reduce, on the same cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpuscout.errors import UserError
+from gpuscout.measure.backends.jax.runtime import Device, all_devices
+from gpuscout.scale import distribute
+from gpuscout.scale.distribute import Plan
+
+AXIS = "batch"
+
+
+@dataclass(frozen=True)
+class Replicas:
+    """The devices of a data-parallel JAX run and the Mesh over them."""
+
+    plan: Plan
+    devices: list[Device]
+    mesh: Any
+    logical: bool  # CPU devices split from one physical CPU
+
+    @property
+    def replicas(self) -> int:
+        return len(self.devices)
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.devices]
+
+    @property
+    def name(self) -> str:
+        """The run's device column: "CPU:0,CPU:1"."""
+        return ",".join(self.names)
+
+    def replicated(self) -> Any:
+        """The sharding of what every device holds whole: parameters, optimizer state, loss."""
+        return _named(self.mesh)
+
+    def split(self) -> Any:
+        """The sharding of a global batch: its first axis split over the devices."""
+        return _named(self.mesh, AXIS)
+
+    def notes(self, per: int, batch: int) -> list[str]:
+        """What the run assumes about its replicas, for its assumptions."""
+        notes = distribute.replica_notes(
+            f"{distribute.JAX_SHARDING} (a Mesh of {self.replicas} devices)", self.name,
+            self.replicas, per, batch,
+            f"XLA host devices ({distribute.HOST_DEVICES_FLAG})" if self.logical else None,
+        )  # fmt: skip
+        notes.insert(
+            1,
+            "the batch split along its first axis, parameters and optimizer state replicated; "
+            "the loss is the global batch's mean and XLA's SPMD partitioner compiles the "
+            "gradient all-reduce into the jitted step",
+        )
+        return notes
+
+
+def _named(mesh: Any, *axes: str) -> Any:
+    """NamedSharding(mesh, PartitionSpec(*axes)) (PartitionSpec is untyped in JAX)."""
+    from jax import sharding
+
+    spec: Any = sharding.PartitionSpec
+    return sharding.NamedSharding(mesh, spec(*axes))
+
+
+def start(jax: Any, plan: Plan) -> Replicas:
+    """The Mesh ``plan`` asks for: its named devices, or ``plan.count`` GPUs (CPUs where this
+    machine has none). UserError when they are not there, with how to get them."""
+    import numpy as np
+    from jax.sharding import Mesh
+
+    found = all_devices(jax)
+    if plan.names:
+        missing = [n for n in plan.names if n not in found]
+        if missing:
+            raise UserError(
+                f"--devices {','.join(plan.names)}: JAX sees {', '.join(found)} here.",
+                _fix(plan.names[0].split(":")[0], len(plan.names)),
+            )
+        devices = [found[n] for n in plan.names]
+    else:
+        assert plan.count is not None
+        gpus = [d for d in found.values() if d.kind == "GPU"]
+        pool = gpus or [d for d in found.values() if d.kind == "CPU"]
+        if plan.count > len(pool):
+            kind = "GPU" if gpus else "CPU"
+            raise UserError(
+                f"--devices {plan.count}: JAX sees {len(pool)} {kind} device(s) here.",
+                _fix(kind, plan.count, len(pool)),
+            )
+        devices = pool[: plan.count]
+    mesh = Mesh(np.array([d.handle for d in devices]), (AXIS,))
+    logical = devices[0].kind == "CPU" and len(devices) > 1
+    return Replicas(plan, devices, mesh, logical)
+
+
+def _fix(kind: str, wanted: int, have: int | None = None) -> str:
+    if kind == "GPU":
+        fewer = f"pass --devices {have} or fewer, or " if have else ""
+        return f"{fewer}name GPUs that exist (see nvidia-smi), or CPU:0,CPU:1 for CPU devices."
+    return (
+        "run it through the gpuscout command (its measuring process splits the CPU before JAX "
+        f"starts), or set XLA_FLAGS={distribute.HOST_DEVICES_FLAG}={wanted} before JAX starts."
+    )
