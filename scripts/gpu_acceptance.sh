@@ -4,8 +4,9 @@
 #
 #   scripts/gpu_acceptance.sh OUT_DIR [--wheels DIR] [--seconds N] [--cpu]
 #
-# 1. installs gpuscout from this checkout, and whatever the machine lacks from the wheels in
-#    --wheels DIR (pip --no-index: no network is used);
+# 1. installs gpuscout from this checkout with its JAX extra (Keras), and whatever the machine
+#    lacks from the wheels in --wheels DIR (pip --no-index: no network is used; make DIR with
+#    scripts/gpu_wheels.sh); nothing where gpuscout is already importable (PYTHONPATH);
 # 2. measures mlp, resnet50 and bert-base on JAX in mixed_bfloat16, --seconds each (60), and
 #    one inference sweep (resnet50, batches 1, 8, 32, 128, 40 s), with the NVML monitor on;
 #    every result is kept as JSON in OUT_DIR and in OUT_DIR/runs.sqlite;
@@ -39,9 +40,9 @@ if ! "$python" -c "import gpuscout" 2>/dev/null; then
         # offline: the wheels folder holds what the machine lacks (keras, pydantic, rich, ...);
         # the build uses the machine's own setuptools, as none can be downloaded
         "$python" -m pip install -q --no-index --find-links "$wheels" --no-build-isolation \
-            -e "$here"
+            -e "$here[jax]"
     else
-        "$python" -m pip install -q -e "$here"
+        "$python" -m pip install -q -e "$here[jax]"
     fi
 fi
 "$python" -c "import jax" 2>/dev/null || {

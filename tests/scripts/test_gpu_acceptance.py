@@ -46,6 +46,56 @@ def test_a_missing_output_folder_or_option_is_refused() -> None:
         assert proc.returncode == 2 and "gpu_acceptance:" in proc.stderr
 
 
+# What the lent GPU machine's image ships (its package list, read 2026-11-17), among the
+# packages gpuscout's JAX run needs: the rest must be in scripts/gpu_wheels.sh.
+GPU_IMAGE = {
+    "absl-py", "h5py", "jax", "jaxlib", "jinja2", "markupsafe", "matplotlib", "contourpy",
+    "cycler", "fonttools", "kiwisolver", "pillow", "pyparsing", "python-dateutil", "six",
+    "ml-dtypes", "numpy", "nvidia-ml-py", "packaging", "psutil", "rich", "markdown-it-py",
+    "mdurl", "pygments", "scipy",
+}  # fmt: skip
+
+
+def _needs(name: str, seen: set[str]) -> set[str]:
+    """``name`` and every package it needs on CPython 3.12, Linux x86-64, read from what is
+    installed here (its extras' requirements left out; the image's own packages come with
+    what they need)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    env = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
+           "platform_system": "Linux", "platform_machine": "x86_64", "extra": ""}  # fmt: skip
+    seen.add(canonicalize_name(name))
+    if canonicalize_name(name) in GPU_IMAGE:
+        return seen
+    for text in metadata.requires(name) or []:
+        req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate(env):
+            continue
+        for dep in [req.name] + [f"{req.name}-{e}" for e in req.extras if req.name == "psycopg"]:
+            if canonicalize_name(dep) not in seen:
+                _needs(dep, seen)
+    return seen
+
+
+def test_the_carried_wheels_are_all_a_gpu_image_with_jax_lacks() -> None:
+    """gpuscout's dependencies and Keras' (the JAX extra), as installed here: those the GPU
+    image lacks are exactly gpu_wheels.sh's list (a new dependency must be carried too)."""
+    import re
+
+    text = (ROOT / "scripts" / "gpu_wheels.sh").read_text()
+    match = re.search(r'PACKAGES="([^"]+)"', text)
+    assert match, "gpu_wheels.sh lists its PACKAGES"
+    carried = {re.sub(r"[-_.]+", "-", n).lower() for n in match.group(1).split()}
+    needed = _needs("gpuscout", set()) | _needs("keras", set())
+    assert needed - GPU_IMAGE - {"gpuscout"} == carried
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_wheels.sh")], capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 2 and "gpu_wheels: give the folder" in proc.stderr
+
+
 def _gpu_run(**over: object) -> dict:  # type: ignore[type-arg]
     """A run as an H200 would return it (planted: no GPU here)."""
     run = {
