@@ -24,8 +24,10 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 out="" wheels="" seconds=60 cpu=0
 while (($#)); do
     case "$1" in
-        --wheels) wheels="$2"; shift 2 ;;
-        --seconds) seconds="$2"; shift 2 ;;
+        --wheels|--seconds)
+            (($# > 1)) || { echo "gpu_acceptance: $1 needs a value (see --help)" >&2; exit 2; }
+            if [ "$1" = --wheels ]; then wheels="$2"; else seconds="$2"; fi
+            shift 2 ;;
         --cpu) cpu=1; shift ;;
         -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         -*) echo "gpu_acceptance: unknown option $1 (see --help)" >&2; exit 2 ;;

@@ -19,7 +19,9 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 dir="" pyver=3.12
 while (($#)); do
     case "$1" in
-        --python-version) pyver="$2"; shift 2 ;;
+        --python-version)
+            (($# > 1)) || { echo "gpu_wheels: --python-version needs a value, e.g. 3.12" >&2; exit 2; }
+            pyver="$2"; shift 2 ;;
         -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
         -*) echo "gpu_wheels: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) dir="$1"; shift ;;

@@ -29,6 +29,9 @@ WORKERS_PER_CORE = 4
 # Even with --force: each worker holds a loopback port and a process pair; past this the launch
 # would run out of file descriptors before it ran out of anything it measures.
 MAX_WORKERS = 256
+# Devices of one machine, for --devices N and device numbers in --devices CPU:0,CPU:1: a CPU
+# device numbered N splits the host into N + 1 devices (JAX), so a typo must not ask for 100,000.
+MAX_DEVICES = 1_024
 
 Dims = Mapping[str, int]
 

@@ -24,6 +24,7 @@ def test_devices_are_a_count_or_names_of_one_kind() -> None:
         ("GPU:0,GPU:0", "twice"),
         ("TPU:0", "neither"),
         ("two", "neither"),
+        ("CPU:0,CPU:1024", "CPU:1024 is beyond the 1,024 devices"),
     ]:
         with pytest.raises(UserError, match=says):
             distribute.parse_devices(bad)

@@ -59,6 +59,8 @@ x, y = jax.device_put(arrays(mlp, mlp.resolve({}), 64, 0), mesh.split())
 hlo = step.lower(state, x, y).compile().as_text()
 out["all_reduce"] = "all-reduce" in hlo
 out["placed"] = [len(x.devices()), len(jax.tree_util.tree_leaves(state)[0].devices())]
+built = [BUILDERS[n](get_workload(n).resolve(cases[n][0])) for n in ("mlp", "resnet50")]
+out["batch_norm"] = [sharding.batch_norm_note(b.model) for b in built]
 keras.mixed_precision.set_global_policy("mixed_float16")
 model = BUILDERS["mlp"](get_workload("mlp").resolve({})).model
 out["dtypes"] = [model.layers[0].compute_dtype, model.layers[-1].compute_dtype]
@@ -69,6 +71,9 @@ from gpuscout.measure.backends.jax import hlo as jax_hlo
 user = jax_hlo.user_step_hlo(sys.argv[3], 8, "fp32")
 fwd = jax_hlo.forward_hlo("mlp", None, {}, 8, "fp32")
 out["user"] = [user.params, step_cost(user.hlo, user.model_name).flops["matmul"]]
+# compiled with loss="mse": a loss function that gives a loss per sample, made the batch mean
+reg = jax_hlo.user_step_hlo(sys.argv[4], 8, "fp32")
+out["regressor"] = [reg.params, step_cost(reg.hlo, reg.model_name).flops["matmul"]]
 out["forward"] = [fwd.params, step_cost(fwd.hlo, fwd.model_name).flops["matmul"]]
 from gpuscout.predict.profile import get_profile
 jax_profile = get_profile("mlp", {}, 64, "fp32", backend="jax")
@@ -118,7 +123,8 @@ def test_every_workload_trains_on_jax_and_counts_what_tensorflow_counts() -> Non
     from gpuscout.measure.backends.tensorflow.hlo import forward_hlo, step_hlo, user_step_hlo
     from gpuscout.predict.hlo import step_cost
 
-    running = _start_on_jax(_TRAIN, json.dumps(SMALL), json.dumps(FLOP_CASES), USER_MODEL)
+    running = _start_on_jax(_TRAIN, json.dumps(SMALL), json.dumps(FLOP_CASES), USER_MODEL,
+                            f"{MODELS}:compiled_regressor")  # fmt: skip
     on_tf = {}  # traced here while the JAX process works
     for name in FLOP_CASES:
         dims, batch = SMALL[name]
@@ -131,6 +137,10 @@ def test_every_workload_trains_on_jax_and_counts_what_tensorflow_counts() -> Non
         user.params,
         pytest.approx(step_cost(user.hlo, user.model_name).flops["matmul"], rel=1e-9),
     ]
+    # 12 -> 8 -> 1, batch 8: 113 parameters; matmuls of the forward pass and of the weights'
+    # gradients, 2 x 8 x (12x8 + 8x1) each, and the gradient into the second layer's input
+    # (none into the data): the step traced, so its loss is a scalar
+    assert out["regressor"] == [113, pytest.approx(2 * (2 * 8 * (12 * 8 + 8)) + 2 * 8 * 8)]
     assert out["forward"] == [
         fwd.params,
         pytest.approx(step_cost(fwd.hlo, fwd.model_name).flops["matmul"], rel=1e-9),
@@ -149,6 +159,8 @@ def test_every_workload_trains_on_jax_and_counts_what_tensorflow_counts() -> Non
     one, split = out["split"]  # the global batch's mean loss and gradients, split over 2
     assert split == pytest.approx(one, rel=1e-5) and split[-1] < split[0]
     assert out["all_reduce"] and out["placed"] == [2, 2]  # batch split, state on both
+    no_bn, resnet = out["batch_norm"]  # said: synchronised over the replicas, unlike TF's
+    assert no_bn is None and "the 53 BatchNormalization layers' statistics" in resnet
     for name, (params, tf_matmul) in on_tf.items():
         counted = out["flops"][name]
         assert counted["by"].startswith("jax ")
@@ -247,7 +259,7 @@ def test_doctor_on_jax_calls_the_demo_input_bound_and_measures_jax_fixes() -> No
     """The demo's Python preprocessing, made on the host as NumPy batches: input-bound, and
     caching it is the fix (said by the measured interval, not a speed picked here); the fixes
     are JAX's (XLA is always on, the compiled step is jax.jit), each with JAX code."""
-    r = run_cli("doctor", "--backend", "jax", "--workload", "input-bound-demo", "--steps", "6",
+    r = run_cli("doctor", "--backend", "jax", "--workload", "input-bound-demo", "--steps", "8",
                 "--json", timeout=600)  # fmt: skip
     assert r.code == 0, r.err
     data = r.json()

@@ -41,7 +41,7 @@ def test_the_acceptance_script_runs_end_to_end_on_a_cpu(tmp_path: Path) -> None:
 
 def test_a_missing_output_folder_or_option_is_refused() -> None:
     script = str(ROOT / "scripts" / "gpu_acceptance.sh")
-    for args in ([], ["--frobnicate"]):
+    for args in ([], ["--frobnicate"], ["out", "--wheels"]):
         proc = subprocess.run(["bash", script, *args], capture_output=True, text=True)
         assert proc.returncode == 2 and "gpu_acceptance:" in proc.stderr
 
@@ -91,9 +91,13 @@ def test_the_carried_wheels_are_all_a_gpu_image_with_jax_lacks() -> None:
     carried = {re.sub(r"[-_.]+", "-", n).lower() for n in match.group(1).split()}
     needed = _needs("gpuscout", set()) | _needs("keras", set())
     assert needed - GPU_IMAGE - {"gpuscout"} == carried
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_wheels.sh")], capture_output=True,
-                          text=True)  # fmt: skip
-    assert proc.returncode == 2 and "gpu_wheels: give the folder" in proc.stderr
+    for args, says in (
+        ([], "give the folder"),
+        (["d", "--python-version"], "--python-version needs"),
+    ):
+        proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_wheels.sh"), *args],
+                              capture_output=True, text=True)  # fmt: skip
+        assert proc.returncode == 2 and f"gpu_wheels: {says}" in proc.stderr
 
 
 def _gpu_run(**over: object) -> dict:  # type: ignore[type-arg]

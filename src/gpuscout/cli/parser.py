@@ -8,6 +8,8 @@ import re
 import sys
 from typing import Any, NoReturn
 
+from gpuscout.limits import MAX_DEVICES
+
 
 class OneLineParser(argparse.ArgumentParser):
     """Bad arguments print one line naming the problem and where help is, exit code 2."""
@@ -338,7 +340,7 @@ FAILURES_PER_1000_GPU_H = float_in(0.0, 1000.0, low_included=True)  # 1000: one 
 USD_PER_DAY = float_in(0.0, 1e9, low_included=True)  # 0: waiting costs nothing
 USD_PER_HOUR = float_in(0.0, 1e6)  # an option's price per hour, all its GPUs together
 OPTION_GPUS = int_in(1, 100_000)  # GPUs in one priced option
-DEVICE_COUNT = int_in(1, 1_024)  # devices of this machine (GPUs or logical CPU devices)
+DEVICE_COUNT = int_in(1, MAX_DEVICES)  # devices of this machine (GPUs or logical CPU devices)
 DEVICE_COUNTS = CountText(DEVICE_COUNT, "1,2,4")  # bench --scaling
 GPU_COUNT_CHOICES = CountText(OPTION_GPUS, "1,2,4,8")  # advise --counts
 SPEEDUP = KeyedNumbers(float_in(0.0, 1e4), "a100-40gb=1.78")  # against the reference GPU

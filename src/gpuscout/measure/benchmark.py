@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from gpuscout.errors import GpuscoutError, UserError
 from gpuscout.measure.job import Job
+from gpuscout.measure.pipelines import check_demo_batch
 from gpuscout.measure.protocol import Progress
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec, parse_model_spec
 from gpuscout.records import BenchConfig, RunResult
@@ -42,6 +43,11 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
         distribute.check_port_free(layout.workers[layout.task_index])
     if layout.local_replicas:
         distribute.batches(config, layout.local_replicas, 1)  # an uneven global batch
+    replicas = layout.local_replicas or 1
+    if workload is not None and (config.batch_size or config.global_batch_size):
+        per = config.batch_size or 1
+        global_batch = config.global_batch_size or per * replicas
+        check_demo_batch(workload, workload.resolve(config.dims), global_batch)
     return workload, model_spec
 
 

@@ -33,6 +33,7 @@ from gpuscout.errors import UserError
 from gpuscout.measure.pipelines import (
     Knobs,
     Pipeline,
+    check_demo_batch,
     demo_note,
     demo_preprocess,
     in_memory_samples,
@@ -142,6 +143,7 @@ def builtin(
     """A built-in workload's data: its generated samples held in memory (the input-bound demo:
     preprocessed in Python, sample by sample, every epoch)."""
     if workload.has_pipeline:
+        check_demo_batch(workload, dims, batch)
         n = dims["samples"]
         x, y = arrays(workload, dims, n, seed)
         work = dims["work"]

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuscout.errors import UserError
 from gpuscout.workloads import Dims, Workload
 
 KNOBS = ("prefetch", "parallel", "cache")  # the keyword arguments a --data function may take
@@ -59,6 +60,18 @@ def demo_preprocess(sample: np.ndarray, work: int) -> np.ndarray:
     for _ in range(work):
         out = np.sort(np.tanh(out * 1.5 + 0.1)).astype(np.float32)
     return np.asarray((out - out.mean()) / (out.std() + 1e-6), dtype=np.float32)
+
+
+def check_demo_batch(workload: Workload, dims: Dims, batch: int) -> None:
+    """The input-bound demo's epoch is its ``samples``, batched without a remainder: a (global)
+    batch larger than that has no batch to give, and its loop would wait for ever."""
+    if workload.has_pipeline and batch > dims["samples"]:
+        raise UserError(
+            f"batch {batch:,} is larger than the {dims['samples']:,} samples of "
+            f"{workload.name}'s epoch, so it never makes a batch.",
+            f"pass a smaller --batch-size: the whole step's batch (over all replicas) may be at "
+            f"most {dims['samples']:,}.",
+        )
 
 
 def demo_note(n: int, work: int, how: str) -> str:

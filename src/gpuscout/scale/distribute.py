@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from gpuscout.comparison import ratio
 from gpuscout.errors import UserError
+from gpuscout.limits import MAX_DEVICES
 from gpuscout.records import BenchConfig, Distribution, Interval
 
 MIRRORED = "MirroredStrategy"
@@ -65,6 +66,12 @@ def parse_devices(text: str) -> int | tuple[str, ...]:
         )
     if len(set(names)) != len(names):
         raise UserError(f"--devices '{text}' names a device twice.", "name each device once.")
+    if far := [n for n in names if int(n.split(":")[1]) >= MAX_DEVICES]:
+        raise UserError(
+            f"--devices '{text}': {far[0]} is beyond the {MAX_DEVICES:,} devices one machine "
+            "may have (a CPU device that high would split the CPU into that many).",
+            f"name devices numbered below {MAX_DEVICES:,}.",
+        )
     if len({n.split(":")[0] for n in names}) > 1:
         raise UserError(
             f"--devices '{text}' mixes CPUs and GPUs: replicas would wait for the slowest.",
@@ -215,20 +222,21 @@ ONE_REPLICA_NOTE = (
 
 
 def replica_notes(
-    strategy: str, where: str, replicas: int, per: int, batch: int, split_cpu: str | None
-) -> list[str]:
+    strategy: str, where: str, replicas: int, per: int, batch: int, split_cpu: str | None,
+    one_replica: str = ONE_REPLICA_NOTE,
+) -> list[str]:  # fmt: skip
     """What every data-parallel run assumes, in the same words on each backend: its batch per
     replica and global, what a one-replica run is for, and CPU devices that share the cores.
-    ``split_cpu``: what the CPU was split into ("TensorFlow devices"); None: real devices."""
+    ``split_cpu``: what the CPU was split into ("2 TensorFlow devices"); None: real devices."""
     notes = [
         f"data parallel: {strategy}, {replicas} replicas on {where}; batch {per} per replica, "
         f"{batch} global; samples/s count the global batch"
     ]
     if replicas == 1:
-        notes.append(ONE_REPLICA_NOTE)
+        notes.append(one_replica)
     if split_cpu:
         notes.append(
-            f"logical devices: this machine's CPU split into {replicas} {split_cpu} that share "
+            f"logical devices: this machine's CPU split into {split_cpu} that share "
             "its cores, so this measures the distributed runtime's overhead, not the speed-up "
             "of more hardware"
         )

@@ -193,6 +193,8 @@ def prepare(
             x, y = arrays(workload, dims, batch, config.seed)
             prep.describe_builtin(workload, dims, batch, config, builder)
         step, state = train_step(jax, prep.built, config.precision, replicas=replicas)
+        if many and (note := sharding.batch_norm_note(prep.built.model)):
+            prep.assumptions.append(note)
         x, y = jax.device_put((x, y), target)
     prep.assumptions.append(
         "data: each batch made on the host and placed on the device by the step's thread "

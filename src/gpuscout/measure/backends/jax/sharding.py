@@ -21,6 +21,10 @@ from gpuscout.scale import distribute
 from gpuscout.scale.distribute import Plan
 
 AXIS = "batch"
+ONE_REPLICA = (
+    "one replica on a Mesh: the same code as every count of a --scaling sweep, so efficiency "
+    "isolates scaling (a Mesh of one device costs about what a plain run does: make bench-scale)"
+)
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,12 @@ class Replicas:
     plan: Plan
     devices: list[Device]
     mesh: Any
-    logical: bool  # CPU devices split from one physical CPU
+    host_devices: int  # the CPU devices JAX sees: more than one when the host was split
+
+    @property
+    def logical(self) -> bool:
+        """CPU devices split from one physical CPU (as TensorFlow's logical devices)."""
+        return self.devices[0].kind == "CPU" and self.host_devices > 1
 
     @property
     def replicas(self) -> int:
@@ -58,7 +67,9 @@ class Replicas:
         notes = distribute.replica_notes(
             f"{distribute.JAX_SHARDING} (a Mesh of {self.replicas} devices)", self.name,
             self.replicas, per, batch,
-            f"XLA host devices ({distribute.HOST_DEVICES_FLAG})" if self.logical else None,
+            f"{self.host_devices} XLA host devices ({distribute.HOST_DEVICES_FLAG})"
+            if self.logical else None,
+            ONE_REPLICA,
         )  # fmt: skip
         notes.insert(
             1,
@@ -104,8 +115,29 @@ def start(jax: Any, plan: Plan) -> Replicas:
             )
         devices = pool[: plan.count]
     mesh = Mesh(np.array([d.handle for d in devices]), (AXIS,))
-    logical = devices[0].kind == "CPU" and len(devices) > 1
-    return Replicas(plan, devices, mesh, logical)
+    return Replicas(plan, devices, mesh, sum(d.kind == "CPU" for d in found.values()))
+
+
+def batch_norm_note(model: Any) -> str | None:
+    """Said of a model with BatchNormalization split over several devices: the sharded step
+    keeps one device's meaning, so each layer's batch statistics are over the global batch,
+    all-reduced every step (synchronised batch norm), where TensorFlow's MirroredStrategy
+    keeps them per replica; None for a model without it."""
+    import keras
+
+    def layers(layer: Any) -> list[Any]:
+        inner = getattr(layer, "layers", None) or []
+        return [layer] + [x for sub in inner for x in layers(sub)]
+
+    found = [x for x in layers(model) if isinstance(x, keras.layers.BatchNormalization)]
+    if not found:
+        return None
+    return (
+        f"batch norm over the global batch: the {len(found)} BatchNormalization layers' "
+        "statistics are all-reduced every step (synchronised batch norm, the one-device "
+        "step's meaning), where TensorFlow's MirroredStrategy keeps them per replica: the two "
+        "backends' data-parallel steps differ for this model, and so may their scaling"
+    )
 
 
 def _fix(kind: str, wanted: int, have: int | None = None) -> str:

@@ -185,6 +185,17 @@ def _last_activation(model: Any) -> str | None:
     return getattr(act, "__name__", None)
 
 
+def _batch_mean(fn: Any) -> Any:
+    """A loss function (``compile(loss="mse")`` keeps one) gives a loss per sample; compile
+    reduces it to the batch mean, and a step needs that scalar (JAX's grad refuses a vector)."""
+
+    def loss(y_true: Any, y_pred: Any) -> Any:
+        return keras.ops.mean(fn(y_true, y_pred))
+
+    loss.__name__ = getattr(fn, "__name__", "loss")  # read when choosing synthetic labels
+    return loss
+
+
 def prepare_user_model(model: Any) -> tuple[Built, list[str]]:
     """Loss and optimizer from the compiled model, or chosen (and said) for an uncompiled one."""
     assumptions: list[str] = []
@@ -203,6 +214,8 @@ def prepare_user_model(model: Any) -> tuple[Built, list[str]]:
             assumptions.append("model not compiled: loss = mean squared error (1 output)")
     else:
         loss = keras.losses.get(loss) if isinstance(loss, str) else loss
+        if callable(loss) and not isinstance(loss, keras.losses.Loss):
+            loss = _batch_mean(loss)
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None:
         optimizer = keras.optimizers.Adam(1e-3)

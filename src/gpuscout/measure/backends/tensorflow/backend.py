@@ -324,7 +324,7 @@ def _replica_notes(replicas: tf_distribute.Replicas, per: int, batch: int) -> li
     )
     notes = distribute.replica_notes(
         r.plan.strategy or distribute.MIRRORED, where, r.replicas, per, batch,
-        "TensorFlow devices" if r.logical else None,
+        f"{len(r.devices)} TensorFlow devices" if r.logical else None,
     )  # fmt: skip
     notes.insert(
         1,

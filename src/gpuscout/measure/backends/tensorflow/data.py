@@ -19,6 +19,7 @@ from gpuscout.measure.pipelines import (
     KNOBS,
     Knobs,
     Pipeline,
+    check_demo_batch,
     demo_note,
     demo_preprocess,
     in_memory_samples,
@@ -34,6 +35,7 @@ def builtin(
 ) -> Pipeline:
     """The pipeline of a built-in workload: its own, or generated arrays held in memory."""
     if workload.has_pipeline:
+        check_demo_batch(workload, dims, batch)
         return _slow_demo(tf, workload, dims, batch, knobs, seed)
     x, y = arrays(workload, dims, in_memory_samples(workload, dims, batch), seed)
     return _in_memory(tf, x, y, batch, knobs, seed)
