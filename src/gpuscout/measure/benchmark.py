@@ -34,8 +34,7 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
         if model_spec is None:
             raise UserError("--data needs --model.", "pass --model FILE.py:FUNCTION with it.")
         parse_function_spec(config.data, "--data")
-    if workload is not None:
-        workload.resolve(config.dims)  # unknown or bad size settings fail here
+    dims = workload.resolve(config.dims) if workload is not None else {}  # bad sizes fail here
     _check_mode(config)
     _check_backend(config)
     layout = distribute.plan(config)
@@ -43,11 +42,9 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
         distribute.check_port_free(layout.workers[layout.task_index])
     if layout.local_replicas:
         distribute.batches(config, layout.local_replicas, 1)  # an uneven global batch
-    replicas = layout.local_replicas or 1
     if workload is not None and (config.batch_size or config.global_batch_size):
-        per = config.batch_size or 1
-        global_batch = config.global_batch_size or per * replicas
-        check_demo_batch(workload, workload.resolve(config.dims), global_batch)
+        _, whole = distribute.batches(config, layout.local_replicas or 1, config.batch_size or 1)
+        check_demo_batch(workload, dims, whole)
     return workload, model_spec
 
 

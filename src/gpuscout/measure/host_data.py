@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from gpuscout.errors import UserError
+from gpuscout.measure.host_batches import Batch, as_numpy, leaves, rebatch, rows, take
 from gpuscout.measure.pipelines import (
     Knobs,
     Pipeline,
@@ -41,7 +42,6 @@ from gpuscout.measure.pipelines import (
 from gpuscout.measure.synthetic import arrays
 from gpuscout.workloads import Dims, Workload
 
-Batch = tuple[Any, Any]
 Place = Callable[[Batch], Any]
 PREFETCH_DEPTH = 2  # batches made ahead, as prefetch_to_device(size=2)
 CACHE_SHARE = 0.25  # of the machine's memory a cache of the user's batches may take
@@ -203,7 +203,7 @@ def _samples(
             order = rng.permutation(n)
             for start in range(0, n - batch + 1, batch):
                 idx = order[start : start + batch]
-                raw = _take(source, idx)
+                raw = take(source, idx)
                 yield (prepare(raw) if preprocess is not None else raw), y[idx]
     finally:
         if pool is not None:
@@ -269,7 +269,7 @@ def user(
         )
     return Pipeline(
         Stream(stream, place, knobs.prefetch and "prefetch" not in takes),
-        _rows(probe[0]), notes, has_map=no_parallel is None, finite=sized is not None,
+        rows(probe[0]), notes, has_map=no_parallel is None, finite=sized is not None,
         steps_per_epoch=sized if batch is None else None, no_cache=no_cache,
         no_parallel=no_parallel,
     )  # fmt: skip
@@ -341,10 +341,10 @@ def _user_stream(epochs: _Epochs, batch: int | None, cache: bool) -> Iterator[Ba
     size, limit = 0, _cache_limit() if cache else 0.0
     for epoch in epochs.each():
         got = False
-        for item in _rebatch(epoch, batch) if batch is not None else epoch:
+        for item in rebatch(epoch, batch) if batch is not None else epoch:
             got = True
             if kept is not None:
-                size += sum(leaf.nbytes for leaf in _leaves(item))
+                size += sum(leaf.nbytes for leaf in leaves(item))
                 if size <= limit:
                     kept.append(item)
                 else:
@@ -372,63 +372,4 @@ def _checked(item: Any, name: str) -> Batch:
             f"--data '{name}' yielded {what}, not an (inputs, labels) pair.",
             "yield (x, y) per batch: NumPy arrays (x may be a tuple or dict of arrays).",
         )
-    return _as_numpy(item[0]), _as_numpy(item[1])
-
-
-def _as_numpy(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _as_numpy(v) for k, v in x.items()}
-    if isinstance(x, tuple | list):
-        return tuple(_as_numpy(v) for v in x)
-    return np.asarray(x)
-
-
-def _leaves(x: Any) -> Iterator[np.ndarray]:
-    if isinstance(x, dict):
-        for v in x.values():
-            yield from _leaves(v)
-    elif isinstance(x, tuple | list):
-        for v in x:
-            yield from _leaves(v)
-    else:
-        yield x
-
-
-def _rows(x: Any) -> int:
-    return int(next(_leaves(x)).shape[0])
-
-
-def _take(x: Any, idx: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _take(v, idx) for k, v in x.items()}
-    if isinstance(x, tuple):
-        return tuple(_take(v, idx) for v in x)
-    return x[idx]
-
-
-def _concat(parts: list[Any]) -> Any:
-    head = parts[0]
-    if isinstance(head, dict):
-        return {k: _concat([p[k] for p in parts]) for k in head}
-    if isinstance(head, tuple):
-        return tuple(_concat([p[i] for p in parts]) for i in range(len(head)))
-    return np.concatenate(parts)
-
-
-def _rebatch(epoch: Iterator[Batch], batch: int) -> Iterator[Batch]:
-    """One epoch's samples regrouped into batches of exactly ``batch``; the remainder is
-    dropped (as tf.data's ``unbatch().batch(n, drop_remainder=True)``)."""
-    xs: list[Any] = []
-    ys: list[Any] = []
-    have = 0
-    for x, y in epoch:
-        xs.append(x)
-        ys.append(y)
-        have += _rows(x)
-        if have < batch:
-            continue
-        x_all, y_all = _concat(xs), np.concatenate(ys)
-        while have >= batch:
-            yield _take(x_all, slice(0, batch)), y_all[:batch]
-            x_all, y_all, have = _take(x_all, slice(batch, None)), y_all[batch:], have - batch
-        xs, ys = [x_all], [y_all]
+    return as_numpy(item[0]), as_numpy(item[1])

@@ -66,7 +66,7 @@ def parse_devices(text: str) -> int | tuple[str, ...]:
         )
     if len(set(names)) != len(names):
         raise UserError(f"--devices '{text}' names a device twice.", "name each device once.")
-    if far := [n for n in names if int(n.split(":")[1]) >= MAX_DEVICES]:
+    if far := [n for n in names if device_index(n) >= MAX_DEVICES]:
         raise UserError(
             f"--devices '{text}': {far[0]} is beyond the {MAX_DEVICES:,} devices one machine "
             "may have (a CPU device that high would split the CPU into that many).",
@@ -78,6 +78,11 @@ def parse_devices(text: str) -> int | tuple[str, ...]:
             "name devices of one kind.",
         )
     return names
+
+
+def device_index(name: str) -> int:
+    """1 of "GPU:1" (a name :func:`parse_devices` accepted)."""
+    return int(name.partition(":")[2])
 
 
 def _device_name(name: str) -> bool:
@@ -145,7 +150,7 @@ def host_devices(config: BenchConfig) -> int | None:
     spec = parse_devices(config.devices)
     if isinstance(spec, int):
         return spec if spec > 1 else None
-    cpus = [int(n.split(":")[1]) for n in spec if n.startswith("CPU:")]
+    cpus = [device_index(n) for n in spec if n.startswith("CPU:")]
     return max(cpus) + 1 if cpus and max(cpus) > 0 else None
 
 

@@ -31,7 +31,6 @@ ONE_REPLICA = (
 class Replicas:
     """The devices of a data-parallel JAX run and the Mesh over them."""
 
-    plan: Plan
     devices: list[Device]
     mesh: Any
     host_devices: int  # the CPU devices JAX sees: more than one when the host was split
@@ -115,7 +114,7 @@ def start(jax: Any, plan: Plan) -> Replicas:
             )
         devices = pool[: plan.count]
     mesh = Mesh(np.array([d.handle for d in devices]), (AXIS,))
-    return Replicas(plan, devices, mesh, sum(d.kind == "CPU" for d in found.values()))
+    return Replicas(devices, mesh, sum(d.kind == "CPU" for d in found.values()))
 
 
 def batch_norm_note(model: Any) -> str | None:
