@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from gpuscout import interrupts
 from gpuscout.cli import advise as advise_cmd
 from gpuscout.cli import audit as audit_cmd
 from gpuscout.cli import bench as bench_cmd
@@ -63,19 +64,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     with 143 and no message, a later one stored an interrupted run); the previous handlers
     are put back on return, for a caller that runs commands in its own process.
     """
-    restore = bench_cmd.stop_on_signals(take_sigint=False)
+    interrupts.forget()
+    restore = interrupts.stop_on_signals(take_sigint=False)
     try:
         return _main(argv)
     except KeyboardInterrupt:
         print("gpuscout: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if not caused_by_interrupt(exc):
+        # A signal that a library turned into another failure (a half-imported module's,
+        # later) is still the interrupt the user sent, not a bug to show a traceback for.
+        if not (caused_by_interrupt(exc) or interrupts.received):
             raise
         print("gpuscout: interrupted", file=sys.stderr)
         return 130
     finally:
         restore()
+        interrupts.forget()  # acted on: the next command in this process starts clean
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -93,7 +98,9 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 0
     if args.command in MEASURING:
-        bench_cmd.stop_on_signals()
+        # Ctrl-C, a closed terminal or a kill end a measurement and keep what it measured;
+        # SIGINT is taken even where it was inherited ignored (a background job).
+        interrupts.stop_on_signals()
     try:
         code = int(args.handler(args))
         sys.stdout.flush()  # a reader that left shows here, not as a failed flush at exit

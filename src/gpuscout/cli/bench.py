@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -257,41 +254,6 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     )
 
 
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
-def stop_on_signals(take_sigint: bool = True) -> Callable[[], None]:
-    """A closed terminal or a `kill` ends a measurement like Ctrl-C does: stored, not lost.
-
-    SIGTERM and SIGHUP raise KeyboardInterrupt; SIGHUP stays ignored where it was inherited
-    ignored (``nohup``: the user asked to outlive the terminal). ``take_sigint``: SIGINT too,
-    even where inherited ignored (a background job of a non-interactive shell), since an
-    explicit ``kill -INT`` must stop a measurement; its measuring child then starts with
-    SIGINT at its default rather than ignored. Returns what puts the previous handlers back.
-    Does nothing outside the main thread, where Python cannot set handlers.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    wanted: dict[signal.Signals, Any] = {signal.SIGTERM: _interrupt}
-    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
-        wanted[signal.SIGHUP] = _interrupt
-    if take_sigint:
-        wanted[signal.SIGINT] = signal.default_int_handler
-    previous = {
-        sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    }
-    for sig, handler in wanted.items():
-        signal.signal(sig, handler)
-
-    def restore() -> None:
-        if threading.current_thread() is threading.main_thread():
-            for sig, handler in previous.items():
-                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-
-    return restore
-
-
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -304,7 +266,6 @@ def run(args: argparse.Namespace) -> int:
     check_publish(args)
     check(config)  # a bad setting is refused before a database is created for it
     store = Store(args.db)  # open (and migrate) before measuring: a bad --db fails fast
-    stop_on_signals()
     err = Console(stderr=True)
     live = err.is_terminal and not args.quiet and not args.json
     if args.scaling:

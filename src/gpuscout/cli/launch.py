@@ -102,7 +102,6 @@ def run(args: argparse.Namespace) -> int:
     # nor may the workers take more than this machine has (unless --force)
     check_workers(args.workers, psutil.virtual_memory().available, usable_cores(), args.force)
     store = Store(args.db)
-    bench_cmd.stop_on_signals()
     err = Console(stderr=True)
 
     def say(text: str) -> None:

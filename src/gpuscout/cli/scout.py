@@ -40,7 +40,7 @@ def run_scout(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from gpuscout.catalog import load_catalog
-    from gpuscout.cli.bench import check_publish, publish, stop_on_signals
+    from gpuscout.cli.bench import check_publish, publish
     from gpuscout.cli.paths import check_output_files
     from gpuscout.cli.progress import BenchProgress
     from gpuscout.cli.report import write
@@ -70,7 +70,6 @@ def run_scout(args: argparse.Namespace) -> int:
             err.print(Text(f"gpuscout scout: {text}"))
 
     store = Store(args.db)  # open (and migrate) before measuring: a bad --db fails fast
-    stop_on_signals()
     with store, BenchProgress(err, enabled=live) as progress:
         result = scout(
             plan, store, catalog, stage, on_progress=progress.update, on_phase=progress.phase

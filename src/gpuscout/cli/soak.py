@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from contextlib import nullcontext
 from typing import Any
 
-from gpuscout.cli.bench import stop_on_signals
 from gpuscout.cli.doctor import add_target_options, target_fields
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import DRIFT, SOAK_MINUTES
@@ -54,10 +52,6 @@ def run(args: argparse.Namespace) -> int:
 
     config = SoakConfig(**target_fields(args), minutes=args.minutes, max_drift=args.max_drift)
     store = Store(args.db)  # a bad --db fails before an hour of soaking, not after
-    # Ctrl-C, a closed terminal or a kill end the soak early and keep what was measured; SIGINT
-    # is taken even where this process was started with it ignored (a background job).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    stop_on_signals()
     err = Console(stderr=True)
     live = err.is_terminal and not args.quiet and not args.json
     with err.status("soak: starting", spinner="dots") if live else nullcontext() as status:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuscout import interrupts
 from gpuscout.errors import GpuscoutError, UserError
 from gpuscout.measure.benchmark import INTERRUPTED, NOT_RECORDED, NOT_RESOLVED, check, failed
 from gpuscout.measure.monitor import Monitor, attach, start_monitor
@@ -70,7 +71,11 @@ def run_child(
     it at once.
     ``deadlines``: phase -> (seconds until the child's next word, why it failed if none came),
     for phases that can block for ever (a worker waiting for others that never connect).
+    A signal that was received but swallowed before (see :mod:`gpuscout.interrupts`) stops
+    this before a child starts, and one swallowed while the child runs interrupts it at its
+    next message.
     """
+    interrupts.raise_if_received()
     read_fd, write_fd = os.pipe()
     with _deferred_interrupts() as pending:  # a signal now is handled once the child is told
         with _sigint_blocked():
@@ -96,7 +101,7 @@ def run_child(
     failure: str | None = None
     while True:
         try:
-            if pending and not stop.interrupted:
+            if (pending or interrupts.received) and not stop.interrupted:
                 raise KeyboardInterrupt
             for message in messages:
                 if stop.interrupted:
@@ -113,6 +118,8 @@ def run_child(
                         windows[message["label"]] = monitor.summary()
                 elif "phase" in message or "progress" in message:
                     on_message(message)
+                    if interrupts.received and not stop.interrupted:
+                        raise KeyboardInterrupt  # one that on_message's code swallowed
                 else:
                     final = message
             break

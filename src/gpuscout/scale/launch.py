@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuscout import interrupts
 from gpuscout.measure import lifeline
 
 try:
@@ -73,6 +74,7 @@ def launch(
     ``config`` is what ``bench_args`` parse to (already checked by the caller); it labels the
     result when no worker produced one.
     """
+    interrupts.raise_if_received()  # one a library swallowed: no worker starts
     say = on_event or (lambda _: None)
     for folder in sweep_stale():
         say(f"removed {folder}, left behind by a launcher that was killed")
