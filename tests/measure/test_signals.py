@@ -302,39 +302,30 @@ def test_an_interrupt_wrapped_by_an_import_still_ends_as_interrupted(
             raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
 
     real = cli.build_parser
-
-    def parser() -> Any:
-        built = real()
-        built.set_defaults(command="specs", handler=importing)
-        return built
-
-    monkeypatch.setattr(cli, "build_parser", parser)
+    monkeypatch.setattr(cli, "build_parser", lambda: _parser(real, importing))
     assert cli.main([]) == 130
     assert capsys.readouterr().err.strip() == "gpuscout: interrupted"
+
+    def bug(_args: object) -> int:
+        raise RuntimeError("a bug")
+
     with pytest.raises(RuntimeError):  # any other exception stays a bug, with its traceback
-        monkeypatch.setattr(cli, "build_parser", lambda: _raising_parser(real))
+        monkeypatch.setattr(cli, "build_parser", lambda: _parser(real, bug))
         cli.main([])
 
     def half_imported(_args: object) -> int:  # the signal swallowed, a later failure from it
         _swallowed_sigterm()
         raise AttributeError("partially initialized module 'scipy' has no attribute 'stats'")
 
-    def parser_after_a_signal() -> Any:
-        built = real()
-        built.set_defaults(command="bench", handler=half_imported)
-        return built
-
-    monkeypatch.setattr(cli, "build_parser", parser_after_a_signal)
+    monkeypatch.setattr(cli, "build_parser", lambda: _parser(real, half_imported))
     assert cli.main([]) == 130
     assert capsys.readouterr().err.strip() == "gpuscout: interrupted"
 
 
-def _raising_parser(real: Any) -> Any:
-    def bug(_args: object) -> int:
-        raise RuntimeError("a bug")
-
+def _parser(real: Any, handler: Any) -> Any:
+    """The CLI's parser, its command's handler replaced (the command stays quick: specs)."""
     built = real()
-    built.set_defaults(command="specs", handler=bug)
+    built.set_defaults(command="specs", handler=handler)
     return built
 
 
