@@ -19,7 +19,7 @@ from tests.conftest import assert_user_errors, leftovers, run_cli
 
 
 def test_doctor_calls_the_demo_input_bound_and_measures_each_fix() -> None:
-    # 8 steps, not 6: at 6 a trial now and then came back without an interval (seen in a suite)
+    # 8 steps: 4 blocks of 2 for each mean's interval (a slow step widens it, see test_diagnose)
     r = run_cli("doctor", "--workload", "input-bound-demo", "--steps", "8", "--json", timeout=600)
     assert r.code == 0, r.err
     data = r.json()

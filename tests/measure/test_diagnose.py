@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gpuscout.diagnose.analysis import analyse, helped, measured_fix, rank
+from gpuscout.diagnose.analysis import analyse, helped, measured_fix, rank, timing_of
 from gpuscout.diagnose.records import Fix, SoakConfig, Timing, verdict_for
 from gpuscout.diagnose.soak import judge, window_noise
 from gpuscout.measure.batch_search import largest_fitting
@@ -100,6 +100,22 @@ def test_mean_interval_covers_the_mean_and_widens_with_noise() -> None:
     assert ql < quiet.mean() < qh and nl < noisy.mean() < nh
     assert (nh - nl) > 5 * (qh - ql)
     assert all(np.isnan(mean_ci([0.1, 0.1, 0.1])))
+
+
+def test_one_slow_step_among_few_widens_the_interval_instead_of_losing_it() -> None:
+    """Eight steps, one five times slower (a busy machine): the t-interval of four block means
+    reaches below zero. Reported as none before, as if too few steps had run (CI: the doctor's
+    cache fix lost its range); now its lower end is the fastest step, and a fix ten times
+    faster than its baseline is still shown faster, with a wide range."""
+    trial = [0.01] * 7 + [0.05]
+    assert mean_ci(trial)[0] < 0  # the case
+    t = timing_of("cache", trial, batch=128)
+    assert t.ci_low_s == 0.01 and t.ci_high_s is not None and t.ci_high_s > t.mean_s
+    base = timing_of("baseline", [0.1, 0.11, 0.1, 0.12, 0.1, 0.11, 0.1, 0.1], batch=128)
+    fix = measured_fix("cache", base, t, "dataset = dataset.cache()")
+    assert fix.speedup_low is not None and fix.speedup_high is not None
+    assert 1.0 < fix.speedup_low < fix.speedup < fix.speedup_high
+    assert timing_of("few", [0.01, 0.01, 0.01], batch=8).ci_low_s is None  # too few: none
 
 
 def _raw(first: list[float], last: list[float], **extra: object) -> dict[str, object]:

@@ -244,7 +244,8 @@ def _method_notes(config: DoctorConfig, base: Trial, fixes_of: FixSet) -> list[s
         f"{fixes_of.step_words}, batch {base.batch}, the pipeline as given (no prefetch, "
         "parallel map or cache added)",
         "speedup = the baseline's time per sample / the fix's, each alone on the baseline; its "
-        "range comes from the two means' 95% intervals (from blocks of consecutive steps)",
+        "range comes from the two means' 95% intervals (from blocks of consecutive steps; a "
+        "lower end below the fastest step measured is raised to it)",
         "input wait = 1 - (step on device-resident data) / (step in the training loop); "
         ">= 20% highly input-bound, >= 5% moderately",
     ]

@@ -21,10 +21,17 @@ def timing(label: str, outcome: Outcome, batch: int) -> Timing:
 
 
 def timing_of(label: str, times: Sequence[float], batch: int) -> Timing:
-    """Mean time per step with its interval (None when too few steps), median and rate."""
+    """Mean time per step with its interval (None when too few steps), median and rate.
+
+    The interval's lower end is never below the fastest step measured: with few steps, one
+    slow step (a busy machine) sends a Student-t interval below zero. That interval was
+    reported as none at all, as if too few steps had run (found by CI: the doctor's cache fix
+    lost its range, 1 run in about 100); the floor keeps it, wide and honest.
+    """
     s = summarize(times)
     low, high = mean_ci(times)
-    known = math.isfinite(low) and math.isfinite(high) and low > 0  # else too few steps
+    known = math.isfinite(low) and math.isfinite(high)  # else too few steps
+    low = max(low, min(times)) if known else low
     return Timing(
         label=label,
         mean_s=s.mean,
