@@ -196,6 +196,33 @@ def test_a_signal_swallowed_while_the_child_measures_interrupts_it() -> None:
     assert not leftovers()
 
 
+def test_an_interrupted_scout_stops_after_storing_the_run_it_interrupted(tmp_path: Path) -> None:
+    """Before, a signal stopped the workload being measured and scout went on to the next
+    one; now the signal on record stops it before the next child starts."""
+    from gpuscout import interrupts
+    from gpuscout.catalog import load_catalog
+    from gpuscout.scout import ScoutPlan, scout
+
+    def on_progress(_progress: object) -> None:
+        if not interrupts.received:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises here, as on a real kill
+
+    interrupts.forget()
+    restore = interrupts.stop_on_signals()
+    try:
+        with Store(tmp_path / "runs.sqlite") as store:
+            with pytest.raises(KeyboardInterrupt):
+                plan = ScoutPlan(measure=(("mlp", 30.0), ("cnn-small", 30.0)))
+                scout(plan, store, load_catalog(), on_progress=on_progress)
+            runs = [store.get(row.id) for row in store.list()]
+    finally:
+        restore()
+        interrupts.forget()
+    assert [(r.workload, r.message) for r in runs] == [("mlp", INTERRUPTED)]
+    assert not leftovers()
+
+
 def test_sigterm_while_the_child_imports_its_modules_stops_the_run(tmp_path: Path) -> None:
     bench = Bench(tmp_path / "runs.sqlite")
     bench.wait_for(bench.child, "its measuring child")
