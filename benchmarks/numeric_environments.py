@@ -30,7 +30,8 @@ PROBE = """
 import hashlib, tempfile
 from pathlib import Path
 from gpuscout.catalog import load_catalog
-from gpuscout.predict.calibrate import fit_calibration, published_points
+from gpuscout.predict.calibration_points import published_points
+from gpuscout.predict.calibrate import fit_calibration
 from gpuscout.report.document import build_report
 from gpuscout.report.markdown import render_markdown
 from gpuscout.store import Store

@@ -29,7 +29,8 @@ from importlib import resources
 from pathlib import Path
 
 from gpuscout.catalog import load_catalog
-from gpuscout.predict.calibrate import fit_calibration, published_points, write_shipped
+from gpuscout.predict.calibrate import fit_calibration, write_shipped
+from gpuscout.predict.calibration_points import published_points
 from gpuscout.predict.out_of_sample import (
     NEWEST,
     Figures,

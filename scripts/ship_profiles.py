@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpuscout.predict.profile import compute
+from gpuscout.predict.profile_trace import compute
 from gpuscout.workloads import BERT_LARGE
 
 OUT = (

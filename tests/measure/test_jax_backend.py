@@ -75,7 +75,7 @@ out["user"] = [user.params, step_cost(user.hlo, user.model_name).flops["matmul"]
 reg = jax_hlo.user_step_hlo(sys.argv[4], 8, "fp32")
 out["regressor"] = [reg.params, step_cost(reg.hlo, reg.model_name).flops["matmul"]]
 out["forward"] = [fwd.params, step_cost(fwd.hlo, fwd.model_name).flops["matmul"]]
-from gpuscout.predict.profile import get_profile
+from gpuscout.predict.profile_trace import get_profile
 jax_profile = get_profile("mlp", {}, 64, "fp32", backend="jax")
 out["profile"] = [jax_profile.backend, jax_profile.method, jax_profile.flops["matmul"]]
 print(json.dumps(out))
@@ -146,7 +146,7 @@ def test_every_workload_trains_on_jax_and_counts_what_tensorflow_counts() -> Non
         pytest.approx(step_cost(fwd.hlo, fwd.model_name).flops["matmul"], rel=1e-9),
     ]
     assert not out["tensorflow_imported"]  # not even to seed (Keras would, for tf.data)
-    from gpuscout.predict.profile import get_profile
+    from gpuscout.predict.profile_trace import get_profile
 
     backend, method, matmul = out["profile"]  # predict --backend jax's profile
     assert backend == "jax" and "jitted JAX train step" in method

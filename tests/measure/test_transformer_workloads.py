@@ -207,7 +207,7 @@ def test_hlo_of_the_train_step_does_the_analytic_flops() -> None:
     three) equal the analytic count; stated tolerance 0.1 %, found exact. (bert-large is
     bert-base's code, whose tiny step tests/predict/test_hlo.py holds to the same formula.)"""
     pytest.importorskip("tensorflow")
-    from gpuscout.predict.profile import compute
+    from gpuscout.predict.profile_trace import compute
 
     w = WORKLOADS["gpt2"]
     profile = compute("gpt2", SMALL, 4, "fp32")

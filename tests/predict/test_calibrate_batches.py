@@ -4,7 +4,7 @@ model runs it at: they often differ (a source's batch 1280 is modelled at the pr
 from __future__ import annotations
 
 from gpuscout.catalog import load_catalog
-from gpuscout.predict.calibrate import published_points
+from gpuscout.predict.calibration_points import published_points
 from tests.conftest import run_cli
 
 

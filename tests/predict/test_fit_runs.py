@@ -15,7 +15,8 @@ import pytest
 
 from gpuscout.catalog import load_catalog
 from gpuscout.measure.fit_run import compose_fit_run, fit_rate
-from gpuscout.predict.calibrate import fit_calibration, published_points, run_points
+from gpuscout.predict.calibrate import fit_calibration
+from gpuscout.predict.calibration_points import published_points, run_points
 from gpuscout.records import RunResult
 from gpuscout.store import Store
 from tests.conftest import run_cli

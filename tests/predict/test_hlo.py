@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpuscout.predict.hlo import step_cost
-from gpuscout.predict.profile import compute
+from gpuscout.predict.profile_trace import compute
 from gpuscout.workloads import get_workload
 
 HAND = (Path(__file__).parents[1] / "data" / "hand_module.hlo").read_text()

@@ -11,7 +11,8 @@ import pytest
 
 from gpuscout.predict.hlo import step_cost
 from gpuscout.predict.kernels import Kernel, merge
-from gpuscout.predict.profile import PROFILE_VERSION, Profile, cached, compute
+from gpuscout.predict.profile import PROFILE_VERSION, Profile, cached
+from gpuscout.predict.profile_trace import compute
 
 # A dot, a convolution and its backward-filter twin, and an elementwise chain (add -> exp)
 # whose only consumer is a reduce: XLA fuses the chain into the reduction (input fusion).

@@ -9,7 +9,8 @@ import pytest
 from gpuscout.catalog import Catalog, load_catalog
 from gpuscout.errors import UserError
 from gpuscout.predict import Anchor, predict, scaling
-from gpuscout.predict.calibrate import Point, fit_calibration
+from gpuscout.predict.calibrate import fit_calibration
+from gpuscout.predict.calibration_points import Point
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Efficiency, samples_per_second, step_time
 

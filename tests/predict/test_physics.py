@@ -8,15 +8,8 @@ import dataclasses
 import pytest
 
 from gpuscout.catalog import Catalog, Gpu, load_catalog
-from gpuscout.predict.calibrate import (
-    STORED,
-    Calibration,
-    Point,
-    calibration_for,
-    fit_calibration,
-    point_terms,
-    published_points,
-)
+from gpuscout.predict.calibrate import Calibration, calibration_for, fit_calibration
+from gpuscout.predict.calibration_points import STORED, Point, point_terms, published_points
 from gpuscout.predict.out_of_sample import family, leave_one_source_out, mape
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Efficiency, step_time

@@ -115,8 +115,9 @@ def _quick(args: argparse.Namespace) -> int:
 def _full(args: argparse.Namespace) -> int:
     from gpuscout.advise import PRESETS, Request, advise
     from gpuscout.catalog import FEATURES, load_catalog
-    from gpuscout.predict.calibrate import calibration_for, user_rows_used
-    from gpuscout.predict.profile import get_profile
+    from gpuscout.predict.calibrate import calibration_for
+    from gpuscout.predict.calibration_points import user_rows_used
+    from gpuscout.predict.profile_trace import get_profile
     from gpuscout.price import Assumptions
     from gpuscout.workloads import get_workload
 
@@ -180,7 +181,7 @@ def run_memory(args: argparse.Namespace) -> int:
     gpus = [catalog.resolve(g).gpu for g in args.gpu] or list(catalog.gpus.values())
     if args.workload:
         from gpuscout.limits import check_fits_a_gpu
-        from gpuscout.predict.profile import get_profile
+        from gpuscout.predict.profile_trace import get_profile
         from gpuscout.workloads import get_workload
 
         w = get_workload(args.workload, own_model=False)

@@ -23,11 +23,8 @@ def register(sub: Any) -> None:
 def run_calibrate(args: argparse.Namespace) -> int:
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.predict import stored_runs
-    from gpuscout.predict.calibrate import (
-        calibration_for,
-        run_points,
-        user_rows_used,
-    )
+    from gpuscout.predict.calibrate import calibration_for
+    from gpuscout.predict.calibration_points import run_points, user_rows_used
 
     catalog = load_catalog(args.catalog)
     mine, left_out = run_points(stored_runs(args.db), catalog)

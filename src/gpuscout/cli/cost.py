@@ -105,8 +105,9 @@ def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[
     """(gpu, count) -> (speedup, scaling) from the predictor, and the job in reference
     GPU-hours."""
     from gpuscout.predict import predict
-    from gpuscout.predict.calibrate import calibration_for, user_rows_used
-    from gpuscout.predict.profile import get_profile
+    from gpuscout.predict.calibrate import calibration_for
+    from gpuscout.predict.calibration_points import user_rows_used
+    from gpuscout.predict.profile_trace import get_profile
     from gpuscout.units import fmt_count, fmt_hours, fmt_rate
     from gpuscout.workloads import get_workload
 

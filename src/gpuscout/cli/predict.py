@@ -135,8 +135,9 @@ def _predict_inference(args: argparse.Namespace) -> int:
     """One GPU's forward pass per batch: serving throughput and the model's share of latency."""
     from gpuscout.catalog import load_catalog
     from gpuscout.predict import predict
-    from gpuscout.predict.calibrate import calibration_for, user_rows_used
-    from gpuscout.predict.profile import get_forward_profile
+    from gpuscout.predict.calibrate import calibration_for
+    from gpuscout.predict.calibration_points import user_rows_used
+    from gpuscout.predict.profile_trace import get_forward_profile
 
     if args.count != [(1, 1)] or args.from_run:
         raise UserError(
@@ -209,13 +210,13 @@ def run_predict(args: argparse.Namespace) -> int:
     from gpuscout.catalog import load_catalog
     from gpuscout.limits import check_fits_a_gpu
     from gpuscout.predict import anchor_from_run, predict
-    from gpuscout.predict.profile import get_profile
+    from gpuscout.predict.profile_trace import get_profile
     from gpuscout.workloads import get_workload
 
     catalog = load_catalog(args.catalog)
     notes: list[str] = []
     if args.model:
-        from gpuscout.predict.profile import get_user_profile
+        from gpuscout.predict.profile_trace import get_user_profile
 
         batch = args.batch_size or 32
         if not args.batch_size:
@@ -246,11 +247,8 @@ def run_predict(args: argparse.Namespace) -> int:
     if names != ["all"]:
         _check_precision(gpus, args.precision)
     runs = stored_runs(args.db)
-    from gpuscout.predict.calibrate import (
-        calibration_for,
-        run_points,
-        user_rows_used,
-    )
+    from gpuscout.predict.calibrate import calibration_for
+    from gpuscout.predict.calibration_points import run_points, user_rows_used
 
     mine, left_out = run_points(runs, catalog)
     calibration = calibration_for(catalog, mine)

@@ -2,8 +2,9 @@
 
 HLO is the program XLA actually compiles, with every shape resolved, so counting it counts
 what the hardware is asked to do — forward, backward and optimizer update — rather than what a
-formula assumes. This module parses HLO *text* and needs no TensorFlow; the text comes from
-``measure/backends/tensorflow/hlo.py`` (``experimental_get_compiler_ir(stage="hlo")``).
+formula assumes. This module reads HLO *text* (parsed by ``hlo_text.py``) and needs no
+TensorFlow; the text comes from ``measure/backends/tensorflow/hlo.py``
+(``experimental_get_compiler_ir(stage="hlo")``) or ``measure/backends/jax/hlo.py``.
 
 Op classes, as the roofline model uses them:
 
@@ -46,57 +47,28 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from gpuscout.predict.hlo_text import (
+    DESCEND,
+    FREE,
+    MOVEMENT,
+    REDUCTION,
+    REF,
+    Instr,
+    array_shapes,
+    conv_flops,
+    dot_flops,
+    dtype_of,
+    element_count,
+    fusion_targets,
+    int_attr,
+    live_instrs,
+    nbytes,
+    operand_text,
+    parse_module,
+)
 from gpuscout.predict.kernels import Kernel, merge
 
 CLASSES = ("matmul", "elementwise", "reduction")
-
-
-_BYTES = {
-    "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
-    "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
-    "s32": 4, "u32": 4, "f32": 4,
-    "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16,
-}  # fmt: skip
-_FREE = frozenset(
-    [
-        "parameter",
-        "constant",
-        "tuple",
-        "get-tuple-element",
-        "reshape",
-        "bitcast",
-        "broadcast",
-        "iota",
-        "after-all",
-        "partition-id",
-        "replica-id",
-        "opt-barrier",
-        "rng-get-and-update-state",
-    ]
-)
-_REDUCTION = frozenset({"reduce", "reduce-window", "select-and-scatter"})
-_MOVEMENT = frozenset(
-    [
-        "copy",
-        "transpose",
-        "concatenate",
-        "pad",
-        "slice",
-        "dynamic-slice",
-        "dynamic-update-slice",
-        "reverse",
-        "gather",
-        "scatter",
-        "convert",
-        "bitcast-convert",
-    ]
-)
-_DESCEND = frozenset({"call", "while", "conditional"})
-
-_ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,]*)\]")
-_INSTR = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.+?)\s+([a-z][a-z0-9\-]*)\((.*)$")
-_REF = re.compile(r"%([\w.\-]+)")
-_HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
 
 
 @dataclass
@@ -119,87 +91,6 @@ class StepCost:
         return merge(self.raw_kernels)
 
 
-@dataclass(frozen=True)
-class _Instr:
-    name: str
-    shape: str  # the result type text
-    opcode: str
-    rest: str  # operands and attributes
-    root: bool
-
-
-def _arrays(text: str) -> list[tuple[str, list[int]]]:
-    return [
-        (dtype, [int(d) for d in dims.split(",") if d])
-        for dtype, dims in _ARRAY.findall(text)
-        if dtype in _BYTES
-    ]
-
-
-def _nbytes(text: str) -> int:
-    return sum(_BYTES[t] * math.prod(dims) for t, dims in _arrays(text))
-
-
-def _elements(text: str) -> int:
-    return sum(math.prod(dims) for _, dims in _arrays(text))
-
-
-def _operands(rest: str) -> str:
-    """The operand list: the text up to the parenthesis that closes the op's call."""
-    depth = 1
-    for i, ch in enumerate(rest):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0:
-            return rest[:i]
-    return rest
-
-
-def parse_module(text: str) -> tuple[str, dict[str, list[_Instr]]]:
-    """The entry computation's name and every computation's instructions."""
-    comps: dict[str, list[_Instr]] = {}
-    entry, current = "", None
-    for line in text.splitlines():
-        header = _HEADER.match(line)
-        if header and not line.startswith(" "):
-            current = header.group(2)
-            comps[current] = []
-            if header.group(1):
-                entry = current
-            continue
-        if line.strip() == "}":
-            current = None
-            continue
-        m = _INSTR.match(line)
-        if m and current is not None:
-            root = bool(m.group(1))
-            comps[current].append(_Instr(m.group(2), m.group(3), m.group(4), m.group(5), root))
-    if not entry:
-        raise ValueError("no ENTRY computation in the HLO text")
-    return entry, comps
-
-
-def _dot_flops(ins: _Instr, operands: str) -> float:
-    lhs = _arrays(operands)[0][1]
-    dims = re.search(r"lhs_contracting_dims=\{([0-9,]*)\}", ins.rest)
-    contracted = math.prod(lhs[int(d)] for d in dims.group(1).split(",") if d) if dims else 1
-    return 2.0 * _elements(ins.shape) * contracted
-
-
-def _conv_flops(ins: _Instr, operands: str) -> float:
-    lhs = _arrays(operands)[0][1]
-    window = re.search(r"window=\{size=([0-9x]+)", ins.rest)
-    taps = float(math.prod(int(s) for s in window.group(1).split("x"))) if window else 1.0
-    dilated = re.search(r"lhs_dilate=([0-9x]+)", ins.rest)
-    if dilated:  # a gradient of a strided conv: taps that land on inserted zeros do no work
-        taps /= math.prod(int(s) for s in dilated.group(1).split("x"))
-    labels = re.search(r"dim_labels=([0-9a-z]+)_", ins.rest)
-    feature_dim = labels.group(1).index("f") if labels else len(lhs) - 1
-    groups = re.search(r"feature_group_count=(\d+)", ins.rest)
-    per_group = lhs[feature_dim] // (int(groups.group(1)) if groups else 1)
-    return 2.0 * _elements(ins.shape) * taps * per_group
-
-
 def step_cost(text: str, forward_scope: str | None = None) -> StepCost:
     """FLOPs and estimated bytes of the step an HLO module describes.
 
@@ -214,7 +105,7 @@ def step_cost(text: str, forward_scope: str | None = None) -> StepCost:
 
 def _add(
     cost: StepCost,
-    comps: dict[str, list[_Instr]],
+    comps: dict[str, list[Instr]],
     name: str,
     seen: set[str],
     scope: str | None,
@@ -222,34 +113,34 @@ def _add(
     if name in seen:  # a computation is counted once even if called from several places
         return
     seen.add(name)
-    live = _live(comps.get(name, []))
+    live = live_instrs(comps.get(name, []))
     fusable = _fused_into_consumer(live)
     cost.raw_kernels.extend(_kernels(live))
     reduced: set[str] = set()
     for ins in live:
-        if ins.opcode in _DESCEND:
+        if ins.opcode in DESCEND:
             for called in re.findall(r"(?:to_apply|body|condition|branch_computations=\{?|"
                                      r"true_computation|false_computation)=?%?([\w.\-]+)",
                                      ins.rest):  # fmt: skip
                 _add(cost, comps, called, seen, scope)
             continue
-        if ins.opcode in _FREE:
+        if ins.opcode in FREE:
             continue
-        operands = _operands(ins.rest)
-        out_bytes = _nbytes(ins.shape)
+        operands = operand_text(ins.rest)
+        out_bytes = nbytes(ins.shape)
         if ins.opcode == "dot":
-            cls, flops, moved = "matmul", _dot_flops(ins, operands), _nbytes(operands) + out_bytes
+            cls, flops, moved = "matmul", dot_flops(ins, operands), nbytes(operands) + out_bytes
         elif ins.opcode == "convolution":
-            cls, flops, moved = "matmul", _conv_flops(ins, operands), _nbytes(operands) + out_bytes
-        elif ins.opcode in _REDUCTION:  # one operation per element of the reduced input
-            data = _arrays(operands)[0][1]
-            source = (_REF.findall(operands) or [ins.name])[0]
+            cls, flops, moved = "matmul", conv_flops(ins, operands), nbytes(operands) + out_bytes
+        elif ins.opcode in REDUCTION:  # one operation per element of the reduced input
+            data = array_shapes(operands)[0][1]
+            source = (REF.findall(operands) or [ins.name])[0]
             # Sibling reductions of one tensor (a norm's mean and variance) share one read.
-            read = 0 if source in reduced else _nbytes(operands)
+            read = 0 if source in reduced else nbytes(operands)
             reduced.add(source)
             cls, flops, moved = "reduction", float(math.prod(data)), read + out_bytes
         else:
-            flops = 0.0 if ins.opcode in _MOVEMENT else float(_elements(ins.shape))
+            flops = 0.0 if ins.opcode in MOVEMENT else float(element_count(ins.shape))
             fused = fusable.get(ins.name, False)
             cls, moved = "elementwise", 0 if fused else out_bytes
         cost.flops[cls] += flops
@@ -259,130 +150,82 @@ def _add(
         cost.saved_activation_bytes += _saved_bytes(live, scope)
 
 
-def _elementwise(ins: _Instr) -> bool:
-    return (
-        ins.opcode not in _FREE
-        and ins.opcode not in _REDUCTION
-        and ins.opcode not in ("dot", "convolution", *_DESCEND)
-    )
-
-
-def _fused_into_consumer(instrs: list[_Instr]) -> dict[str, bool]:
+def _fused_into_consumer(instrs: list[Instr]) -> dict[str, bool]:
     """Elementwise results XLA keeps in registers: a single consumer that is itself
     elementwise (loop fusion), looking through reshapes. Results that leave the step (the
     tuple of outputs: updated weights, the loss) are written to memory."""
-    targets = _fusion_targets(instrs)
+    targets = fusion_targets(instrs)
     return {ins.name: ins.name in targets for ins in instrs}
 
 
-def _fusion_targets(instrs: list[_Instr]) -> dict[str, str]:
-    """For each elementwise result fused into its consumer, that consumer's name."""
-    consumers: dict[str, list[_Instr]] = {}
-    for ins in instrs:
-        for ref in set(_REF.findall(_operands(ins.rest))):
-            consumers.setdefault(ref, []).append(ins)
-
-    def effective(name: str, depth: int = 0) -> list[_Instr]:
-        out: list[_Instr] = []
-        for user in consumers.get(name, []):
-            if user.opcode in ("reshape", "bitcast") and not user.root and depth < 8:
-                out.extend(effective(user.name, depth + 1))
-            else:
-                out.append(user)
-        return out
-
-    targets = {}
-    for ins in instrs:
-        users = effective(ins.name)
-        if (
-            _elementwise(ins)
-            and not ins.root
-            and len(users) == 1
-            and (_elementwise(users[0]) or users[0].opcode in _REDUCTION)
-            and not users[0].root
-        ):
-            targets[ins.name] = users[0].name
-    return targets
-
-
-def _dtype(text: str) -> str:
-    arrays = _arrays(text)
-    return arrays[0][0] if arrays else "f32"
-
-
-def _dims(rest: str, attr: str) -> list[int]:
-    found = re.search(rf"\b{attr}=\{{([0-9,]*)\}}", rest)
-    return [int(d) for d in found.group(1).split(",") if d] if found else []
-
-
-def _dot_kernel(ins: _Instr, operands: str) -> Kernel:
+def _dot_kernel(ins: Instr, operands: str) -> Kernel:
     """A dot as a (batched) GEMM: batch dims, then the free dims of each side, contracted."""
-    (dtype, lhs), (_, rhs) = _arrays(operands)[:2]
+    (dtype, lhs), (_, rhs) = array_shapes(operands)[:2]
     lhs_batch, lhs_contract = (
-        _dims(ins.rest, "lhs_batch_dims"),
-        _dims(ins.rest, "lhs_contracting_dims"),
+        int_attr(ins.rest, "lhs_batch_dims"),
+        int_attr(ins.rest, "lhs_contracting_dims"),
     )
     rhs_batch, rhs_contract = (
-        _dims(ins.rest, "rhs_batch_dims"),
-        _dims(ins.rest, "rhs_contracting_dims"),
+        int_attr(ins.rest, "rhs_batch_dims"),
+        int_attr(ins.rest, "rhs_contracting_dims"),
     )
     lhs_free = [d for i, d in enumerate(lhs) if i not in lhs_batch and i not in lhs_contract]
     rhs_free = [d for i, d in enumerate(rhs) if i not in rhs_batch and i not in rhs_contract]
     return Kernel(
         op="matmul",
-        flops=_dot_flops(ins, operands),
-        bytes=_nbytes(operands) + _nbytes(ins.shape),
+        flops=dot_flops(ins, operands),
+        bytes=nbytes(operands) + nbytes(ins.shape),
         dtype=dtype,
         batch=max(1, math.prod(lhs[i] for i in lhs_batch)),
         m=math.prod(lhs_free),
         n=math.prod(rhs_free),
         k=math.prod(lhs[i] for i in lhs_contract),
-        elements=_elements(ins.shape),
+        elements=element_count(ins.shape),
     )
 
 
-def _conv_kernel(ins: _Instr, operands: str) -> Kernel:
+def _conv_kernel(ins: Instr, operands: str) -> Kernel:
     """A convolution as the implicit GEMM cuDNN runs, read from its ``dim_labels``: m = output
     batch x output spatial, n = output features per group, k = window taps x input features
     per group (taps on an input-dilated gradient's inserted zeros do no work), batch = groups.
     A backward-filter convolution labels the images as features and the channels as batch,
     so the same rule gives its GEMM: m = input channels x taps, k = images x pixels."""
-    (dtype, lhs), _ = _arrays(operands)[:2]
-    out = _arrays(ins.shape)[0][1]
+    (dtype, lhs), _ = array_shapes(operands)[:2]
+    out = array_shapes(ins.shape)[0][1]
     labels = re.search(r"dim_labels=([0-9a-z]+)_([0-9a-z]+)->([0-9a-z]+)", ins.rest)
     lhs_labels, out_labels = (labels.group(1), labels.group(3)) if labels else ("b01f", "b01f")
     groups = re.search(r"feature_group_count=(\d+)", ins.rest)
     g = int(groups.group(1)) if groups else 1
-    flops = _conv_flops(ins, operands)
+    flops = conv_flops(ins, operands)
     out_features = out[out_labels.index("f")]
     m = math.prod(d for i, d in enumerate(out) if out_labels[i] != "f")
     n = max(1, out_features // g)
     return Kernel(
         op="conv",
         flops=flops,
-        bytes=_nbytes(operands) + _nbytes(ins.shape),
+        bytes=nbytes(operands) + nbytes(ins.shape),
         dtype=dtype,
         batch=g,
         m=m,
         n=n,
         k=max(1, round(flops / (2.0 * g * m * n))) if m else lhs[lhs_labels.index("f")] // g,
-        elements=_elements(ins.shape),
+        elements=element_count(ins.shape),
     )
 
 
-def _kernels(live: list[_Instr]) -> list[Kernel]:
+def _kernels(live: list[Instr]) -> list[Kernel]:
     """The kernels of one computation, in program order (see the module docstring)."""
     by_name = {i.name: i for i in live}
-    targets = _fusion_targets(live)
+    targets = fusion_targets(live)
     first_reduce: dict[str, str] = {}  # reduced tensor -> the reduce whose kernel reads it
     sibling: dict[str, str] = {}  # a reduce -> the first reduce of the same tensor
     for ins in live:
-        if ins.opcode in _REDUCTION:
-            source = (_REF.findall(_operands(ins.rest)) or [ins.name])[0]
+        if ins.opcode in REDUCTION:
+            source = (REF.findall(operand_text(ins.rest)) or [ins.name])[0]
             sibling[ins.name] = first_reduce.setdefault(source, ins.name)
-    groups: dict[str, list[_Instr]] = {}  # root (or first sibling reduce) -> its members
+    groups: dict[str, list[Instr]] = {}  # root (or first sibling reduce) -> its members
     for ins in live:
-        if ins.opcode in _FREE or ins.opcode in _DESCEND:
+        if ins.opcode in FREE or ins.opcode in DESCEND:
             continue
         root = ins.name
         while root in targets:
@@ -395,39 +238,39 @@ def _kernels(live: list[_Instr]) -> list[Kernel]:
         members = groups[root]
         head = by_name[root]
         if head.opcode == "dot":
-            kernels.append(_dot_kernel(head, _operands(head.rest)))
+            kernels.append(_dot_kernel(head, operand_text(head.rest)))
         elif head.opcode == "convolution":
-            kernels.append(_conv_kernel(head, _operands(head.rest)))
+            kernels.append(_conv_kernel(head, operand_text(head.rest)))
         else:
             kernels.append(_fused_kernel(head, members, by_name))
     return kernels
 
 
-def _fused_kernel(head: _Instr, members: list[_Instr], by_name: dict[str, _Instr]) -> Kernel:
+def _fused_kernel(head: Instr, members: list[Instr], by_name: dict[str, Instr]) -> Kernel:
     """A loop fusion (head elementwise) or an input fusion (head a reduce, with its siblings):
     reads what enters from outside the group, writes the non-fused results."""
     inside = {i.name for i in members}
     read: dict[str, int] = {}
     flops = 0.0
     for ins in members:
-        for ref in set(_REF.findall(_operands(ins.rest))):
+        for ref in set(REF.findall(operand_text(ins.rest))):
             src = by_name.get(ref)
             while (
                 src is not None
                 and src.name not in inside
                 and src.opcode in ("reshape", "bitcast", "broadcast")
             ):
-                refs = _REF.findall(_operands(src.rest))
+                refs = REF.findall(operand_text(src.rest))
                 src = by_name.get(refs[0]) if refs else None
             if src is not None and src.name not in inside:
-                read[src.name] = 0 if src.opcode == "iota" else _nbytes(src.shape)
-        if ins.opcode in _REDUCTION:
-            flops += float(math.prod(_arrays(_operands(ins.rest))[0][1]))
-        elif ins.opcode not in _MOVEMENT:
-            flops += float(_elements(ins.shape))
-    if head.opcode in _REDUCTION:
-        written = sum(_nbytes(i.shape) for i in members if i.opcode in _REDUCTION)
-        data = _arrays(_operands(head.rest))[0]
+                read[src.name] = 0 if src.opcode == "iota" else nbytes(src.shape)
+        if ins.opcode in REDUCTION:
+            flops += float(math.prod(array_shapes(operand_text(ins.rest))[0][1]))
+        elif ins.opcode not in MOVEMENT:
+            flops += float(element_count(ins.shape))
+    if head.opcode in REDUCTION:
+        written = sum(nbytes(i.shape) for i in members if i.opcode in REDUCTION)
+        data = array_shapes(operand_text(head.rest))[0]
         return Kernel(
             op="reduction",
             flops=flops,
@@ -438,9 +281,9 @@ def _fused_kernel(head: _Instr, members: list[_Instr], by_name: dict[str, _Instr
     return Kernel(
         op="elementwise",
         flops=flops,
-        bytes=sum(read.values()) + _nbytes(head.shape),
-        dtype=_dtype(head.shape),
-        elements=_elements(head.shape),
+        bytes=sum(read.values()) + nbytes(head.shape),
+        dtype=dtype_of(head.shape),
+        elements=element_count(head.shape),
     )
 
 
@@ -448,14 +291,14 @@ def _fused_kernel(head: _Instr, members: list[_Instr], by_name: dict[str, _Instr
 _GRADIENT_MARKS = ('op_name="gradient_tape', "/transpose(jvp(")
 
 
-def _saved_bytes(instrs: list[_Instr], scope: str) -> float:
+def _saved_bytes(instrs: list[Instr], scope: str) -> float:
     """Bytes of forward results that gradient ops read (through reshapes and the like)."""
     by_name = {i.name: i for i in instrs}
 
-    def source(name: str) -> _Instr | None:
+    def source(name: str) -> Instr | None:
         ins = by_name.get(name)
         while ins is not None and ins.opcode in ("reshape", "bitcast", "copy", "convert"):
-            refs = _REF.findall(_operands(ins.rest))
+            refs = REF.findall(operand_text(ins.rest))
             ins = by_name.get(refs[0]) if refs else None
         return ins
 
@@ -463,22 +306,8 @@ def _saved_bytes(instrs: list[_Instr], scope: str) -> float:
     for ins in instrs:
         if not any(mark in ins.rest for mark in _GRADIENT_MARKS):
             continue
-        for ref in _REF.findall(_operands(ins.rest)):
+        for ref in REF.findall(operand_text(ins.rest)):
             src = source(ref)
-            if src is not None and scope in src.rest and src.opcode not in _FREE:
-                saved[src.name] = _nbytes(src.shape)
+            if src is not None and scope in src.rest and src.opcode not in FREE:
+                saved[src.name] = nbytes(src.shape)
     return float(sum(saved.values()))
-
-
-def _live(instrs: list[_Instr]) -> list[_Instr]:
-    """The instructions the result depends on: XLA drops the rest (dead code) before running."""
-    by_name = {i.name: i for i in instrs}
-    todo = [i.name for i in instrs if i.root]
-    live: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if name in live or name not in by_name:
-            continue
-        live.add(name)
-        todo.extend(_REF.findall(_operands(by_name[name].rest)))
-    return [i for i in instrs if i.name in live]

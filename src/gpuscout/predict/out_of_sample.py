@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuscout.predict.calibrate import Point, fit_calibration, modelled
+from gpuscout.predict.calibrate import fit_calibration, modelled
+from gpuscout.predict.calibration_points import Point
 
 NEWEST = ("Ada Lovelace", "Hopper", "Blackwell")
 FAMILIES = {"resnet50": "resnet50", "bert-base": "bert", "bert-large": "bert"}

@@ -10,8 +10,9 @@ any batch size without TensorFlow: each published measurement is modelled at its
 (ResNet-50 rows run 96 to 1,280 images per GPU). Every size in a training step's HLO is an
 affine function of the batch (a dimension is the batch or it is not; bytes and FLOPs are sums
 of such products, each with the batch at most once), so two traces at two batches determine it:
-``compute(..., scale_from=...)`` traces the second one and stores the slopes per sample. A test
-checks the rescaled profile against a real trace at a third batch, field for field.
+``profile_trace.compute(..., scale_from=...)`` traces the second one and stores the slopes per
+sample. A test checks the rescaled profile against a real trace at a third batch, field for
+field. Tracing (which needs a backend) is ``profile_trace.py``; this module reads and caches.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import json
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -262,142 +263,3 @@ def _without_batch(key: str) -> str:
 
 def _filename(key: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in key)
-
-
-def compute(
-    workload: str,
-    dims: Mapping[str, int],
-    batch: int,
-    precision: str,
-    scale_from: int | None = None,
-    backend: str = "tensorflow",
-) -> Profile:
-    """Trace the step with TensorFlow (or JAX) and count its HLO (seconds; no device time).
-
-    ``scale_from``: a second batch to trace too, so the profile learns how it grows with the
-    batch and ``at_batch`` works (twice the time; the shipped profiles do it)."""
-    from gpuscout.predict.hlo import step_cost
-    from gpuscout.workloads import get_workload
-
-    step_hlo = tracer(backend).step_hlo
-    resolved = get_workload(workload).resolve(dims)
-    ir = step_hlo(workload, resolved, batch, precision)
-    cost = step_cost(ir.hlo, forward_scope=ir.model_name)
-    profile = profile_from_ir(workload, resolved, batch, precision, ir, cost)
-    if scale_from is None:
-        return profile
-    other_ir = step_hlo(workload, resolved, scale_from, precision)
-    other = step_cost(other_ir.hlo, forward_scope=other_ir.model_name)
-    kernels, per_sample = learn_per_sample(batch, cost, scale_from, other)
-    return profile.model_copy(update={"kernels": kernels, "per_sample": per_sample})
-
-
-def profile_from_ir(
-    workload: str,
-    dims: dict[str, int],
-    batch: int,
-    precision: str,
-    ir: Any,
-    cost: Any,
-    kind: Literal["train", "forward"] = "train",
-) -> Profile:
-    on_jax = str(ir.tf_version).startswith("jax")
-    method = (
-        ("XLA HLO of the jitted JAX train step (lowered for CUDA)" if on_jax
-         else "XLA HLO of the tf.function train step (stage=hlo), dead code removed")
-        if kind == "train"
-        else "XLA HLO of the model's forward pass (training=False"
-        + (", jitted on JAX)" if on_jax else ", stage=hlo)")
-    )  # fmt: skip
-    return Profile(
-        kind=kind,
-        backend="jax" if on_jax else "tensorflow",
-        workload=workload,
-        dims=dims,
-        batch=batch,
-        precision=precision,
-        flops=cost.flops,
-        bytes=cost.bytes,
-        params=ir.params,
-        param_bytes=ir.param_bytes,
-        optimizer_state_bytes=ir.optimizer_state_bytes,
-        saved_activation_bytes=cost.saved_activation_bytes,
-        kernels=cost.kernels,
-        method=method,
-        tf_version=ir.tf_version,
-    )
-
-
-def user_model_name(model_spec: str) -> str:
-    """'model:NAME:HASH' for a user's model: a changed file gets a new profile."""
-    import hashlib
-
-    from gpuscout.measure.user_spec import parse_model_spec
-
-    path = parse_model_spec(model_spec).path
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    return f"model:{model_spec}:{digest}"
-
-
-def tracer(backend: str) -> Any:
-    """The module that traces steps on ``backend``: ``step_hlo``, ``user_step_hlo``,
-    ``forward_hlo`` (TensorFlow's or JAX's, with the same signatures)."""
-    if backend == "jax":
-        from gpuscout.measure.backends.jax import hlo as jax_hlo
-
-        return jax_hlo
-    from gpuscout.measure.backends.tensorflow import hlo as tf_hlo
-
-    return tf_hlo
-
-
-def get_user_profile(
-    model_spec: str, batch: int, precision: str, backend: str = "tensorflow"
-) -> Profile:
-    """The profile of a user's model, from the cache or traced (needs the backend)."""
-    name = user_model_name(model_spec)
-    found = cached(name, {}, batch, precision, backend=backend)
-    if found is None:
-        from gpuscout.predict.hlo import step_cost
-
-        ir = tracer(backend).user_step_hlo(model_spec, batch, precision)
-        cost = step_cost(ir.hlo, forward_scope=ir.model_name)
-        found = profile_from_ir(name, {}, batch, precision, ir, cost)
-        store(found)
-    return found
-
-
-def get_profile(
-    workload: str, dims: Mapping[str, int], batch: int, precision: str,
-    backend: str = "tensorflow",
-) -> Profile:  # fmt: skip
-    """The profile from the caches, else computed (needs the backend) and cached."""
-    found = cached(workload, dims, batch, precision, backend=backend)
-    if found is None:
-        found = compute(workload, dims, batch, precision, backend=backend)
-        store(found)
-    return found
-
-
-def get_forward_profile(
-    workload: str | None, model_spec: str | None, dims: Mapping[str, int], batch: int,
-    precision: str, backend: str = "tensorflow",
-) -> Profile:  # fmt: skip
-    """The forward pass's profile (one inference call at ``batch``), cached after the first
-    trace (which needs the backend)."""
-    from gpuscout.predict.hlo import step_cost
-
-    if model_spec is not None:
-        name, resolved = user_model_name(model_spec), {}
-    else:
-        from gpuscout.workloads import get_workload
-
-        assert workload is not None
-        name, resolved = workload, get_workload(workload).resolve(dims)
-    found = cached(name, resolved, batch, precision, "forward", backend)
-    if found is None:
-        ir = tracer(backend).forward_hlo(workload, model_spec, resolved, batch, precision)
-        cost = step_cost(ir.hlo, forward_scope=ir.model_name)
-        found = profile_from_ir(name, resolved, batch, precision, ir, cost, "forward")
-        store(found)
-    return found

@@ -18,12 +18,8 @@ from gpuscout.advise.recommend import Advice, Request, advise
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import predict
-from gpuscout.predict.calibrate import (
-    Calibration,
-    calibration_for,
-    run_points,
-    user_rows_used,
-)
+from gpuscout.predict.calibrate import Calibration, calibration_for
+from gpuscout.predict.calibration_points import run_points, user_rows_used
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.price import Assumptions
 from gpuscout.records import FIT_PREFIX, RunResult, impossible_value

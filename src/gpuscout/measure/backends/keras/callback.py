@@ -196,7 +196,7 @@ def _predict(
     from gpuscout.measure.fit_run import fit_workload
     from gpuscout.predict import predict
     from gpuscout.predict.hlo import step_cost
-    from gpuscout.predict.profile import profile_from_ir, tracer
+    from gpuscout.predict.profile_trace import profile_from_ir, tracer
 
     backend = keras.backend.backend()  # the HLO of the step as this process's Keras runs it
     ir = tracer(backend).live_step_hlo(model, batch, precision)
