@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import keras
 import numpy as np
 import pytest
 
 from gpuscout.keras import ScoutCallback
+from gpuscout.measure.backends.keras.callback import FitTimer
 from gpuscout.store import Store
 
 
@@ -107,3 +109,108 @@ def test_a_store_that_refuses_the_write_is_printed_and_training_returns(
     assert str(kept) in printed[0] and f"gpuscout runs import {kept}" in printed[0]
     with Store(db) as store:
         assert store.list() == []
+
+
+def _data(samples: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.random((samples, 20), dtype=np.float32), rng.integers(0, 3, samples)
+
+
+def _fit_with(steps_per_execution: int, fit_kwargs: dict[str, Any], timer: FitTimer,
+              optimizer: Any = "adam") -> keras.Model:  # fmt: skip
+    model = _model()
+    model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))  # fmt: skip
+    model.fit(epochs=3, verbose=0, callbacks=[timer], **fit_kwargs)
+    return model
+
+
+def _tf_data(samples: int, unknown_length: bool = False, repeat: bool = False) -> Any:
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices(_data(samples)).batch(32)
+    if unknown_length:  # a filter hides the length: Keras learns it only by running out
+        ds = ds.filter(lambda x, y: True)
+    return ds.repeat() if repeat else ds
+
+
+def _assert_counts_and_rate(timer: FitTimer, steps_run: int, batch: int = 32) -> None:
+    """Every step Keras ran is counted once, and the rate is the steps counted x the batch
+    over the time measured (compared as counts and sums, never as a speed)."""
+    r = timer.result
+    assert r is not None and r.status == "ok", r and r.message
+    assert len(timer.times) == steps_run  # one time per step, not per callback
+    assert r.warmup is not None and r.step_time_s is not None
+    assert r.measured_steps + r.warmup.steps == steps_run == len(r.step_times_s)
+    measured = timer.times[r.warmup.steps :]
+    assert len(measured) == r.measured_steps
+    assert r.step_time_s.mean == pytest.approx(sum(measured) / r.measured_steps)
+    assert r.mean_samples_per_second == pytest.approx(batch * r.measured_steps / sum(measured))
+    sps = r.samples_per_second
+    assert sps is not None and sps.median == pytest.approx(batch / r.step_time_s.median)
+    assert sum(timer.times) == pytest.approx(sum(timer.durations))  # no time made or lost
+    assert sum(timer.steps) == steps_run
+    # warm-up is cut between executions: the steps before it are whole executions
+    boundaries = {sum(timer.steps[:i]) for i in range(len(timer.steps) + 1)}
+    assert r.warmup.steps in boundaries
+
+
+@pytest.mark.parametrize(
+    ("samples", "steps_per_epoch"),
+    [(256, 8), (320, 10)],  # batches an epoch: 2 executions of 4 steps (and one of 2)
+    ids=["multiple-of-4", "not-a-multiple-of-4"],
+)
+def test_steps_per_execution_counts_every_step_not_every_callback(
+    samples: int, steps_per_epoch: int
+) -> None:
+    """Compiled with steps_per_execution=4, Keras calls back once per execution of up to 4
+    steps (10 batches: 3 calls, the last after 2 steps). Every batch is counted, as many as
+    with steps_per_execution=1 (counts only: never a speed) and as the optimizer took."""
+    x, y = _data(samples)
+    printed: list[str] = []
+    cb = ScoutCallback(batch_size=32, store=False, predict_on=(), print_fn=printed.append)
+    model = _fit_with(4, {"x": x, "y": y, "batch_size": 32}, cb)
+    assert len(cb.times) == 3 * steps_per_epoch == int(model.optimizer.iterations.numpy())
+    _assert_counts_and_rate(cb, 3 * steps_per_epoch)
+    assert len(cb.durations) == 3 * -(-steps_per_epoch // 4)  # one per execution
+    assert cb.steps == [4, 4, *([2] if steps_per_epoch == 10 else [])] * 3
+    assert cb.steps_per_execution == 4 and cb.result is not None
+    assert any("steps_per_execution = 4 was counted" in a for a in cb.result.assumptions)
+    assert cb.result.env["steps_per_execution"] == 4
+    assert f"over {cb.result.measured_steps} steps" in printed[0]
+    one = FitTimer(batch_size=32)
+    _fit_with(1, {"x": x, "y": y, "batch_size": 32}, one)
+    assert len(one.times) == len(cb.times) and sum(one.steps) == sum(cb.steps)
+    assert one.steps == [1] * len(one.times) and one.steps_per_execution == 1
+    assert one.result is not None and one.result.env["steps_per_execution"] == 1
+    assert not any("steps_per_execution" in a for a in one.result.assumptions)
+
+
+# Keras warns when a dataset of unknown length ends an epoch by running out, as it must here.
+@pytest.mark.filterwarnings("ignore:Your input ran out of data:UserWarning")
+@pytest.mark.parametrize(
+    "case", ["unknown-length", "steps-per-epoch-on-repeated-data", "accumulated-updates"]
+)
+def test_steps_per_execution_counts_the_steps_keras_really_ran(case: str) -> None:
+    """Keras gives every execution the index of its k-th step, even one that ran fewer; the
+    steps are what the model really trained: a tf.data of unknown length (10 batches: its last
+    execution runs 2 steps, Keras cannot say), steps_per_epoch=10 on repeated data (Keras runs
+    3 whole executions, 12 steps an epoch) and an optimizer that accumulates gradients over 2
+    steps (its step counter counts updates, not steps: the epoch's length counts instead)."""
+    timer = FitTimer(batch_size=32)
+    if case == "unknown-length":
+        model = _fit_with(4, {"x": _tf_data(320, unknown_length=True), "shuffle": False}, timer)
+    elif case == "steps-per-epoch-on-repeated-data":
+        data = {"x": _tf_data(320, repeat=True), "steps_per_epoch": 10, "shuffle": False}
+        model = _fit_with(4, data, timer)
+    else:
+        adam = keras.optimizers.Adam(gradient_accumulation_steps=2)
+        x, y = _data(320)
+        model = _fit_with(4, {"x": x, "y": y, "batch_size": 32}, timer, optimizer=adam)
+    updates = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    ran = {"unknown-length": 30, "steps-per-epoch-on-repeated-data": 36}.get(case, 30)
+    assert len(timer.times) == ran == (updates * 2 if case == "accumulated-updates" else updates)
+    _assert_counts_and_rate(timer, ran)
+    assert timer.result is not None
+    by_length = [a for a in timer.result.assumptions if "epoch's length as Keras gave" in a]
+    assert len(by_length) == (case == "accumulated-updates")  # said where it was assumed

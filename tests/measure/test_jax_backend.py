@@ -418,3 +418,50 @@ def test_a_jax_gpus_compute_capability_is_read_for_the_doctors_precisions() -> N
     assert _compute_capability(SimpleNamespace(compute_capability="12.1")) == (12, 1)
     assert _compute_capability(SimpleNamespace()) is None  # a device that does not say
     assert _compute_capability(SimpleNamespace(compute_capability="gfx90a")) is None
+
+
+_FIT_STEPS = """
+import json, sys
+import numpy as np
+import keras
+from gpuscout.keras import ScoutCallback
+from gpuscout.measure.backends.keras.callback import FitTimer
+x = np.random.default_rng(0).random((320, 8), dtype=np.float32)  # 10 batches of 32
+y = (x[:, 0] > 0.5).astype("int32")
+out = {}
+for k in (4, 1):
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2)])
+    model.compile(optimizer="adam", steps_per_execution=k,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    cb = (ScoutCallback(batch_size=32, store=False, predict_on=(), print_fn=lambda s: None)
+          if k == 4 else FitTimer(batch_size=32))
+    model.fit(x, y, batch_size=32, epochs=3, verbose=0, callbacks=[cb])
+    r = cb.result
+    measured = cb.times[r.warmup.steps:]
+    calls = getattr(cb, "durations", None)  # (None: a callback that counts no executions)
+    out[k] = {"times": len(cb.times), "callbacks": calls and len(calls),
+              "steps": getattr(cb, "steps", None),
+              "ran": int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
+              "measured": r.measured_steps, "warmup": r.warmup.steps, "status": r.status,
+              "stored_times": len(r.step_times_s), "measured_time": sum(measured),
+              "mean_sps": r.mean_samples_per_second, "sps": r.samples_per_second.median,
+              "median": r.step_time_s.median, "assumptions": r.assumptions}
+print(json.dumps(out))
+"""
+
+
+def test_scout_callback_on_jax_counts_steps_per_execution() -> None:
+    """On JAX too Keras calls back once per execution of steps_per_execution=4 steps, and
+    gives the last of an epoch of 10 batches (2 steps) the index of a 4th: every batch is
+    counted, as many as with steps_per_execution=1 (counts only, never a speed)."""
+    out = _on_jax(_FIT_STEPS)
+    four, one = out["4"], out["1"]
+    assert four["times"] == one["times"] == 30 == four["ran"] == one["ran"]  # 3 epochs of 10
+    assert four["steps"] == [4, 4, 2] * 3 and four["callbacks"] == 9
+    assert one["steps"] == [1] * 30
+    for run in (four, one):
+        assert run["status"] == "ok"
+        assert run["measured"] + run["warmup"] == 30 == run["stored_times"]
+        assert run["mean_sps"] == pytest.approx(32 * run["measured"] / run["measured_time"])
+        assert run["sps"] == pytest.approx(32 / run["median"])
+    assert any("steps_per_execution = 4 was counted" in a for a in four["assumptions"])

@@ -9,6 +9,7 @@ these commands fail with "unknown workload 'fit:...'".
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -164,3 +165,40 @@ def test_a_fit_run_cannot_anchor_a_prediction_and_says_why(planted: Path) -> Non
     assert r.code == 2 and "Traceback" not in r.err
     assert "it measured steps/s only (no batch size given), not samples/s" in r.err
     assert "it measured fit:my_model mixed_float16, not resnet50" in r.err
+
+
+def test_a_run_of_executions_counts_steps_and_summarises_executions() -> None:
+    """steps_per_execution=4 over epochs of 10 batches: one time per execution (4, 4, then 2
+    steps). The run counts steps, stores one time per step (the execution's, shared), and its
+    median, interval and warm-up are those of the executions' step times: 4 copies of one time
+    are not 4 measurements. The steps/s printed without a batch size agrees."""
+    from gpuscout.measure.stats import summarize
+
+    rng = np.random.default_rng(0)
+    steps = [4, 4, 2] * 40
+    per_step = [1.5, *(0.02 * (1 + 0.02 * rng.standard_normal(len(steps) - 1)))]
+    times = [t * n for t, n in zip(per_step, steps, strict=True)]
+    kwargs: dict[str, Any] = {"model_name": "m", "device": "GPU:0", "device_name": A100,
+              "policy": "float32", "xla": False, "env": {}}  # fmt: skip
+    run = compose_fit_run(times, batch_size=64, steps=steps, steps_per_execution=4, **kwargs)
+    bare = compose_fit_run(times, batch_size=None, steps=steps, steps_per_execution=4, **kwargs)
+    assert run.status == "ok" and run.warmup is not None and run.step_time_s is not None
+    assert run.measured_steps + run.warmup.steps == sum(steps) == 400 == len(run.step_times_s)
+    assert sum(run.step_times_s) == pytest.approx(sum(times))
+    assert run.warmup.steps == 4 and run.warmup.seconds == pytest.approx(1.5 * 4)  # 1 execution
+    executions = summarize(per_step[1:])  # what the interval is over
+    assert run.step_time_s.median == pytest.approx(executions.median)
+    sps = run.samples_per_second
+    assert sps is not None and sps.ci_low == pytest.approx(64 / executions.ci_high)
+    assert run.mean_samples_per_second == pytest.approx(64 * 396 / sum(times[1:]))
+    assert run.env["steps_per_execution"] == 4
+    assert any("steps_per_execution = 4 was counted" in a for a in run.assumptions)
+    found = fit_rate(bare)
+    assert found is not None and found[1] == "steps/s"
+    assert found[0].median == pytest.approx(1 / executions.median)
+    assert found[0].ci_high == pytest.approx(1 / executions.ci_low)
+    short = compose_fit_run(times[:2], batch_size=64, steps=steps[:2], steps_per_execution=4,
+                            **kwargs)  # fmt: skip
+    assert short.status == "error" and short.message == (
+        "only 8 training steps in 2 executions: too few to measure"
+    )

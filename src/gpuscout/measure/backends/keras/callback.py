@@ -26,6 +26,15 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
     run pays for them); warm-up is detected and dropped as in ``bench``; the device monitor
     samples from a background thread. ``batch_size``: samples per batch (Keras does not tell
     callbacks); without it the unit is steps/s.
+
+    A model compiled with ``steps_per_execution=k`` runs up to k steps between two callbacks,
+    so each of ``durations`` (seconds from one training callback to the next) covers the
+    number of ``steps`` counted for it; ``times`` is every step's time (an execution's time
+    shared by its steps). Keras hands ``on_train_batch_end`` the index of the execution's k-th
+    step (``begin + k - 1``, keras/src/trainers/epoch_iterator.py), even for an epoch's last
+    execution when fewer steps were left: the steps since the last callback come from those
+    indices, and the last execution of an epoch from the optimizer's step counter (exact at
+    the epoch's end on TensorFlow and JAX), else from the epoch's length Keras gives.
     """
 
     def __init__(self, batch_size: int | None = None, monitor_hz: float = 10.0) -> None:
@@ -34,27 +43,88 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.batch_size = batch_size
         self.monitor_hz = monitor_hz
-        self.times: list[float] = []
+        self.durations: list[float] = []
+        self.steps: list[int] = []
+        self.steps_per_execution = 1
         self.result: RunResult | None = None
         self._last = 0.0
         self._monitor: Any = None
+        self._last_index = -1  # the index Keras gave the epoch's last execution so far
+        self._epoch_first = 0  # where the epoch's executions start in durations
+        self._epoch_counter: int | None = None  # the optimizer's steps as the epoch began
+        self._by_length = 0  # epochs whose last execution was counted from Keras' length
+        self._unknown = 0  # epochs whose last execution was counted as whole (length unknown)
+
+    @property
+    def times(self) -> list[float]:
+        """Every step's time, in seconds, warm-up first: each execution's time shared equally
+        among its steps (one time per step, as the run stores them)."""
+        return [t / n for t, n in zip(self.durations, self.steps, strict=True) for _ in range(n)]
 
     def on_train_begin(self, logs: Any = None) -> None:
         from gpuscout.measure.monitor import start_monitor
 
-        self.times, self._last = [], 0.0
+        self.durations, self.steps, self._last = [], [], 0.0
+        self._by_length = self._unknown = 0
+        self.steps_per_execution = max(1, int(getattr(self.model, "steps_per_execution", 1)))
         self._monitor = start_monitor(None, None, self.monitor_hz)
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
         if logs and "loss" in logs:
             float(logs["loss"])  # the loss is on the host: the step has finished
         now = time.perf_counter()
-        self.times.append(now - self._last)
+        self.durations.append(now - self._last)
+        # Keras gives the index of the execution's last step: the steps since the last call
+        self.steps.append(batch - self._last_index if batch > self._last_index else 1)
+        self._last_index = batch
         self._last = now
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self._last_index, self._epoch_first = -1, len(self.durations)
+        if self.steps_per_execution > 1:
+            self._epoch_counter = _optimizer_steps(self.model)
         # Time between epochs (validation, other callbacks' epoch work) is not a step.
         self._last = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        if self.steps_per_execution > 1 and len(self.durations) > self._epoch_first:
+            self._count_last_execution()
+
+    def _count_last_execution(self) -> None:
+        """The steps of the epoch's last execution, which Keras numbers as if it held k."""
+        before = sum(self.steps[self._epoch_first : -1])  # whole executions: the data lasted
+        claimed = self.steps[-1]
+        now = _optimizer_steps(self.model)
+        if now is not None and self._epoch_counter is not None:
+            ran = now - self._epoch_counter
+            if before < ran <= before + claimed:
+                self.steps[-1] = ran - before
+                return
+        length = (self.params or {}).get("steps")
+        if length is None:
+            self._unknown += 1
+        elif before < length < before + claimed:
+            self.steps[-1] = length - before
+            self._by_length += 1
+
+    def _counting(self) -> list[str]:
+        """How steps were counted where neither Keras nor the optimizer said exactly."""
+        k, notes = self.steps_per_execution, []
+        counter = (
+            "the optimizer's step counter does not count steps here (no optimizer, one that "
+            "skips or accumulates updates, or a train_step of its own)"
+        )
+        if self._by_length:
+            notes.append(
+                f"{counter}: the last execution of {self._by_length} epoch(s) was counted to "
+                "the end of the epoch's length as Keras gave it"
+            )
+        if self._unknown:
+            notes.append(
+                f"{counter} and Keras did not know the epoch's length: the last execution of "
+                f"{self._unknown} epoch(s) was counted as {k} steps, and may have run fewer"
+            )
+        return notes
 
     def on_train_end(self, logs: Any = None) -> None:
         from gpuscout.measure.monitor import attach
@@ -72,7 +142,7 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
         backend = keras.backend.backend()
         device, device_name = fit_device(backend)
         return compose_fit_run(
-            self.times,
+            self.durations,
             model_name=self.model.name,
             device=device,
             device_name=device_name,
@@ -81,7 +151,28 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
             batch_size=self.batch_size,
             env={**base_environment(), "keras": keras.__version__, **_tf32_switch(backend)},
             backend=backend,
+            steps=self.steps,
+            steps_per_execution=self.steps_per_execution,
+            counting=self._counting(),
         )
+
+
+def _optimizer_steps(model: Any) -> int | None:
+    """The steps the model's optimizer has taken, where that counter counts training steps:
+    None without an optimizer, or for one whose counter skips steps (loss scaling) or counts
+    updates of several steps (gradient accumulation). On JAX it is read where the model's
+    state is in its variables: before an epoch, and at its end (Keras syncs it there)."""
+    optimizer = getattr(model, "optimizer", None)
+    if (
+        optimizer is None
+        or isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        or getattr(optimizer, "gradient_accumulation_steps", None)
+    ):
+        return None
+    try:
+        return int(keras.ops.convert_to_numpy(optimizer.iterations))
+    except Exception:  # a stand-in optimizer: count from Keras' length instead
+        return None
 
 
 DEFAULT_GPUS = ("rtx-4090", "a100-80gb-sxm", "h100-sxm")
