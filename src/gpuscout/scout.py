@@ -15,6 +15,7 @@ from typing import Any
 from gpuscout import articles
 from gpuscout.catalog import Catalog
 from gpuscout.errors import UserError
+from gpuscout.predict.session import session
 from gpuscout.records import Backend, BenchConfig, RunResult
 from gpuscout.report.document import Report, build_report
 from gpuscout.store import Store
@@ -94,6 +95,6 @@ def scout(
         raise UserError(f"nothing could be measured here ({reasons}).", "see gpuscout doctor.")
     report = build_report(
         runs, catalog, title=plan.title, epochs=plan.epochs, answers=plan.answers,
-        main=plan.measure[0][0],
+        main=plan.measure[0][0], model=session(catalog, store),  # the store's GPU runs too
     )  # fmt: skip
     return ScoutResult(runs, report)

@@ -15,6 +15,7 @@ from gpuscout.errors import UserError
 from gpuscout.predict.calibrate import fit_calibration
 from gpuscout.predict.calibration_points import published_points
 from gpuscout.predict.profile import cached
+from gpuscout.predict.session import Session
 from gpuscout.price import Assumptions
 
 
@@ -76,15 +77,15 @@ def request_args():  # type: ignore[no-untyped-def]
     profile = cached("resnet50", {}, 256, "mixed_float16")
     assert profile is not None
     cat = load_catalog()
-    return profile, cat, fit_calibration(published_points(cat))
+    return profile, cat, Session(cat, fit_calibration(published_points(cat)))
 
 
 def test_recommendation_respects_constraints(request_args) -> None:  # type: ignore[no-untyped-def]
-    profile, cat, calibration = request_args
+    profile, cat, model = request_args
     samples = 90 * 1_281_167
     req = Request(profile, samples, "images", deadline_hours=48, budget_usd=2000,
                   require=frozenset({"ecc"}), objective="cheapest")  # fmt: skip
-    result = advise(req, cat, calibration, Assumptions())
+    result = advise(req, model, Assumptions())
     assert result.ranked and result.pareto
     costs = [c.total_usd for c in result.ranked]
     assert costs == sorted(costs)
@@ -92,18 +93,17 @@ def test_recommendation_respects_constraints(request_args) -> None:  # type: ign
         assert c.hours <= 48 and c.total_usd <= 2000 and cat.gpus[c.gpu].ecc
         assert any("deadline" in r for r in c.reasons)
     assert result.rejected.get("lacks ecc", 0) >= 4  # the GeForce cards
-    fastest = advise(Request(profile, samples, "images", objective="fastest"), cat, calibration,
-                     Assumptions())  # fmt: skip
+    fastest = advise(Request(profile, samples, "images", objective="fastest"), model, Assumptions())
     assert fastest.ranked[0].hours == min(c.hours for c in fastest.ranked)
 
 
 def test_impossible_constraints_say_why(request_args) -> None:  # type: ignore[no-untyped-def]
-    profile, cat, calibration = request_args
+    profile, _cat, model = request_args
     req = Request(profile, 90 * 1_281_167, "images", deadline_hours=0.01)
     with pytest.raises(UserError, match="misses the deadline"):
-        advise(req, cat, calibration, Assumptions())
+        advise(req, model, Assumptions())
     with pytest.raises(UserError, match="budget must be positive"):
-        advise(Request(profile, 1e6, "images", budget_usd=0), cat, calibration, Assumptions())
+        advise(Request(profile, 1e6, "images", budget_usd=0), model, Assumptions())
 
 
 def test_the_checklist_and_the_recommendation_say_why_they_differ() -> None:
@@ -114,8 +114,8 @@ def test_the_checklist_and_the_recommendation_say_why_they_differ() -> None:
     cat = load_catalog()
     profile = cached("resnet50", {"image_size": 224, "classes": 1000}, 256, "mixed_float16")
     assert profile is not None
-    calibration = fit_calibration(published_points(cat))
-    advice = advise(Request(profile, 90 * 1_281_167, "images"), cat, calibration, Assumptions())
+    model = Session(cat, fit_calibration(published_points(cat)))
+    advice = advise(Request(profile, 90 * 1_281_167, "images"), model, Assumptions())
     first = advice.ranked[0]
     answer = quick([False, True, False, False])
     text = versus_advice(answer, advice.ranked, "balanced")
@@ -134,17 +134,17 @@ def test_the_checklist_and_the_recommendation_say_why_they_differ() -> None:
 def test_more_gpus_than_one_machine_holds_run_on_several(request_args) -> None:  # type: ignore[no-untyped-def]
     """16 H100 SXM are two HGX machines of 8 over the network, never one machine of 16: the
     option is predicted as 2x8 (as `predict --count 2x8` does) and the note says so."""
-    from gpuscout.predict import predict
     from gpuscout.predict.scaling import machines_for
 
-    profile, cat, calibration = request_args
+    profile, cat, model = request_args
     h100 = cat.gpus["h100-sxm"]
     assert machines_for(h100, 8) == (1, 8) and machines_for(h100, 16) == (2, 8)
     assert machines_for(cat.gpus["rtx-4090"], 12) == (2, 6)
     req = Request(profile, 1_281_167, "images", counts=(16,), objective="fastest")
-    result = advise(req, cat, calibration, Assumptions())
+    result = advise(req, model, Assumptions())
     option = next(c for c in result.ranked if c.gpu == "h100-sxm")
-    rows, _ = predict(profile, [h100], [(2, 8)], cat, h100, 1, calibration=calibration)
+    rows, _ = model.predict(profile, [h100], [(2, 8)])
+    assert model.option(profile, h100, 16).samples_per_second == rows[0].samples_per_second
     assert option.samples_per_second == pytest.approx(rows[0].samples_per_second)
     (note,) = [n for n in result.assumptions if "more GPUs than one machine holds" in n]
     assert "16 as 2 machines x 8: h100-sxm, h200 (an SXM5 board holds 8)" in note

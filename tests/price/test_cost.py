@@ -6,6 +6,8 @@ import pytest
 
 from gpuscout.catalog import load_catalog
 from gpuscout.errors import UserError
+from gpuscout.predict.profile import cached
+from gpuscout.predict.session import session
 from gpuscout.price import Assumptions, Option, cost_options
 from gpuscout.price.cost import HOURS_PER_MONTH, cost_line
 from gpuscout.price.options import build_options, parse_option, parse_pairs
@@ -83,17 +85,20 @@ def test_option_specs_and_catalog_prices() -> None:
         "runpod",
         None,
     )
-    (opt,) = build_options([spec], cat, cat.gpus["rtx-3090"], {}, {}, {}, None)
+    model = session(cat, runs=[])
+    (opt,) = build_options([spec], model, cat.gpus["rtx-3090"], {}, {}, {})
     assert opt.usd_per_hour == pytest.approx(8 * 1.39)  # cheapest RunPod price in the catalog
-    assert opt.scaling == 0.9  # NVLink guess, stated in the notes
-    assert any("assumed" in n for n in opt.notes)
+    # no workload: the fitted scaling model on the articles' benchmark step, said in the notes
+    expected = model.option(
+        cached("resnet50", {}, 256, "mixed_float16"), cat.gpus["a100-80gb-sxm"], 8
+    )
+    assert opt.scaling == expected.scaling_efficiency and opt.scaling_fitted
+    assert any("fitted scaling model" in n for n in opt.notes)
     with pytest.raises(UserError, match="unknown provider 'ibm'"):
-        build_options([parse_option("h100@ibm")], cat, cat.gpus["rtx-3090"], {}, {}, {}, None)
+        build_options([parse_option("h100@ibm")], model, cat.gpus["rtx-3090"], {}, {}, {})
     # Issue 17: an option without a price is shown as such, not refused; only a set of
     # options none of which has a price is an error (see tests/price/test_default_cost.py).
-    (owned,) = build_options(
-        [parse_option("h100@owned")], cat, cat.gpus["rtx-3090"], {}, {}, {}, None
-    )
+    (owned,) = build_options([parse_option("h100@owned")], model, cat.gpus["rtx-3090"], {}, {}, {})
     assert owned.unpriced and "no purchase price for h100-sxm" in owned.unpriced
     with pytest.raises(UserError, match="is not GPU"):
         parse_option("@@")

@@ -1,7 +1,9 @@
 """A full recommendation: every catalog GPU x count x price that meets the constraints, the
 Pareto front of time against cost, and a ranking by the objective, each with its reasons.
 
-Speed, scaling and memory come from the predictor; money, energy, failures and delay from
+Speed, scaling and memory come from the one prediction session every command uses
+(``gpuscout.predict.session``: your stored GPU runs in its calibration, the fitted scaling
+model for several GPUs); money, energy, failures and delay from
 ``price.cost``. Nothing is dropped silently: rejected options are counted by reason.
 """
 
@@ -14,10 +16,10 @@ from typing import Any, Literal
 from gpuscout.advise.pareto import front
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
-from gpuscout.predict import predict, ranking, scaling
-from gpuscout.predict.calibrate import Calibration
+from gpuscout.predict import ranking, scaling
 from gpuscout.predict.predictor import memory_needed
 from gpuscout.predict.profile import Profile
+from gpuscout.predict.session import Session
 from gpuscout.price.cost import Assumptions, Option, cost_line
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_usd
 
@@ -103,11 +105,11 @@ def _prices(catalog: Catalog, gpu: Gpu, req: Request) -> list[tuple[str, float |
     return out
 
 
-def advise(
-    req: Request, catalog: Catalog, calibration: Calibration, assumptions: Assumptions
-) -> Advice:
-    """Ranked, explained options for the job in ``req``."""
+def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
+    """Ranked, explained options for the job in ``req``, predicted by ``model`` (the session
+    of :func:`gpuscout.predict.session.session`)."""
     _check(req)
+    catalog, calibration = model.catalog, model.calibration
     need_gb = memory_needed(req.profile) / 1e9
     rejected: Counter[str] = Counter()
     feasible: list[Candidate] = []
@@ -122,9 +124,8 @@ def advise(
         for m, k in layouts:
             if m > 1:
                 split.setdefault((m, k, scaling.max_per_machine(gpu)[1]), []).append(gpu.id)
-        rows, _ = predict(  # the GPU is its own reference: relative speed is not used here
-            req.profile, [gpu], layouts, catalog, gpu, 1, calibration=calibration
-        )
+        # the GPU is its own reference: relative speed is not used here
+        rows, _ = model.predict(req.profile, [gpu], layouts, reference=gpu)
         one = rows[0].samples_per_second
         if not rows[0].fits_memory:
             rejected["does not fit in memory"] += len(rows)
@@ -187,6 +188,7 @@ def advise(
         f"({req.profile.precision}, batch {req.profile.batch} per GPU)",
         f"objective: {req.objective}; counts {', '.join(map(str, req.counts))}",
         *_split_note(split),
+        *model.notes,
         calibration.describe(),
         f"memory: {need_gb:.1f} GB per GPU needed (weights, gradients, optimizer state, "
         "activations; from the compiled step)",

@@ -54,6 +54,10 @@ def register(sub: Any) -> None:
         "--counts", type=GPU_COUNT_CHOICES, default="1,2,4,8", help="GPU counts to consider"
     )
     p.add_argument("--top", type=TOP, default=5, help="how many to rank")
+    p.add_argument(
+        "--db", help="results database, whose GPU runs calibrate the predictions (default: "
+        "GPUSCOUT_DB or the user data dir)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(p)
     p.set_defaults(handler=run_advise)
@@ -115,9 +119,8 @@ def _quick(args: argparse.Namespace) -> int:
 def _full(args: argparse.Namespace) -> int:
     from gpuscout.advise import PRESETS, Request, advise
     from gpuscout.catalog import FEATURES, load_catalog
-    from gpuscout.predict.calibrate import calibration_for
-    from gpuscout.predict.calibration_points import user_rows_used
     from gpuscout.predict.profile_trace import get_profile
+    from gpuscout.predict.session import session
     from gpuscout.price import Assumptions
     from gpuscout.workloads import get_workload
 
@@ -157,10 +160,9 @@ def _full(args: argparse.Namespace) -> int:
         counts=counts,
         objective=args.objective or preset.get("objective", "balanced"),
     )
-    calibration = calibration_for(catalog)
-    result = advise(request, catalog, calibration, Assumptions())
+    # the predictions every command makes: your stored GPU runs in the calibration
+    result = advise(request, session(catalog, args.db), Assumptions())
     result.ranked = result.ranked[: args.top]
-    result.assumptions[0:0] = user_rows_used(catalog, calibration.points)  # never silently
     if args.preset:
         result.assumptions.insert(0, f"preset '{args.preset}': {preset}")
     if args.json:

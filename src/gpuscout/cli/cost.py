@@ -76,6 +76,10 @@ def register(sub: Any) -> None:
     a.add_argument("--failures-datacenter", type=FAILURES_PER_1000_GPU_H, metavar="PER_1000_GPU_H")
     a.add_argument("--no-failures", action="store_true", help="leave failures out")
     a.add_argument("--delay-usd-per-day", type=USD_PER_DAY, help="what a day of waiting costs you")
+    p.add_argument(
+        "--db", help="results database, whose GPU runs calibrate the predictions (default: "
+        "GPUSCOUT_DB or the user data dir)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(p)
     p.set_defaults(handler=run_cost)
@@ -101,49 +105,34 @@ def _assumptions(args: argparse.Namespace) -> Any:
     return replace(out, failures=not args.no_failures)
 
 
-def _predictor(args: argparse.Namespace, catalog: Any, reference: Any) -> tuple[Any, float, str]:
-    """(gpu, count) -> (speedup, scaling) from the predictor, and the job in reference
-    GPU-hours."""
-    from gpuscout.predict import predict
-    from gpuscout.predict.calibrate import calibration_for
-    from gpuscout.predict.calibration_points import user_rows_used
+def _job(args: argparse.Namespace, model: Any, reference: Any) -> Any:
+    """The job to price: GPU-hours on the reference GPU, or a workload's samples predicted."""
     from gpuscout.predict.profile_trace import get_profile
-    from gpuscout.units import fmt_count, fmt_hours, fmt_rate
+    from gpuscout.price.options import gpu_hours_job, workload_job
     from gpuscout.workloads import get_workload
 
+    if not args.workload:
+        return gpu_hours_job(args.gpu_hours, reference)
     workload = get_workload(args.workload, own_model=False)
     if (args.epochs is None) == (args.samples is None):
         raise UserError("a workload job needs --epochs or --samples (one of them).", None)
     samples = args.samples or args.epochs * workload.epoch_samples
     batch = args.batch_size or workload.default_batch_gpu
     profile = get_profile(workload.name, workload.resolve({}), batch, args.precision)
-    calibration = calibration_for(catalog)
-
-    def sps(gpu: Any, count: int) -> tuple[float, float]:
-        (row,), _ = predict(profile, [gpu], [count], catalog, reference, 1, calibration=calibration)
-        return row.samples_per_second, row.scaling_efficiency
-
-    ref_sps = sps(reference, 1)[0]
-
-    def predicted(gpu: Any, count: int) -> tuple[float, float]:
-        one = sps(gpu, 1)[0]
-        return one / ref_sps, sps(gpu, count)[1]
-
-    hours = samples / ref_sps / 3600
-    what = (
-        f"{fmt_count(samples)} {workload.epoch_unit} of {workload.name} ({args.precision}, "
-        f"batch {batch}/GPU) = {fmt_hours(hours)} on one {reference.id} (predicted "
-        f"{fmt_rate(ref_sps)}/s)"
-    )
-    used = user_rows_used(catalog, calibration.points)
-    return predicted, hours, what + "".join(f"; {line}" for line in used)
+    return workload_job(model, profile, samples, workload.epoch_unit, reference)
 
 
 def run_cost(args: argparse.Namespace) -> int:
     from gpuscout.articles import BY_KEY
     from gpuscout.catalog import load_catalog
+    from gpuscout.predict.session import session
     from gpuscout.price import cost_all
-    from gpuscout.price.options import build_options, parse_option, parse_pairs
+    from gpuscout.price.options import (
+        build_options,
+        parse_option,
+        parse_pairs,
+        scaling_assumption,
+    )
     from gpuscout.units import fmt_hours, fmt_usd
 
     catalog = load_catalog(args.catalog)
@@ -176,13 +165,10 @@ def run_cost(args: argparse.Namespace) -> int:
     scalings = parse_pairs(args.scaling, "--scaling", "EFFICIENCY")
     purchases = parse_pairs(args.purchase, "--purchase", "USD")
     assumptions = _assumptions(args)
-    predicted, job_hours, job = None, args.gpu_hours, ""
-    if args.workload:
-        predicted, job_hours, job = _predictor(args, catalog, reference)
-    else:
-        job = f"{job_hours:,.0f} GPU-hours on one {reference.id}"
-    options = build_options(specs, catalog, reference, speedups, scalings, purchases, predicted)
-    lines, unpriced = cost_all(options, job_hours, assumptions)
+    model = session(catalog, args.db)  # the predictions every command makes
+    job = _job(args, model, reference)
+    options = build_options(specs, model, reference, speedups, scalings, purchases, job)
+    lines, unpriced = cost_all(options, job.reference_gpu_hours, assumptions)
     for line in lines:
         if (line.gpu, line.count) in claimed:
             hours, usd = claimed[(line.gpu, line.count)]
@@ -193,7 +179,13 @@ def run_cost(args: argparse.Namespace) -> int:
                 )
             else:
                 line.notes.append(f"matches article 001 ({hours:g} h, ${usd:,.0f})")
-    described = {"job": job, **assumptions.describe()}
+    described = {"job": job.text}
+    fitted = any(o.scaling_fitted for o in options)
+    if job.profile is not None or fitted:  # said whenever a prediction sets a figure
+        described["predictions"] = "; ".join([*model.notes, model.calibration.describe()])
+    if fitted:
+        described["scaling"] = scaling_assumption(job)
+    described |= assumptions.describe()
     if claimed:
         described["source"] = (
             f"the cost table of {BY_KEY['001'].cite()}, shipped as catalog/data/v1/"
@@ -211,7 +203,7 @@ def run_cost(args: argparse.Namespace) -> int:
     from gpuscout.report.cost_table import cost_table
 
     console = stdout_console()
-    console.print(cost_table(lines, job, unpriced))
+    console.print(cost_table(lines, job.text, unpriced))
     for key, text in described.items():
         console.print(f"assumption ({key}): {text}", highlight=False)
     return 0

@@ -124,13 +124,15 @@ def run_report(args: argparse.Namespace) -> int:
         raise UserError("say where to write the report.", "pass --html FILE and/or --md FILE.")
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.paths import check_output_files
+    from gpuscout.predict.session import session
     from gpuscout.report.document import build_report
 
     check_output_files([(args.html, "--html"), (args.md, "--md")])  # before reading the runs
     runs, summary = selected_runs(args.db, args.runs, args.latest)
+    catalog = load_catalog(args.catalog)
     report = build_report(
-        runs, load_catalog(args.catalog), title=args.title, epochs=args.epochs,
-        answers=args.answers, summary=summary,
+        runs, catalog, title=args.title, epochs=args.epochs, answers=args.answers,
+        summary=summary, model=session(catalog, args.db),  # predicted as every command does
     )  # fmt: skip
     for path in write(report, args.html, args.md):
         print(f"wrote {path}", file=sys.stderr)

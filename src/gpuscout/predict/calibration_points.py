@@ -39,6 +39,7 @@ class Point:
     origin: str = "built-in"  # the catalog file of the published row ("built-in": shipped)
     stack: str = ""  # the software stack: framework and version
     tf32: bool = True  # float32 matmuls on TF32 tensor cores (a stored --no-tf32 run: False)
+    run_id: int | None = None  # the stored run it is (None: a published row)
 
     @property
     def modelled_batch(self) -> int:
@@ -186,7 +187,7 @@ def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point]
         measured = run.samples_per_second.median
         tf32 = ran_with_tf32(run.env, run.config.tf32)
         points.append(Point(gpu, profile, measured, "stored", label, run.workload,
-                            run.batch_size, stack=STORED, tf32=tf32))  # fmt: skip
+                            run.batch_size, stack=STORED, tf32=tf32, run_id=run.id))  # fmt: skip
     notes = [
         f"not in the calibration: your run{'s' if len(ids) > 1 else ''} {', '.join(ids)} ({why})"
         for why, ids in left_out.items()

@@ -82,6 +82,7 @@ class Option:
     notes: tuple[str, ...] = ()
     unpriced: str | None = None  # why there is no price (None: priced)
     unpriced_fix: str | None = None  # how to give one
+    scaling_fitted: bool = False  # ``scaling`` is the fitted scaling model's (not given)
 
     def label(self) -> str:
         return f"{self.count} x {self.gpu_id} ({self.provider})"
@@ -105,6 +106,8 @@ class CostLine:
     effective_usd: float  # total + rework + delay
     break_even_months: float | None = None
     notes: list[str] = field(default_factory=list)
+    speedup: float = 1.0  # one such GPU against the reference GPU
+    scaling_efficiency: float = 1.0  # of the option's GPUs together (1.0 = linear)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {**asdict(self), "unpriced": None}
@@ -137,6 +140,8 @@ class UnpricedLine:
     reason: str
     fix: str
     notes: list[str] = field(default_factory=list)
+    speedup: float = 1.0
+    scaling_efficiency: float = 1.0
 
     def to_json_dict(self) -> dict[str, Any]:
         """The keys of a priced line, money ones null, and ``unpriced``: the reason."""
@@ -152,6 +157,8 @@ class UnpricedLine:
         }
         out.update(dict.fromkeys(MONEY_FIELDS))
         out["notes"] = list(self.notes)
+        out["speedup"] = self.speedup
+        out["scaling_efficiency"] = self.scaling_efficiency
         out["unpriced"] = self.reason
         return out
 
@@ -216,6 +223,8 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
         effective_usd=total + rework_usd + delay_usd,
         break_even_months=break_even,
         notes=notes,
+        speedup=option.speedup,
+        scaling_efficiency=option.scaling,
     )
 
 
@@ -236,6 +245,8 @@ def unpriced_line(option: Option, reference_gpu_hours: float, a: Assumptions) ->
         reason=option.unpriced or "no price",
         fix=option.unpriced_fix or "give a price",
         notes=list(option.notes),
+        speedup=option.speedup,
+        scaling_efficiency=option.scaling,
     )
 
 

@@ -1,8 +1,12 @@
 """Turning what the user asked for into priced options: GPU, count, provider, speed, scaling.
 
-Speed relative to the reference GPU and scaling come, in this order, from ``--speedup`` /
-``--scaling`` flags, from the predictor (when a workload is given), or from a spec ratio (the
-GPUs' training TFLOPS, FP16/BF16 tensor with FP32 accumulate) with a stated scaling guess.
+Speed relative to the reference GPU and scaling come from ``--speedup`` / ``--scaling`` flags,
+else from the one prediction session every command uses (``gpuscout.predict.session``: your
+stored GPU runs in its calibration): a workload job's speed is its step predicted on each GPU,
+and the scaling of several GPUs is the fitted scaling model's (``predict/scaling.py``), the
+figure ``predict`` prints. A job given in GPU-hours names no step: its speed is a spec ratio
+(the GPUs' training TFLOPS, FP16/BF16 tensor with FP32 accumulate) and its scaling the fitted
+model's on the articles' benchmark step (ResNet-50, mixed precision, batch 256), both stated.
 Prices come from the option itself (``=USD`` per hour for the whole option), else from the
 catalog: the cheapest on-demand price (of the named provider, if any) times the count.
 """
@@ -10,17 +14,18 @@ catalog: the cheapest on-demand price (of the named provider, if any) times the 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from gpuscout import articles
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.catalog.rates import training_tflops
 from gpuscout.errors import UserError
+from gpuscout.predict.profile import Profile, cached
+from gpuscout.predict.scaling import constants
+from gpuscout.predict.session import Session
 from gpuscout.price.cost import Option
-from gpuscout.units import fmt_sig
+from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_sig
 
-SCALING_GUESS_NVLINK = 0.9
-SCALING_GUESS_PCIE = 0.75
 _SPEC = re.compile(
     r"^(?P<gpu>[^@=]+?)(?:x(?P<count>\d+))?(?:@(?P<where>[\w.-]+))?(?:=(?P<usd>[\d.]+))?$"
 )
@@ -69,22 +74,71 @@ def parse_pairs(items: list[str], flag: str, value_name: str) -> dict[str, float
     return out
 
 
+@dataclass(frozen=True)
+class Job:
+    """What is priced: hours on one reference GPU, said in words; for a workload job, its
+    step, whose predicted speed on each GPU sets the option's."""
+
+    reference_gpu_hours: float
+    text: str
+    profile: Profile | None = None  # None: a job given in GPU-hours, which names no step
+    unit: str = "samples"
+
+
+def workload_job(
+    model: Session, profile: Profile, samples: float, unit: str, reference: Gpu
+) -> Job:
+    """``samples`` of the step in ``profile``: its hours on one reference GPU, predicted."""
+    ref = model.option(profile, reference).samples_per_second
+    hours = samples / ref / 3600
+    text = (
+        f"{fmt_count(samples)} {unit} of {profile.workload} ({profile.precision}, batch "
+        f"{profile.batch}/GPU) = {fmt_hours(hours)} on one {reference.id} (predicted "
+        f"{fmt_rate(ref)}/s)"
+    )
+    return Job(hours, text, profile, unit)
+
+
+def gpu_hours_job(hours: float, reference: Gpu) -> Job:
+    return Job(hours, f"{hours:,.0f} GPU-hours on one {reference.id}")
+
+
+def scaling_assumption(job: Job) -> str:
+    """The line ``cost`` prints for the scaling of options it did not get ``--scaling`` for."""
+    on = (
+        f"{job.profile.workload}'s step ({job.profile.precision}, batch {job.profile.batch} per "
+        "GPU)"
+        if job.profile is not None
+        else f"the step of the articles' benchmark, {articles.BENCHMARK_WORKLOAD} "
+        f"({articles.BENCHMARK_PRECISION}, batch {articles.BENCHMARK_BATCH} per GPU), as the "
+        "job names none (--workload predicts yours; --scaling N=EFF sets it)"
+    )
+    return (
+        "several GPUs scale as predict's fitted scaling model says (data parallel, ring "
+        f"all-reduce over the option's link, as many GPUs per machine as its form factor "
+        f"holds), on {on}; {constants().describe()}"
+    )
+
+
 def build_options(
     specs: list[OptionSpec],
-    catalog: Catalog,
+    model: Session,
     reference: Gpu,
     speedups: dict[str, float],
     scalings: dict[str, float],
     purchases: dict[str, float],
-    predicted: Callable[[Gpu, int], tuple[float, float]] | None,
+    job: Job | None = None,
 ) -> list[Option]:
-    """Priced options; ``predicted(gpu, count)`` gives (speedup vs reference, scaling).
+    """Priced options for ``job`` (None: GPU-hours, which names no step), speed and scaling
+    predicted by ``model`` where no flag gives them.
 
     Every spec is checked (GPU names, providers, the keys of ``speedups`` and ``purchases``)
     before any is priced, so a bad option is named even beside one the catalog cannot price.
     An option without a price is returned with ``unpriced`` saying why, not refused: the
     default set includes the RTX 3090, which no cloud in the catalog rents on demand.
     """
+    catalog = model.catalog
+    speeds = _Speeds(model, reference, job or Job(0.0, ""))
     providers = {p.provider for p in catalog.prices}
     speedups = {catalog.resolve(k).gpu.id: v for k, v in speedups.items()}
     purchases = {catalog.resolve(k).gpu.id: v for k, v in purchases.items()}
@@ -96,7 +150,7 @@ def build_options(
                 f"use one of: {', '.join(sorted(providers))}, or owned.",
             )
     return [
-        _option(spec, gpu, catalog, reference, speedups, scalings, purchases, predicted)
+        _option(spec, gpu, catalog, speeds, speedups, scalings, purchases)
         for spec, gpu in zip(specs, gpus, strict=True)
     ]
 
@@ -105,14 +159,13 @@ def _option(
     spec: OptionSpec,
     gpu: Gpu,
     catalog: Catalog,
-    reference: Gpu,
+    speeds: _Speeds,
     speedups: dict[str, float],
     scalings: dict[str, float],
     purchases: dict[str, float],
-    predicted: Callable[[Gpu, int], tuple[float, float]] | None,
 ) -> Option:
     notes: list[str] = []
-    speedup, scaling = _speed(gpu, spec.count, reference, speedups, scalings, predicted, notes)
+    speedup, scaling, fitted = speeds.of(gpu, spec.count, speedups, scalings, notes)
     cheapest = _cheapest(catalog, gpu, None)
     rent = cheapest * spec.count if cheapest else None
     price = spec.usd_per_hour
@@ -154,6 +207,7 @@ def _option(
         notes=tuple(notes),
         unpriced=unpriced[0] if unpriced else None,
         unpriced_fix=unpriced[1] if unpriced else None,
+        scaling_fitted=fitted,
     )
 
 
@@ -175,41 +229,80 @@ def _why_unpriced(catalog: Catalog, gpu: Gpu, spec: OptionSpec) -> tuple[str, st
     return why, f"give one: --option {gpu.id}x{spec.count}=USD_PER_HOUR, or add a price file"
 
 
-def _speed(
-    gpu: Gpu,
-    count: int,
-    reference: Gpu,
-    speedups: dict[str, float],
-    scalings: dict[str, float],
-    predicted: Callable[[Gpu, int], tuple[float, float]] | None,
-    notes: list[str],
-) -> tuple[float, float]:
-    model = predicted(gpu, count) if predicted else None
-    if gpu.id in speedups:
-        speedup = speedups[gpu.id]
-        notes.append(f"speed {speedup:g}x {reference.id} (given)")
-    elif model is not None:
-        speedup = model[0]
-    else:
-        speedup = training_tflops(gpu) / training_tflops(reference)
-        if gpu.id != reference.id:
-            notes.append(
-                f"speed {fmt_sig(speedup)}x {reference.id} from training TFLOPS (spec ratio, no "
-                "workload)"
+class _Speeds:
+    """An option's speed against the reference GPU and its scaling: given by a flag, else
+    predicted by the session (a spec ratio for the speed of a job in GPU-hours)."""
+
+    def __init__(self, model: Session, reference: Gpu, job: Job) -> None:
+        self.model, self.reference, self.job = model, reference, job
+        self._reference: float | None = None  # samples/s of one reference GPU, predicted
+
+    def _step(self) -> Profile:
+        """The step predictions are made on: the job's, else the articles' benchmark's."""
+        if self.job.profile is not None:
+            return self.job.profile
+        found = cached(
+            articles.BENCHMARK_WORKLOAD, {}, articles.BENCHMARK_BATCH, articles.BENCHMARK_PRECISION
+        )
+        if found is None:  # shipped with the package: only a broken install lacks it
+            raise UserError(
+                f"no shipped step profile of {articles.BENCHMARK_WORKLOAD} to scale with.",
+                "reinstall gpuscout, or give --scaling N=EFF.",
             )
-    key = next((k for k in (f"{gpu.id}x{count}", str(count)) if k in scalings), None)
-    if count == 1:
-        scaling = 1.0
-    elif key is not None:
-        scaling = scalings[key]
-        notes.append(f"scaling {scaling:.0%} on {count} GPUs (given)")
-    elif model is not None:
-        scaling = model[1]
-    else:
-        nvlink = bool(gpu.nvlink_gb_per_s_total) and count <= (gpu.nvlink_max_gpus or 0)
-        scaling = SCALING_GUESS_NVLINK if nvlink else SCALING_GUESS_PCIE
-        notes.append(f"scaling {scaling:.0%} assumed ({'NVLink' if nvlink else 'PCIe'})")
-    return speedup, scaling
+        return found
+
+    def _reference_sps(self) -> float:
+        if self._reference is None:
+            self._reference = self.model.option(self._step(), self.reference).samples_per_second
+        return self._reference
+
+    def of(
+        self,
+        gpu: Gpu,
+        count: int,
+        speedups: dict[str, float],
+        scalings: dict[str, float],
+        notes: list[str],
+    ) -> tuple[float, float, bool]:
+        """(speedup against the reference GPU, scaling, whether the fitted model gave it)."""
+        reference, unit = self.reference, self.job.unit
+        predicted = self.job.profile is not None and gpu.id not in speedups
+        one = self.model.option(self._step(), gpu) if predicted else None  # one GPU
+        if gpu.id in speedups:
+            speedup = speedups[gpu.id]
+            notes.append(f"speed {speedup:g}x {reference.id} (given)")
+        elif one is not None:
+            speedup = one.samples_per_second / self._reference_sps()
+        else:
+            speedup = training_tflops(gpu) / training_tflops(reference)
+            if gpu.id != reference.id:
+                notes.append(
+                    f"speed {fmt_sig(speedup)}x {reference.id} from training TFLOPS (spec "
+                    "ratio, no workload)"
+                )
+        key = next((k for k in (f"{gpu.id}x{count}", str(count)) if k in scalings), None)
+        if count == 1:
+            if one is not None:
+                notes.append(f"predicted {fmt_rate(one.samples_per_second)} {unit}/s")
+            return speedup, 1.0, False
+        if key is not None:
+            scaling = scalings[key]
+            notes.append(f"scaling {scaling:.0%} on {count} GPUs (given)")
+            if one is not None:
+                notes.append(f"predicted {fmt_rate(one.samples_per_second)} {unit}/s per GPU")
+            return speedup, scaling, False
+        row = self.model.option(self._step(), gpu, count)
+        scaling = row.scaling_efficiency
+        how = f"{row.link}; " if row.link else ""
+        if one is not None:
+            notes.append(
+                f"predicted {fmt_rate(row.samples_per_second)} {unit}/s: {count} x "
+                f"{fmt_rate(one.samples_per_second)} at {scaling:.0%} scaling ({how}fitted "
+                "scaling model)"
+            )
+        else:
+            notes.append(f"scaling {scaling:.0%} on {count} GPUs ({how}fitted scaling model)")
+        return speedup, scaling, True
 
 
 def _cheapest(catalog: Catalog, gpu: Gpu, provider: str | None) -> float | None:

@@ -9,10 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gpuscout.catalog import Catalog
-from gpuscout.predict import predict
-from gpuscout.predict.calibrate import Calibration
 from gpuscout.predict.profile import Profile
+from gpuscout.predict.session import Session
 from gpuscout.records import RunResult
 
 SCALING_COUNTS = (1, 2, 4, 8)
@@ -75,15 +73,14 @@ def measured_curves(runs: list[RunResult]) -> list[Curve]:
     return curves
 
 
-def predicted_curves(profile: Profile, catalog: Catalog, calibration: Calibration) -> list[Curve]:
+def predicted_curves(profile: Profile, model: Session) -> list[Curve]:
+    """The fitted scaling model's efficiencies on a few GPUs, as ``predict`` gives them."""
     curves = []
     for gpu_id in SCALING_GPUS:
-        gpu = catalog.gpus.get(gpu_id)
+        gpu = model.catalog.gpus.get(gpu_id)
         if gpu is None:
             continue
-        rows, _ = predict(
-            profile, [gpu], list(SCALING_COUNTS), catalog, gpu, 1, calibration=calibration
-        )
+        rows, _ = model.predict(profile, [gpu], list(SCALING_COUNTS), reference=gpu)
         curves.append(
             Curve(
                 label=f"predicted: {gpu.name}" + (f" ({rows[-1].link})" if rows[-1].link else ""),

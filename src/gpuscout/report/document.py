@@ -17,10 +17,8 @@ from gpuscout.advise.checklist import QUESTIONS, QuickAnswer, quick, versus_advi
 from gpuscout.advise.recommend import Advice, Request, advise
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
-from gpuscout.predict import predict
-from gpuscout.predict.calibrate import Calibration, calibration_for
-from gpuscout.predict.calibration_points import run_points, user_rows_used
 from gpuscout.predict.profile import Profile, cached
+from gpuscout.predict.session import Session, session
 from gpuscout.price import Assumptions
 from gpuscout.records import FIT_PREFIX, RunResult, impossible_value
 from gpuscout.report.chart_data import Curve, Timeline, measured_curves, predicted_curves, timeline
@@ -115,8 +113,7 @@ def _setup(run: RunResult) -> str:
 def _ranking(
     workload_name: str,
     runs: list[RunResult],
-    catalog: Catalog,
-    calibration: Calibration,
+    model: Session,
     notes: list[str],
 ) -> tuple[Ranking | None, Profile | None]:
     from gpuscout.workloads import WORKLOADS
@@ -138,6 +135,7 @@ def _ranking(
             "not ranked: no batch size was given, "
             "so it measured steps/s, not samples/s (ScoutCallback(batch_size=...) measures both)"
         )
+    catalog = model.catalog
     reference = catalog.resolve(REFERENCE).gpu
     rows: list[RankRow] = []
     profile = None
@@ -151,14 +149,8 @@ def _ranking(
             workload.name, workload.resolve({}), workload.default_batch_gpu, PREDICT_PRECISION
         )
     if profile is not None and epoch:
-        predicted, common = predict(
-            profile,
-            list(catalog.gpus.values()),
-            [1],
-            catalog,
-            reference,
-            epoch,
-            calibration=calibration,
+        predicted, common = model.predict(
+            profile, list(catalog.gpus.values()), [1], reference=reference, epoch_samples=epoch
         )
         # neighbours closer than the model's out-of-sample error are not ranked, said once
         notes += [f"{workload_name}: {n}" for n in common if n.startswith("not distinguishable")]
@@ -263,11 +255,16 @@ def build_report(
     assumptions: Assumptions | None = None,
     main: str | None = None,
     summary: Summary | None = None,
+    model: Session | None = None,
 ) -> Report:
     """The report on ``runs``: rankings per workload, the job priced and advised for the
     main workload (``main``, else the most common among the runs), scaling curves and monitor
     timelines. ``summary``: a large store's runs beyond ``runs`` (then its newest), counted
-    and aggregated per workload, device and precision instead of shown one by one."""
+    and aggregated per workload, device and precision instead of shown one by one.
+
+    ``model``: the prediction session (``gpuscout.predict.session``) every prediction of the
+    report goes through, as ``predict``'s do: ``report`` and ``scout`` make it from the whole
+    store; without one, it is made from ``runs``."""
     runs, notes = _possible(runs)
     if not runs:
         raise UserError(
@@ -280,21 +277,19 @@ def build_report(
             by_workload.setdefault(run.workload, []).append(run)
     if main is None and by_workload:
         main = max(by_workload, key=lambda name: len(by_workload[name]))
-    # One fit for every prediction in the report: published data and these runs' GPU runs.
-    mine, left_out = run_points(runs, catalog)
-    calibration = calibration_for(catalog, mine)
-    notes += left_out + user_rows_used(catalog, calibration.points)  # a user row is named
+    # One fit for every prediction in the report, the one every command uses.
+    model = model or session(catalog, runs=runs)
     report = Report(title, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), runs, [])
     report.summary = summary
     if summary is not None:
         notes.append(
             f"{summary.total:,} runs: the newest {summary.detailed} are shown run by run (ranking, "
-            f"charts, calibration, runs table); all {summary.total:,} are counted in the "
+            f"charts, runs table); all {summary.total:,} are counted in the "
             "aggregate table (pick runs with --runs)"
         )
     main_profile = None
     for name, members in by_workload.items():
-        ranking, profile = _ranking(name, members, catalog, calibration, notes)
+        ranking, profile = _ranking(name, members, model, notes)
         if ranking is not None:
             report.rankings.append(ranking)
         if name == main:
@@ -302,13 +297,12 @@ def build_report(
     report.curves = measured_curves(runs)
     report.timelines = [t for t in map(timeline, runs) if t is not None]
     if main_profile is not None:
-        report.curves += predicted_curves(main_profile, catalog, calibration)
-        _price(report, main_profile, catalog, calibration, epochs, answers,
-               assumptions or Assumptions(), notes)  # fmt: skip
+        report.curves += predicted_curves(main_profile, model)
+        _price(report, main_profile, model, epochs, answers, assumptions or Assumptions(), notes)
     elif main is not None:
         notes.append(f"no cost or advice: '{main}' has no profile to predict other GPUs from")
     if report.advice is None:  # the advice states the calibration with its own assumptions
-        notes.append(calibration.describe())
+        notes += [*model.notes, model.calibration.describe()]
     report.assumptions = notes + (report.advice.assumptions if report.advice else [])
     return report
 
@@ -316,8 +310,7 @@ def build_report(
 def _price(
     report: Report,
     profile: Profile,
-    catalog: Catalog,
-    calibration: Calibration,
+    model: Session,
     epochs: float | None,
     answers: list[bool] | None,
     assumptions: Assumptions,
@@ -326,10 +319,7 @@ def _price(
     from gpuscout.workloads import WORKLOADS
 
     workload = WORKLOADS[profile.workload]
-    reference = catalog.resolve(REFERENCE).gpu
-    (ref_row,), _ = predict(
-        profile, [reference], [1], catalog, reference, 1, calibration=calibration
-    )
+    ref_row = model.option(profile, model.catalog.resolve(REFERENCE).gpu)
     if epochs is None:
         epochs = workload.default_epochs
         notes.append(
@@ -350,7 +340,7 @@ def _price(
     report.quick, report.quick_basis = _quick(profile, hours_reference, answers)
     request = Request(profile=profile, samples=samples, unit=workload.epoch_unit)
     try:
-        report.advice = advise(request, catalog, calibration, assumptions)
+        report.advice = advise(request, model, assumptions)
     except UserError as exc:  # e.g. fits no GPU: the report says so instead of failing
         notes.append(f"no full recommendation: {exc.problem}")
         return

@@ -1,0 +1,230 @@
+"""``gpuscout predict`` as a library call: what was asked (:class:`PredictRequest`) in, the rows
+and every assumption behind them (:class:`PredictAnswer`) out, through the one prediction
+session (``session.py``) every command uses. The command line only parses and renders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gpuscout.articles import REFERENCE_GPU
+from gpuscout.catalog import Catalog, Gpu, load_catalog, peak_tflops
+from gpuscout.errors import UserError
+from gpuscout.predict import scaling
+from gpuscout.predict.predictor import Prediction, anchor_from_run
+from gpuscout.predict.profile import Profile
+from gpuscout.predict.session import Session, session
+from gpuscout.run_settings import tf32_prediction_note
+
+
+@dataclass(frozen=True)
+class PredictRequest:
+    """What ``gpuscout predict`` was asked, parsed (the defaults are the command's)."""
+
+    gpus: str  # a comma list of catalog names, or "all"
+    workload: str | None = None  # a built-in workload, or
+    model: str | None = None  # your model: FILE.py:FUNCTION or FILE.keras
+    precision: str = "fp32"
+    backend: str = "tensorflow"  # the one that traces a step not shipped or cached
+    tf32: bool = True
+    mode: Literal["train", "inference"] = "train"
+    batch_size: int | None = None  # per GPU (default: the workload's; 32 for a model)
+    seq_len: int | None = None
+    counts: Sequence[tuple[int, int]] = ((1, 1),)  # (machines, GPUs per machine)
+    network_gbit: float = scaling.DEFAULT_NETWORK_GBIT
+    epoch_samples: int | None = None
+    reference: str = REFERENCE_GPU
+    from_run: int | None = None  # a stored run to anchor on
+    db: str | None = None  # the results database (None: GPUSCOUT_DB or the user data dir)
+    catalog: Sequence[str] = ()  # your catalog files
+
+
+@dataclass
+class PredictAnswer:
+    """The predicted rows, the step they are for, and the assumptions common to all rows (each
+    row carries its own too)."""
+
+    mode: Literal["train", "inference"]
+    rows: list[Prediction]
+    profile: Profile
+    reference: str
+    unit: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def row_assumptions(self) -> list[str]:
+        """Every row's own assumptions, once each."""
+        return sorted({a for r in self.rows for a in r.assumptions})
+
+    @property
+    def fits_any(self) -> bool:
+        return any(r.fits_memory for r in self.rows)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """``predict --json``: one object per row, with the common assumptions."""
+        if self.mode == "inference":
+            return [
+                r.to_json_dict()
+                | {
+                    "mode": "inference",
+                    "latency_s": self.profile.batch / r.samples_per_second,
+                    "common_assumptions": self.notes,
+                }
+                for r in self.rows
+            ]
+        return [r.to_json_dict() | {"common_assumptions": self.notes} for r in self.rows]
+
+
+def predict_for(req: PredictRequest) -> PredictAnswer:
+    """Predict as asked: training on 1..N GPUs, or one GPU's forward pass (``inference``)."""
+    catalog = load_catalog(req.catalog)
+    if req.mode == "inference":
+        return _inference(req, catalog)
+    return _training(req, catalog)
+
+
+def resolve_gpus(catalog: Catalog, names: str) -> list[Gpu]:
+    """The GPUs of a comma list ("all": the whole catalog), each once, in the order named."""
+    wanted = [g for g in names.split(",") if g.strip()]
+    if wanted == ["all"]:
+        return list(catalog.gpus.values())
+    return list({g.id: g for g in (catalog.resolve(n).gpu for n in wanted)}.values())
+
+
+def check_precision(gpus: Sequence[Gpu], precision: str) -> None:
+    """Naming a GPU that lacks the precision's tensor cores is a mistake worth stopping on."""
+    for gpu in gpus:
+        rate = peak_tflops(gpu, precision)[1]
+        if "no " in rate:
+            kind = {"mixed_bfloat16": "BF16", "mixed_float16": "FP16"}.get(precision, precision)
+            raise UserError(
+                f"{gpu.id} has no {kind} tensor cores: {precision} would run at its FP32 "
+                "rate, which is not what you would choose on it.",
+                f"use --precision mixed_float16 for {gpu.id}, or leave it out of --gpus "
+                "('--gpus all' predicts it anyway, marked).",
+            )
+
+
+def _backend(req: PredictRequest) -> str:
+    """The backend to trace on; JAX's absence is one line before anything is traced."""
+    if req.backend == "jax":
+        from gpuscout.measure.backends import require_jax
+
+        require_jax("predict --backend jax")
+    return req.backend
+
+
+def _tf32_notes(req: PredictRequest) -> list[str]:
+    """The TF32 assumption line, when there is one (see tf32_prediction_note)."""
+    note = tf32_prediction_note(req.precision, req.tf32)
+    return [note] if note else []
+
+
+def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
+    from gpuscout.limits import check_fits_a_gpu
+    from gpuscout.predict.profile_trace import get_profile, get_user_profile
+    from gpuscout.workloads import get_workload
+
+    notes: list[str] = []
+    if req.model:
+        batch = req.batch_size or 32
+        if not req.batch_size:
+            notes.append(f"batch {batch} per GPU for your model (set it with --batch-size)")
+        profile = get_user_profile(req.model, batch, req.precision, _backend(req))
+        epoch, unit = req.epoch_samples or 1_000_000, "samples"
+        if not req.epoch_samples:
+            notes.append("epoch = 1,000,000 samples (set it with --epoch-samples)")
+    else:
+        workload = get_workload(req.workload or "")
+        dims = {"seq_len": req.seq_len} if req.seq_len else {}
+        batch = req.batch_size or workload.default_batch_gpu
+        resolved = workload.resolve(dims)
+        check_fits_a_gpu(workload.name, resolved, batch, req.precision, "train", catalog)
+        profile = get_profile(workload.name, resolved, batch, req.precision, _backend(req))
+        epoch, unit = req.epoch_samples or workload.epoch_samples, workload.epoch_unit
+    gpus = resolve_gpus(catalog, req.gpus)
+    reference = catalog.resolve(req.reference).gpu
+    for gpu in gpus:  # 16 SXM GPUs are two machines: say so rather than predict one
+        for nodes, per_node in req.counts:
+            scaling.check_machine(gpu, nodes, per_node)
+    if [g for g in req.gpus.split(",") if g.strip()] != ["all"]:
+        check_precision(gpus, req.precision)
+    model = session(catalog, req.db)
+    notes += model.notes
+    anchor = None
+    if req.from_run:
+        from gpuscout.store import Store
+
+        with Store(req.db, readonly=True) as store:
+            anchor = anchor_from_run(store.get(req.from_run), profile, catalog, req.tf32)
+    if model.measured(profile, req.tf32)[1]:
+        notes.append(
+            "measured scaling: efficiency from your 'bench --scaling' runs on that GPU "
+            "(same workload, precision and batch per GPU), against their 1-GPU run"
+        )
+    rows, common = model.predict(
+        profile,
+        gpus,
+        list(req.counts),
+        reference=reference,
+        epoch_samples=epoch,
+        anchor=anchor,
+        network_gbit=req.network_gbit,
+        tf32=req.tf32,
+    )
+    notes = [*notes, *common, *_tf32_notes(req), f"epoch = {epoch:,} {unit}"]
+    return PredictAnswer("train", rows, profile, reference.id, unit, notes)
+
+
+def _inference(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
+    """One GPU's forward pass per batch: serving throughput and the model's share of latency."""
+    from gpuscout.predict.profile_trace import get_forward_profile
+
+    if list(req.counts) != [(1, 1)] or req.from_run:
+        raise UserError(
+            "--mode inference predicts one GPU, without --count or --from-run.",
+            "serving scales by adding replicas: divide your load by one GPU's samples/s.",
+        )
+    batch = req.batch_size or 1
+    dims = {"seq_len": req.seq_len} if req.seq_len else {}
+    if req.workload:  # before tracing: no GPU holds the step's largest activation
+        from gpuscout.limits import check_fits_a_gpu
+        from gpuscout.workloads import get_workload
+
+        resolved = get_workload(req.workload).resolve(dims)
+        check_fits_a_gpu(req.workload, resolved, batch, req.precision, "forward", catalog)
+    profile = get_forward_profile(
+        req.workload, req.model, dims, batch, req.precision, _backend(req)
+    )
+    gpus = resolve_gpus(catalog, req.gpus)
+    reference = catalog.resolve(req.reference).gpu
+    model: Session = session(catalog, req.db)
+    rows, common = model.predict(profile, gpus, [1], reference=reference, tf32=req.tf32)
+    fitted_to = "published *training* measurements" + (
+        " and your stored training runs" if model.run_ids else ""
+    )
+    notes = [
+        "inference, predicted: one forward pass per request batch, as 'bench --mode "
+        "inference' times it, without serving overhead, queueing or host transfers; measure "
+        "those with bench --mode inference",
+        "each kernel's launch (data/overheads.csv) and one forward call's dispatch are "
+        "counted, not a training step's cost; small batches are launch-bound on a big GPU",
+        f"batch {batch} per request" + ("" if req.batch_size else " (set it with --batch-size)"),
+        f"efficiencies fitted to {fitted_to}, applied to the forward pass",
+        *(c for c in common if not c.startswith(("memory:", "several GPUs"))),
+        "memory: the weights (a forward pass keeps no activations for a backward pass)",
+        *_tf32_notes(req),
+        *model.notes,
+    ]
+    return PredictAnswer("inference", rows, profile, reference.id, "samples", notes)
+
+
+__all__ = [
+    "PredictAnswer",
+    "PredictRequest",
+    "check_precision",
+    "predict_for",
+    "resolve_gpus",
+]

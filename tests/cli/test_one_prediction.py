@@ -1,0 +1,159 @@
+"""One prediction for one question (issue 29, item 5): with a GPU run in the store, ``predict``,
+``advise``, ``cost`` and ``report`` print the same speed for the same GPU, workload, batch and
+precision, and each says your stored runs are in the calibration; ``cost`` scales several GPUs
+as ``predict``'s fitted scaling model does.
+
+Before, ``advise`` and ``cost`` fitted the model without the stored runs: with one A100
+ResNet-50 run stored, ``predict`` said 2,492 images/s on an A100 40GB and ``advise`` 1,521; and
+``cost`` assumed 75 % for 8 x RTX 4090 where ``predict`` says about 91 %. This machine has no
+GPU: the run is written as a GPU machine would store it; the store and the commands are real.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gpuscout.catalog import load_catalog
+from gpuscout.records import BenchConfig, Interval, RunResult
+from gpuscout.store import Store
+from gpuscout.units import fmt_rate
+from tests.conftest import run_cli
+
+GPUS = ("a100-40gb-sxm", "h100-sxm")
+JOB = ("--workload", "resnet50", "--precision", "mixed_float16")
+IN_THE_FIT = "calibrated with your 1 stored GPU run (id 1)"
+
+
+def _a100_run(samples_per_second: float = 2_500.0) -> RunResult:
+    """``bench --workload resnet50 --precision mixed_float16`` on an A100 40GB, as stored."""
+    sps = samples_per_second
+    return RunResult(
+        created_at="2026-12-01T00:00:00+00:00",
+        status="ok",
+        workload="resnet50",
+        device="GPU:0",
+        precision="mixed_float16",
+        xla=False,
+        loop="custom",
+        batch_size=256,
+        samples_per_second=Interval(median=sps, ci_low=sps * 0.99, ci_high=sps * 1.01),
+        config=BenchConfig(workload="resnet50", precision="mixed_float16"),
+        env={"device_name": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0"},
+    )
+
+
+@pytest.fixture
+def stored() -> Path:
+    """The default results database (GPUSCOUT_DB, this test's own) holding the one run: no
+    command is told where it is, as a user's are not."""
+    db = Path(os.environ["GPUSCOUT_DB"])
+    with Store(db) as store:
+        assert store.save(_a100_run()).id == 1
+    return db
+
+
+def _predicted() -> tuple[dict[str, float], list[str]]:
+    """``predict``'s samples/s per GPU, and its common assumptions."""
+    r = run_cli("predict", *JOB, "--gpus", ",".join(GPUS), "--json", block_tf=True)
+    assert r.code == 0, r.err
+    rows = r.json()
+    return {row["gpu"]: row["samples_per_second"] for row in rows}, rows[0]["common_assumptions"]
+
+
+def _report_rows(text: str, predicted: dict[str, float], gpus: tuple[str, ...] = GPUS) -> None:
+    catalog = load_catalog()
+    for gpu in gpus:
+        row = f"| {catalog.gpus[gpu].name} | predicted | mixed_float16, batch 256 | "
+        assert f"{row}{fmt_rate(predicted[gpu])} |" in text, gpu
+
+
+def test_every_command_gives_the_same_speed_and_says_your_runs_are_in_it(
+    stored: Path, tmp_path: Path
+) -> None:
+    predicted, notes = _predicted()
+
+    advised = run_cli(
+        "advise", "--workload", "resnet50", "--epochs", "90", "--counts", "1", "--top", "1000",
+        "--json", block_tf=True,
+    )  # fmt: skip
+    assert advised.code == 0, advised.err
+    advice = advised.json()
+    for gpu in GPUS:
+        option = next(c for c in advice["ranked"] if c["gpu"] == gpu and c["count"] == 1)
+        assert option["samples_per_second"] == pytest.approx(predicted[gpu], rel=1e-9), gpu
+
+    options = [f"--option={gpu}" for gpu in GPUS]
+    priced = run_cli(
+        "cost", "--workload", "resnet50", "--epochs", "90", *options, "--reference", GPUS[0],
+        "--json", block_tf=True,
+    )  # fmt: skip
+    assert priced.code == 0, priced.err
+    cost = priced.json()
+    job = cost["assumptions"]["job"]
+    assert f"on one {GPUS[0]} (predicted {fmt_rate(predicted[GPUS[0]])}/s)" in job
+    for gpu in GPUS:
+        (line,) = [o for o in cost["options"] if o["gpu"] == gpu]
+        assert f"predicted {fmt_rate(predicted[gpu])} images/s" in line["notes"], line["notes"]
+        assert line["speedup"] == pytest.approx(predicted[gpu] / predicted[GPUS[0]], rel=1e-9)
+
+    md = tmp_path / "report.md"
+    reported = run_cli("report", "--md", str(md), block_tf=True)
+    assert reported.code == 0, reported.err
+    text = md.read_text().replace("\\", "")  # Markdown's escapes
+    _report_rows(text, predicted)
+
+    # and each says the stored run is in the calibration
+    assert any(n.startswith(IN_THE_FIT) for n in notes), notes
+    assert any(a.startswith(IN_THE_FIT) for a in advice["assumptions"])
+    assert IN_THE_FIT in cost["assumptions"]["predictions"]
+    assert IN_THE_FIT in text
+
+
+def test_calibrate_and_a_report_on_other_runs_say_which_runs_are_in_the_fit(
+    stored: Path, tmp_path: Path
+) -> None:
+    """The fit is the store's, whichever runs a report shows: a report on a CPU run alone
+    predicts the GPUs as ``predict`` does, and says which stored runs calibrate it."""
+    from tests.report.runs import _run
+
+    with Store(stored) as store:
+        assert store.save(_run(workload="resnet50", epoch_samples=1_281_167)).id == 2
+    predicted, _ = _predicted()
+    md = tmp_path / "cpu.md"
+    reported = run_cli("report", "--runs", "2", "--md", str(md), block_tf=True)
+    assert reported.code == 0, reported.err
+    text = md.read_text().replace("\\", "")
+    _report_rows(text, predicted)
+    assert IN_THE_FIT in text
+    shown = run_cli("calibrate", "--json", block_tf=True)
+    assert shown.code == 0, shown.err
+    assert shown.json()["stored_runs"] == [1]
+    assert any(n.startswith(IN_THE_FIT) for n in shown.json()["notes"])
+
+
+def test_cost_scales_several_gpus_as_predict_does() -> None:
+    """Eight GPUs: cost's efficiency is predict's fitted scaling model's, on the job's step or,
+    for a job in GPU-hours, on the articles' benchmark step (ResNet-50, mixed precision, batch
+    256); no 90 % NVLink / 75 % PCIe guess (8 x RTX 4090: about 91 %, not 75 %)."""
+    gpus = ("rtx-4090", "a100-40gb-sxm", "h100-sxm")
+    r = run_cli("predict", *JOB, "--gpus", ",".join(gpus), "--count", "8", "--json", block_tf=True)
+    assert r.code == 0, r.err
+    efficiency = {row["gpu"]: row["scaling_efficiency"] for row in r.json()}
+    assert efficiency["rtx-4090"] > 0.8  # the guess said 0.75
+
+    options = [f"--option={gpu}x8" for gpu in gpus]
+    for job in (("--gpu-hours", "1000"), ("--workload", "resnet50", "--epochs", "1")):
+        priced = run_cli("cost", *job, *options, "--json", block_tf=True)
+        assert priced.code == 0, priced.err
+        out = priced.json()
+        for gpu in gpus:
+            (line,) = [o for o in out["options"] if o["gpu"] == gpu]
+            assert line["scaling_efficiency"] == pytest.approx(efficiency[gpu], rel=1e-9), job
+            assert any("fitted scaling model" in n for n in line["notes"]), line["notes"]
+        assert "predict's fitted scaling model" in out["assumptions"]["scaling"]
+    shown = run_cli("cost", "--gpu-hours", "1000", "--option", "4090x8", block_tf=True)
+    assert shown.code == 0, shown.err
+    assert "fitted scaling model" in shown.out and "assumed (PCIe)" not in shown.out
