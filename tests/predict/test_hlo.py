@@ -26,8 +26,10 @@ def test_hand_written_module() -> None:
     assert cost.bytes["matmul"] == 4 * (8 * 16 + 16 * 4 + 8 * 4) + 4 * (
         200 * 3 + 3 * 3 * 3 * 5 + 200 * 5
     )
-    # relu has two consumers (reduce, negate), so it is written; negate is a step output.
-    assert cost.bytes["elementwise"] == 4 * 32 + 4 * 32
+    # relu has two consumers (reduce, negate): recomputing it in each reads dot.1 twice (256 B),
+    # less than writing it and reading it twice (384 B), so XLA fuses it into both and only
+    # negate, a step output, is written.
+    assert cost.bytes["elementwise"] == 4 * 32
     assert cost.saved_activation_bytes == 4 * 32  # relu, read by the gradient op
 
 
@@ -87,3 +89,29 @@ def test_shipped_full_size_profiles_match_the_analytic_counts() -> None:
         assert bert.flops["matmul"] / 32 == pytest.approx(
             w.training_flops_per_sample(w.dims), rel=1e-6
         )
+
+
+# f16 -> f32 convert used three times; an add of two tensors used twice
+_CAST = (Path(__file__).parents[1] / "data" / "cast_module.hlo").read_text()
+
+
+def test_a_cheap_producer_is_recomputed_in_each_consumer_when_that_reads_less() -> None:
+    """Mixed precision's f16 -> f32 convert before a norm's statistics: XLA recomputes it in
+    each consumer, which reads the f16 tensor, instead of writing the f32 one and reading it
+    back in each. Where recomputing reads more (an add of two tensors, used twice), the result
+    is written once."""
+    from gpuscout.predict.hlo_text import fusion_targets, live_instrs, parse_module
+
+    entry, comps = parse_module(_CAST)
+    targets = fusion_targets(live_instrs(comps[entry]))
+    assert sorted(targets["cast"]) == ["both", "sq", "sum"]
+    assert "both" not in targets  # 2 x 12 kB read again > 8 kB written + 2 x 8 kB read
+    cost = step_cost(_CAST)
+    n = 64 * 32
+    by_bytes = sorted(k.bytes for k in cost.kernels)
+    # sum reads y (f16); sq+norm reads y, writes f16; both reads y and z, writes f32;
+    # u, v, w and sum2 fuse into one kernel that reads both and writes 32 floats (a reduce
+    # also reads its 4-byte initial value)
+    assert by_bytes == sorted([2 * n + 4 + 4 * 32, 2 * n + 2 * n, 2 * n + 4 * n + 4 * n,
+                               4 * n + 4 + 4 * 32])  # fmt: skip
+    assert sum(k.flops * k.count for k in cost.kernels) == sum(cost.flops.values())

@@ -152,8 +152,9 @@ def _add(
 
 def _fused_into_consumer(instrs: list[Instr]) -> dict[str, bool]:
     """Elementwise results XLA keeps in registers: a single consumer that is itself
-    elementwise (loop fusion), looking through reshapes. Results that leave the step (the
-    tuple of outputs: updated weights, the loss) are written to memory."""
+    elementwise (loop fusion) or reduce (input fusion), looking through reshapes, or several
+    such consumers that each recompute a cheap one (``fusion_targets``). Results that leave
+    the step (the tuple of outputs: updated weights, the loss) are written to memory."""
     targets = fusion_targets(instrs)
     return {ins.name: ins.name in targets for ins in instrs}
 
@@ -223,32 +224,48 @@ def _kernels(live: list[Instr]) -> list[Kernel]:
         if ins.opcode in REDUCTION:
             source = (REF.findall(operand_text(ins.rest)) or [ins.name])[0]
             sibling[ins.name] = first_reduce.setdefault(source, ins.name)
+    roots_of: dict[str, list[str]] = {}
+
+    def roots(name: str) -> list[str]:
+        """The kernels an instruction runs in: its own, or (fused) those of its consumers,
+        several where a cheap producer is recomputed in each (``fusion_targets``)."""
+        if name not in roots_of:
+            found = [r for c in targets[name] for r in roots(c)] if name in targets else [name]
+            roots_of[name] = list(dict.fromkeys(sibling.get(r, r) for r in found))
+        return roots_of[name]
+
     groups: dict[str, list[Instr]] = {}  # root (or first sibling reduce) -> its members
-    for ins in live:
+    owner: dict[str, str] = {}  # the kernel whose FLOPs count a recomputed producer's work
+    for ins in reversed(live):  # consumers first, so a producer's roots are known
         if ins.opcode in FREE or ins.opcode in DESCEND:
             continue
-        root = ins.name
-        while root in targets:
-            root = targets[root]
-        groups.setdefault(sibling.get(root, root), []).append(ins)
+        mine = roots(ins.name)
+        owner[ins.name] = mine[0]
+        for root in mine:
+            groups.setdefault(root, []).append(ins)
     # A fused producer appears before its root: order kernels by their root's position.
     order = {i.name: n for n, i in enumerate(live)}
     kernels = []
     for root in sorted(groups, key=order.__getitem__):
-        members = groups[root]
+        members = groups[root][::-1]
         head = by_name[root]
         if head.opcode == "dot":
             kernels.append(_dot_kernel(head, operand_text(head.rest)))
         elif head.opcode == "convolution":
             kernels.append(_conv_kernel(head, operand_text(head.rest)))
         else:
-            kernels.append(_fused_kernel(head, members, by_name))
+            counted = {i.name for i in members if owner[i.name] == root}
+            kernels.append(_fused_kernel(head, members, by_name, counted))
     return kernels
 
 
-def _fused_kernel(head: Instr, members: list[Instr], by_name: dict[str, Instr]) -> Kernel:
+def _fused_kernel(
+    head: Instr, members: list[Instr], by_name: dict[str, Instr], counted: set[str]
+) -> Kernel:
     """A loop fusion (head elementwise) or an input fusion (head a reduce, with its siblings):
-    reads what enters from outside the group, writes the non-fused results."""
+    reads what enters from outside the group, writes the non-fused results. Its FLOPs are
+    those of the members in ``counted``: a producer recomputed in several kernels counts in
+    one, so the kernels' FLOPs add up to the step's."""
     inside = {i.name for i in members}
     read: dict[str, int] = {}
     flops = 0.0
@@ -264,6 +281,8 @@ def _fused_kernel(head: Instr, members: list[Instr], by_name: dict[str, Instr]) 
                 src = by_name.get(refs[0]) if refs else None
             if src is not None and src.name not in inside:
                 read[src.name] = 0 if src.opcode == "iota" else nbytes(src.shape)
+        if ins.name not in counted:
+            continue
         if ins.opcode in REDUCTION:
             flops += float(math.prod(array_shapes(operand_text(ins.rest))[0][1]))
         elif ins.opcode not in MOVEMENT:

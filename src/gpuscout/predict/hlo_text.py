@@ -171,8 +171,29 @@ def is_elementwise(ins: Instr) -> bool:
     )
 
 
-def fusion_targets(instrs: list[Instr]) -> dict[str, str]:
-    """For each elementwise result fused into its consumer, that consumer's name."""
+# Elementwise ops XLA's GPU fusion does not duplicate into several consumers (it recomputes
+# cheap ones in each instead of writing them out): transcendental and power functions
+# (``InstructionFusion::IsExpensive``; f32 divide and square roots are cheap on a GPU), and data
+# movement that changes layout, which XLA does not recompute either.
+EXPENSIVE = frozenset(
+    ["exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic",
+     "power", "atan2", "cosine", "sine", "tan", "erf", "cbrt", "remainder",
+     "transpose", "concatenate", "pad", "gather", "scatter", "dynamic-update-slice", "copy",
+     "rng", "rng-bit-generator", "sort"]
+)  # fmt: skip
+# At most this many consumers recompute a cheap producer (XLA's GPU fusion duplicates a producer
+# into its consumers, guarding against blow-ups; a batch norm's input has 5 in training).
+MAX_DUPLICATES = 8
+
+
+def fusion_targets(instrs: list[Instr]) -> dict[str, list[str]]:
+    """For each elementwise result XLA's GPU fusion keeps out of memory, the consumers it is
+    fused into: its single elementwise (or reduce) consumer (loop and input fusion), or, for a
+    cheap op (a convert, an add, a multiply, ...), each of its up to ``MAX_DUPLICATES``
+    consumers when all of them are elementwise or reduces and recomputing it reads less than
+    writing it once and reading it in each (XLA's GPU fusion weighs the same): XLA recomputes it
+    in each rather than writing it out (mixed precision's f16 -> f32 convert before a norm's
+    statistics and its normalisation is read as f16 by each, not written and re-read as f32)."""
     consumers: dict[str, list[Instr]] = {}
     for ins in instrs:
         for ref in set(REF.findall(operand_text(ins.rest))):
@@ -187,18 +208,35 @@ def fusion_targets(instrs: list[Instr]) -> dict[str, str]:
                 out.append(user)
         return out
 
-    targets = {}
+    by_name = {i.name: i for i in instrs}
+    targets: dict[str, list[str]] = {}
     for ins in instrs:
-        users = effective(ins.name)
-        if (
-            is_elementwise(ins)
-            and not ins.root
-            and len(users) == 1
-            and (is_elementwise(users[0]) or users[0].opcode in REDUCTION)
-            and not users[0].root
+        if not is_elementwise(ins) or ins.root:
+            continue
+        users = list({u.name: u for u in effective(ins.name)}.values())
+        fusible = all((is_elementwise(u) or u.opcode in REDUCTION) and not u.root for u in users)
+        if not users or not fusible:
+            continue
+        if len(users) == 1 or (
+            len(users) <= MAX_DUPLICATES
+            and ins.opcode not in EXPENSIVE
+            and len(users) * _input_bytes(ins, by_name) < (1 + len(users)) * nbytes(ins.shape)
         ):
-            targets[ins.name] = users[0].name
+            targets[ins.name] = [u.name for u in users]
     return targets
+
+
+def _input_bytes(ins: Instr, by_name: dict[str, Instr]) -> int:
+    """Bytes an instruction reads, looking through reshapes and broadcasts to the tensors
+    actually in memory (a broadcast bias is its vector)."""
+    total = 0
+    for ref in set(REF.findall(operand_text(ins.rest))):
+        src = by_name.get(ref)
+        while src is not None and src.opcode in ("reshape", "bitcast", "broadcast"):
+            refs = REF.findall(operand_text(src.rest))
+            src = by_name.get(refs[0]) if refs else None
+        total += nbytes(src.shape) if src is not None and src.opcode != "iota" else 0
+    return total
 
 
 def dtype_of(text: str) -> str:
