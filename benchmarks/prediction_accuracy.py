@@ -4,9 +4,11 @@
    GPUs) with each GPU left out in turn, mean absolute percentage error per op type. Read from
    the shipped fit, which ``python scripts/fit_kernel_model.py`` recomputes (about 1.5 min).
 2. End to end, on the published single-GPU training rows, each modelled at its own batch:
-   - leave one GPU out: absolute speed of a GPU no row of which was fitted;
-   - leave one source out: speed relative to the other GPUs of the held-out source (what a
-     ranking depends on), per workload family;
+   - leave one whole source out: absolute speed (the range without stored runs) and speed
+     relative to the source's other GPUs (what a ranking depends on), per workload family;
+   - leave one chip out: relative speed (the range with stored runs);
+   - leave one GPU id out (a same-chip twin stays in: reported, never a range);
+   - the frozen test split, fitted on the rest: reported apart, never tuned on;
    - leave the newest architectures out: fit on Ampere and older, predict Ada, Hopper and
      Blackwell (absolute, and relative to the older GPUs of the same source).
 3. Scaling: leave-one-row-out mean absolute error in points of efficiency over the published
@@ -32,16 +34,24 @@ from gpuscout.catalog import load_catalog
 from gpuscout.predict.calibrate import fit_calibration, write_shipped
 from gpuscout.predict.calibration_points import published_points
 from gpuscout.predict.out_of_sample import (
+    FROZEN_CHIPS,
+    FROZEN_SOURCES,
     NEWEST,
     Figures,
     Held,
+    coverage,
+    development,
     family,
+    frozen_test,
     leave_newest_out,
+    leave_one_chip_out,
     leave_one_gpu_out,
     leave_one_source_out,
     mape,
     write,
 )
+
+FIGURES: Figures  # computed in main() before the tables that show coverage
 
 
 def _data(name: str) -> dict:  # type: ignore[type-arg]
@@ -59,32 +69,59 @@ def kernel_level() -> None:
               f"{row['rows']:8,}")  # fmt: skip
 
 
-def _table(title: str, held: Sequence[Held]) -> None:
+def _table(title: str, held: Sequence[Held], bands: dict[str, tuple[float, float]] | None = None,
+           relative: bool = False) -> None:  # fmt: skip
+    """MAPE per workload family; with ``bands``, the share of held-out outcomes (absolute, or
+    ``relative``) inside the band predictions print for that family."""
     by: dict[str, list[Held]] = defaultdict(list)
     for h in held:
         by[family(h.point)].append(h)
         by["all"].append(h)
     print(f"   {title}")
-    print(f"   {'workload':12s} {'relative speed':>18s} {'absolute':>16s}")
+    print(f"   {'workload':12s} {'relative speed':>18s} {'absolute':>16s}"
+          + (f" {'band':>13s} {'inside':>7s}" if bands else ""))  # fmt: skip
     for name in sorted(by, key=lambda k: (k == "all", k)):
         rel = [h.relative for h in by[name] if h.relative is not None]
         ab = [h.absolute for h in by[name]]
         rel_text = f"{mape(rel):.1%} (n={len(rel)})" if rel else "-"
-        print(f"   {name:12s} {rel_text:>18s} {mape(ab):>7.1%} (n={len(ab)})")
+        line = f"   {name:12s} {rel_text:>18s} {mape(ab):>7.1%} (n={len(ab)})"
+        if bands:
+            inside = [
+                coverage([h.relative if relative else h.absolute], bands[family(h.point)])
+                for h in by[name]
+                if family(h.point) in bands and (h.relative is not None or not relative)
+            ]
+            band = bands.get(name)
+            shown = f"x{band[0]:.2f}-x{band[1]:.2f}" if band else "per family"
+            line += f" {shown:>13s} {sum(inside) / max(1, len(inside)):>7.0%}"
+        print(line)
 
 
 def end_to_end(points: Sequence) -> None:  # type: ignore[type-arg]
-    full = fit_calibration(points)
+    dev = development(points)
+    full = fit_calibration(dev)
     in_sample = mape(full.log_errors)
-    gpus, sources = len({p.gpu.id for p in points}), len({p.source_id for p in points})
-    print(f"\n2. end to end: {len(points)} published single-GPU rows, {gpus} GPUs, {sources} "
-          "sources")  # fmt: skip
+    gpus, sources = len({p.gpu.id for p in dev}), len({p.source_id for p in dev})
+    chips = len({p.gpu.chip for p in dev})
+    print(f"\n2. end to end, development rows: {len(dev)} published single-GPU rows, {gpus} "
+          f"GPUs, {chips} chips, {sources} sources (the frozen test split's "
+          f"{len(points) - len(dev)} rows left out)")  # fmt: skip
     print(f"   fit on all of them: {full.describe()}")
     print(f"   in-sample error {in_sample:.1%} (for reference only: never a measure of accuracy)")
-    _table("leave one GPU out:", leave_one_gpu_out(points))
-    _table("leave one source out:", leave_one_source_out(points))
-    newest = leave_newest_out(points)
-    _table(f"fit on Ampere and older, predict {', '.join(NEWEST)}:", newest)
+    _table("leave one whole source out (band printed without stored runs):",
+           leave_one_source_out(dev), FIGURES.source_absolute)  # fmt: skip
+    _table("leave one chip out (band printed with stored runs: relative):",
+           leave_one_chip_out(dev), FIGURES.chip_relative, relative=True)  # fmt: skip
+    _table("leave one GPU id out (a same-chip twin stays in: flattering, no band):",
+           leave_one_gpu_out(dev))  # fmt: skip
+    _table(f"fit on Ampere and older, predict {', '.join(NEWEST)}:", leave_newest_out(dev))
+    test = frozen_test(points)
+    print(
+        f"\n   FROZEN TEST SPLIT (chips {', '.join(FROZEN_CHIPS)}; source "
+        f"{', '.join(FROZEN_SOURCES)}): fit on the development rows, never tuned on"
+    )
+    _table("frozen test, absolute against the no-stored-runs band:", test,
+           FIGURES.source_absolute)  # fmt: skip
 
 
 def scaling() -> None:
@@ -102,18 +139,25 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     points = published_points(load_catalog())
+    global FIGURES
+    FIGURES = Figures.of(points)
     kernel_level()
     end_to_end(points)
     scaling()
-    figures = Figures.of(points)
-    print(f"\nranges predictions print: x{figures.low:.2f} to x{figures.high:.2f} (leave one GPU "
-          f"out, middle 80 %); options closer than {figures.relative_error:.1%} relative error "
-          "(leave one source out, 80th percentile) are not ranked")  # fmt: skip
+    f = FIGURES
+    print("\nranges predictions print (middle 80 %, per family): no stored runs (whole sources "
+          "left out) " + ", ".join(f"{k} x{v[0]:.2f}-x{v[1]:.2f}"
+                                   for k, v in f.source_absolute.items())
+          + "; with stored runs (chips left out, relative) "
+          + ", ".join(f"{k} x{v[0]:.2f}-x{v[1]:.2f}" for k, v in f.chip_relative.items())
+          + f"; not validated x{f.unvalidated[0]:.2f}-x{f.unvalidated[1]:.2f} (middle 90 %); "
+          f"options closer than {f.relative_error:.1%} relative error (sources left out, 80th "
+          "percentile) are not ranked")  # fmt: skip
     if args.write:
-        print(f"wrote {write(figures)}")
+        print(f"wrote {write(f)}")
         print(f"wrote {write_shipped(fit_calibration(points))}")
     print(f"({time.perf_counter() - start:.0f} s)")
-    assert math.isfinite(figures.relative_error)
+    assert math.isfinite(f.relative_error)
 
 
 if __name__ == "__main__":

@@ -163,6 +163,56 @@ def family_of(device: str) -> str:
     return "A100" if "A100" in device else device
 
 
+# The architecture of each measured GPU (NVIDIA's product pages), and which boards can say what
+# an architecture's CUDA-core GEMMs reach: the 70-75 W P4 and T4 cannot (their clocks sag under
+# a GEMM's load, which the end-to-end power term models), so Turing has no factor of its own.
+ARCHITECTURE = {"A100": "Ampere", "P100": "Pascal", "P4": "Pascal", "T4": "Turing",
+                "V100": "Volta"}  # fmt: skip
+FULL_POWER = ("A100", "P100", "V100")
+
+
+def architecture_of(device: str) -> str:
+    return next(a for key, a in ARCHITECTURE.items() if key in device.split("-")[0].split())
+
+
+def architecture_factors(model: KernelModel, data: KernelArrays) -> dict[str, object]:
+    """Per architecture and GEMM op: how much faster (>1) or slower its measured CUDA-core
+    GEMMs run than the pooled model says, as exp(median log(model / measured)) over the calls
+    the model times as compute-bound and longer than the median call (small calls measure the
+    launch, not the units), GEMM-algorithm convolutions only (Winograd and FFT do fewer FLOPs).
+    Full-power boards only (``FULL_POWER``)."""
+    from gpuscout.predict.kernel_model import components_of
+
+    out: dict[str, dict[str, float]] = {}
+    devices = np.array([str(d) for d in data.device])
+    for op in ("matmul", "conv"):
+        p = model.params[op]
+        rows = (data.op == op) & ((data.data_op != "conv") | (data.algo == "gemm"))
+        compute, memory = components_of(p, True, data, data.fp32_flops)
+        modelled = model.predict(data)
+        for device in sorted(set(devices[rows])):
+            if not any(key in device for key in FULL_POWER):
+                continue
+            at = rows & (devices == device) & (compute > memory)
+            at &= data.seconds > np.median(data.seconds[rows & (devices == device)])
+            ratio = float(np.exp(np.median(np.log(modelled[at] / data.seconds[at]))))
+            entry = out.setdefault(architecture_of(device), {})
+            entry[op] = round(ratio, 4)
+            entry[f"{op}_rows"] = int(at.sum())
+            entry[f"{op}_from"] = device  # type: ignore[assignment]
+    return {
+        "factors": out,
+        "note": (
+            "CUDA-core (FP32, TF32 off) GEMMs and GEMM-algorithm convolutions of the measured "
+            "full-power boards (A100, P100, V100), each against the model pooled over five GPUs: "
+            "exp(median log(model / measured)) over compute-bound calls longer than the median. "
+            "A GPU of another architecture takes Ampere's (the newest measured), said in its "
+            "prediction; Turing's only board (T4, 70 W) is power-limited, so it takes none"
+        ),
+        "made_by": "python scripts/fit_kernel_model.py --architectures",
+    }
+
+
 def fit_all(data: KernelArrays) -> dict[Op, OpParams]:
     return {op: fit_op(op, data)[0] for op in OPS}
 
@@ -174,9 +224,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=MODEL_PATH)
     parser.add_argument("--per-group", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--architectures",
+        action="store_true",
+        help="only (re)compute the per-architecture CUDA-core GEMM factors of the shipped fit",
+    )
     args = parser.parse_args(argv)
     if args.extract:
         extract(args.extract, args.data)
+        return 0
+    if args.architectures:
+        shipped = json.loads(args.out.read_text(encoding="utf-8"))
+        model = KernelModel.from_json(shipped)
+        shipped["cuda_gemm_by_architecture"] = architecture_factors(
+            model, arrays_of(load_rows(args.data))
+        )
+        args.out.write_text(json.dumps(shipped, indent=1) + "\n", encoding="utf-8")
+        print(json.dumps(shipped["cuda_gemm_by_architecture"], indent=1))
         return 0
     start, cpu_start = time.perf_counter(), time.process_time()
     everything = arrays_of(load_rows(args.data))
@@ -236,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         "fit_seconds": round(seconds, 1),
         "fit_cpu_seconds": round(cpu_seconds, 1),
     }
+    model = KernelModel(final, meta)
+    meta["cuda_gemm_by_architecture"] = architecture_factors(model, everything)
     model = KernelModel(final, meta)
     args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
     print(json.dumps(model.to_json(), indent=1))

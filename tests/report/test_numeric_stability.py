@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from gpuscout.catalog import load_catalog
+from gpuscout.predict import session as prediction
 from gpuscout.predict.calibrate import Calibration, calibration_for
 from gpuscout.report import document
 from gpuscout.report.markdown import render_markdown
@@ -30,12 +31,11 @@ def _markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, factor: float) ->
         return dataclasses.replace(
             fit,
             tensor=tuple(t * factor for t in fit.tensor),
-            launch_s=fit.launch_s * factor,
-            step_s=fit.step_s * factor,
-            feed=fit.feed * factor,
+            power_w=fit.power_w * factor,
+            stacks={k: v * factor for k, v in fit.stacks.items()},
         )
 
-    monkeypatch.setattr(document, "calibration_for", nudged)
+    monkeypatch.setattr(prediction, "calibration_for", nudged)  # the one every command uses
     with Store(tmp_path / f"{factor}.sqlite") as store:
         runs = store.save_many(report_runs())
     report = document.build_report(runs, load_catalog())

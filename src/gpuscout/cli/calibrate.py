@@ -22,13 +22,15 @@ def register(sub: Any) -> None:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from gpuscout.catalog import load_catalog
-    from gpuscout.cli.predict import stored_runs
-    from gpuscout.predict.calibrate import calibration_for
-    from gpuscout.predict.calibration_points import run_points, user_rows_used
+    from gpuscout.predict.calibration_points import user_rows_used
+    from gpuscout.predict.identification import identification, lines
+    from gpuscout.predict.out_of_sample import shipped
+    from gpuscout.predict.roofline import overheads
+    from gpuscout.predict.session import session
 
     catalog = load_catalog(args.catalog)
-    mine, left_out = run_points(stored_runs(args.db), catalog)
-    result = calibration_for(catalog, mine)
+    model = session(catalog, args.db)  # the fit every command predicts with
+    result = model.calibration
     user_rows = user_rows_used(catalog, result.points)
     rows = [
         {
@@ -41,15 +43,27 @@ def run_calibrate(args: argparse.Namespace) -> int:
         }
         for p, err in zip(result.points, result.log_errors, strict=True)
     ]
+    band, figures = result.band(), shipped()
     if args.json:
         out = {
             "efficiency": vars(result.efficiency),
             "stacks": result.stacks,
-            "out_of_sample": {"range": result.spread(), "relative_error": result.relative_error()},
+            "parameters": identification(result),
+            "assumed": {k: vars(v) for k, v in overheads().items()},
+            "out_of_sample": {
+                "range": [band.low, band.high],
+                "range_is": band.label,
+                "no_stored_runs": figures.source_absolute,
+                "with_stored_runs": figures.chip_relative,
+                "not_validated": figures.unvalidated,
+                "relative_error": result.relative_error(),
+            },
             "fit": result.describe(),
             "points": rows,
-            "left_out": left_out,
+            "left_out": list(model.left_out),
             "user_catalog": user_rows,
+            "stored_runs": list(model.run_ids),  # your runs in the fit
+            "notes": model.notes,
         }
         print_json(out)
         return 0
@@ -72,19 +86,23 @@ def run_calibrate(args: argparse.Namespace) -> int:
         )
     console = stdout_console()
     console.print(table)
-    low, high = result.spread()
     console.print(
-        f"these are in-sample errors; predictions use out-of-sample ones: x{low:.2f} to "
-        f"x{high:.2f} (GPUs left out of the fit), {result.relative_error():.0%} on relative "
-        "speed (sources left out); python benchmarks/prediction_accuracy.py shows them",
+        f"these are in-sample errors; predictions use out-of-sample ones: x{band.low:.2f} to "
+        f"x{band.high:.2f} ({band.label}), {result.relative_error():.0%} on relative speed "
+        "(sources left out); python benchmarks/prediction_accuracy.py shows them",
         highlight=False,
     )
+    for line in lines(result):
+        console.print(line, highlight=False)
+    for name, cost in overheads().items():
+        console.print(f"assumed {name} = {cost.value:g} {cost.unit}: {cost.source}",
+                      highlight=False)  # fmt: skip
     console.print(
         "assumption: each published row is modelled at its own batch per GPU (the shipped "
         "profile rescaled exactly); a row whose source states no batch at the profile's "
         "(batch measured ?)",
         highlight=False,
     )
-    for note in [*user_rows, *left_out]:
+    for note in model.notes:
         console.print(note, highlight=False)
     return 0

@@ -5,16 +5,22 @@ share of the tensor-core peak a GEMM reaches, the framework's cost per step, or 
 one software stack's kernels are than another's. Those are fitted here, to the catalog's
 published single-GPU rows, each modelled at its own batch size:
 
-    step = stack[source's software] x kernels(tensor share) + step cost
+    step = sum of kernels(tensor shares, power, traffic[source's software]) + step cost
 
 by least squares on log(modelled / measured). Every published source is one software stack
-(framework + version) and gets its own factor; a prediction uses the factor of your own stored
-runs when there are some, else the median of the published stacks.
+(framework + version) and gets its own traffic factor: how many more bytes than XLA's fused
+HLO its kernels move (PyTorch eager runs a batch norm and its ReLU as two kernels), bounded to
+x0.67..x1.5 and pulled towards 1; it scales bytes, never time, so no kernel beats its roofline.
+A prediction uses your stored runs' factor when you have some, else the median of the
+published stacks. Launch and step costs are assumed (``data/overheads.csv``): no published row
+can identify them. CUDA-core GEMMs keep the kernel model's utilisation, learned from measured
+FP32 GEMMs on five GPUs of four architectures.
 
-Ranges come from out-of-sample errors, never the fit's own: each GPU is left out of the fit in
-turn and its rows predicted (``Calibration.spread``), and relative speeds are judged leaving one
-*source* out (``relative_errors``), since a prediction is only as good as it is on data it has
-not seen. The points fitted are built in ``calibration_points.py``.
+Ranges come from out-of-sample errors, never the fit's own (``Calibration.band``): the split
+that matches the user's situation (no stored runs: whole sources left out; stored runs: chips
+left out, relative; a workload or mode no published row validates: wider, and said), since a
+prediction is only as good as it is on data it has not seen (``out_of_sample.py``). The
+points fitted are built in ``calibration_points.py``.
 """
 
 from __future__ import annotations
@@ -38,37 +44,42 @@ from gpuscout.predict.roofline import (
     TENSOR_KINDS,
     Efficiency,
     combine,
+    overheads,
 )
 
-_TENSOR = (0.05, 1.0)
-# seconds: a training loop's own cost per step (host work the GPU waits for: the optimizer's
-# bookkeeping, the loss fetched, the next batch handed over) is about a millisecond; published
-# rows at large batches cannot tell it apart from 0, so it is held at 1 ms or more, or a tiny
-# model would be predicted at millions of steps a second
-_STEP_S = (0.001, 0.003)
-# per kernel: a CUDA launch and the gap to the next kernel is 4 us or more in a framework
-_LAUNCH_S = (4e-6, 30e-6)
-_CUDA_GEMM = (0.05, 1.0)
+_TENSOR = (0.05, 2.0)  # the peak caps each kernel (roofline.Terms.cap)
 _SCALING = (0.0, 1.0)  # 0: a tensor kernel gains nothing from more tensor FLOPs a clock
 _POWER_W = (0.0, 10.0)  # watts per SM-GHz for full clocks (H100 SXM runs 261 SM-GHz on 700 W)
-_LOG_STACK = 1.5  # a stack is at most e^1.5 = 4.5x faster or slower than the kernels
-_RIDGE = 0.05  # pulls unknown stack factors towards 1 where the data cannot tell
-_FEED = (2.0, 64.0)  # bytes per clock per SM (today's GPUs need 5 to 14 for full bandwidth)
-# fitted parameters before the stack factors: 4 tensor shares, step, launch, feed, CUDA-core GEMM
-# share, 2 scaling exponents, power
-_FIXED = 11
-_MAX_NFEV = 60  # the fit converges in fewer; the bound keeps a pathological user row cheap
+# A stack moves at most 1.5x the bytes of XLA's fused HLO, or a third fewer (fusing more than
+# XLA does): a traffic factor, not a free speed factor.
+_LOG_TRAFFIC = math.log(1.5)
+_RIDGE = 0.05  # pulls traffic factors towards 1 where the data cannot tell
+# fitted parameters before the traffic factors: 4 tensor shares, 2 scaling exponents, power
+_FIXED = 7
+# Tight tolerances and a fixed start: the fit lands on the same optimum to the printed digits on
+# any CPU (Intel or AMD), whatever the last bits of its sums.
+_MAX_NFEV = 400
+_TOL = 1e-12
 _F_SCALE = 0.15  # soft-L1 loss: a row more than ~15 % off (a B200 run at 1.1x an H100) pulls less
+# Published rows validate these workloads, in training only: any other (mlp, cnn-small, gpt2*,
+# your own model, a forward pass) gets the wider band and says so.
+VALIDATED = frozenset({"resnet50", "bert-base", "bert-large"})
+
+
+@dataclass(frozen=True)
+class Band:
+    """A prediction's range: factors on the predicted speed, and which held-out errors they
+    are the middle 80 % (or, unvalidated, 90 %) of."""
+
+    low: float
+    high: float
+    label: str
 
 
 @dataclass(frozen=True)
 class Calibration:
     tensor: tuple[float, float, float, float]  # per roofline.TENSOR_KINDS
-    step_s: float
-    launch_s: float
-    feed: float  # bytes per clock an SM keeps flowing
-    stacks: dict[str, float]
-    cuda_gemm: float
+    stacks: dict[str, float]  # traffic factor per software stack
     scaling: tuple[float, float]
     power_w: float
     count: int  # points fitted
@@ -85,22 +96,28 @@ class Calibration:
         return tuple(math.log(modelled(self, p) / p.measured) for p in self.points)
 
     def to_json(self) -> dict[str, object]:
-        return {"tensor": self.tensor, "step_s": self.step_s, "launch_s": self.launch_s,
-                "feed": self.feed, "cuda_gemm": self.cuda_gemm, "scaling": self.scaling,
-                "power_w": self.power_w, "stacks": self.stacks, "count": self.count}  # fmt: skip
+        return {"tensor": self.tensor, "scaling": self.scaling, "power_w": self.power_w,
+                "stacks": self.stacks, "count": self.count}  # fmt: skip
+
+    @property
+    def stored(self) -> bool:
+        """Whether your stored GPU runs are in this fit (their stack's factor is then used)."""
+        return STORED in self.stacks
 
     @property
     def stack(self) -> float:
-        """The stack factor a prediction uses: your runs' where you have some, else the median
-        of the published stacks."""
+        """The traffic factor a prediction uses: your runs' where you have some, else the
+        median of the published stacks."""
         if STORED in self.stacks:
             return self.stacks[STORED]
         published = [v for k, v in self.stacks.items() if k != STORED]
         return statistics.median(published) if published else 1.0
 
-    def _efficiency(self, stack: float) -> Efficiency:
-        return Efficiency(self.tensor, self.step_s, self.launch_s, self.feed, stack,
-                          self.cuda_gemm, self.scaling, self.power_w)  # fmt: skip
+    def _efficiency(self, traffic: float) -> Efficiency:
+        cost = overheads()
+        return Efficiency(self.tensor, cost["train_step_s"].value, cost["launch_s"].value,
+                          traffic, self.scaling, self.power_w,
+                          cost["forward_call_s"].value)  # fmt: skip
 
     @property
     def efficiency(self) -> Efficiency:
@@ -109,14 +126,44 @@ class Calibration:
     def for_point(self, p: Point) -> Efficiency:
         return self._efficiency(self.stacks.get(p.stack, self.stack))
 
-    def spread(self) -> tuple[float, float]:
-        """Factors (low, high) covering the middle 80 % of the leave-one-GPU-out errors of the
-        shipped data (``out_of_sample.py``): the range of a prediction for a GPU the fit has
-        not seen, never the fit's own residuals."""
-        from gpuscout.predict.out_of_sample import shipped
+    def band(self, workload: str = "resnet50", kind: str = "train") -> Band:
+        """The range of a prediction, from the held-out split that matches it
+        (``out_of_sample.py``): no stored runs, whole sources left out (absolute); your stored
+        runs in the fit, chips left out (relative, as your runs fix the stack); a workload or
+        mode no published row validates, the 90 % band of whole sources left out, said."""
+        from gpuscout.predict.out_of_sample import FAMILIES, shipped
 
         figures = shipped()
-        return (figures.low, figures.high)
+        family = FAMILIES.get(workload, workload)
+        if workload not in VALIDATED or kind != "train":
+            low, high = figures.unvalidated
+            what = "inference" if kind != "train" else workload
+            return Band(
+                low,
+                high,
+                f"{what}: not validated on published data; the range is the widest middle "
+                "90 % of a validated workload's errors on whole sources left out, an assumption",
+            )
+        if self.stored and family in figures.chip_relative:
+            low, high = figures.chip_relative[family]
+            return Band(
+                low,
+                high,
+                f"the middle 80 % of {family}'s relative errors on chips "
+                "left out of the fit (your stored runs fix the software stack)",
+            )
+        low, high = figures.source_absolute.get(family, figures.unvalidated)
+        return Band(
+            low,
+            high,
+            f"the middle 80 % of {family}'s errors on whole published "
+            "sources left out of the fit (their software stack unseen, as yours is)",
+        )
+
+    def spread(self) -> tuple[float, float]:
+        """Factors (low, high) of a validated workload's range (``band``)."""
+        b = self.band()
+        return (b.low, b.high)
 
     def relative_error(self) -> float:
         """How far off a speed relative to another GPU is, out of sample (leave one source
@@ -128,17 +175,21 @@ class Calibration:
     def describe(self) -> str:
         shares = ", ".join(f"{kind} {share:.0%}" for kind, share in
                            zip(TENSOR_KINDS, self.tensor, strict=True))  # fmt: skip
+        cost = overheads()
+        mine = "your stored runs'" if self.stored else "median published"
         return (
-            f"per-kernel model fitted to {self.count} published measurements: tensor-core "
+            f"per-kernel model fitted to {self.count} published measurements"
+            f"{' and your stored runs' if self.stored else ''}: tensor-core "
             f"kernels at these shares of the FP32 GEMM utilisation: {shares} (at "
             f"{RHO_REF:.0f} tensor FLOPs per SM a clock; x(rho/{RHO_REF:.0f})^"
             f"{self.scaling[0]:.2f} for matmuls, ^{self.scaling[1]:.2f} for convolutions, at "
-            f"most the peak); CUDA-core GEMMs at {self.cuda_gemm:.0%} of it; full clocks under "
-            f"compute load need {self.power_w:.2f} W of board power per SM-GHz (less: clocks "
-            f"x(power/need)^{POWER_EXPONENT:g}); {self.launch_s * 1e6:.1f} µs per kernel launch, "
-            "memory fed at up to "
-            f"{self.feed:.1f} bytes a clock per SM, {self.step_s * 1e3:.2f} ms of "
-            f"framework cost per step, software stack factor x{self.stack:.2f}"
+            f"most the peak); CUDA-core GEMMs at the kernel model's utilisation (measured FP32 "
+            f"GEMMs); full clocks under compute load need {self.power_w:.2f} W of board power "
+            f"per SM-GHz (less: clocks x(power/need)^{POWER_EXPONENT:g}); DRAM traffic "
+            f"x{self.stack:.2f} the bytes counted on XLA's fused HLO ({mine} software stack); "
+            f"assumed, not fitted: {cost['launch_s'].value * 1e6:g} µs per kernel launch, "
+            f"{cost['train_step_s'].value * 1e3:g} ms per training step, "
+            f"{cost['forward_call_s'].value * 1e6:g} µs per forward call (data/overheads.csv)"
         )
 
 
@@ -158,7 +209,7 @@ class _Design:
     compute: np.ndarray
     tensor: np.ndarray
     rho: np.ndarray  # per kernel: its units' FLOPs per SM per clock
-    need: np.ndarray  # per kernel: bytes per clock per SM its GPU's bandwidth needs
+    cap: np.ndarray  # per kernel: the most its share may be (its units' peak)
     sm_ghz_per_w: np.ndarray  # per kernel: its GPU's SM-GHz per watt of board power
     log_measured: np.ndarray  # per point: log samples/s
     batch: np.ndarray
@@ -178,7 +229,7 @@ class _Design:
             compute=np.concatenate([t.compute for t in parts]),
             tensor=np.concatenate([t.tensor for t in parts]),
             rho=np.concatenate([t.rho for t in parts]),
-            need=np.concatenate([np.full(len(t.count), t.need) for t in parts]),
+            cap=np.concatenate([t.cap for t in parts]),
             sm_ghz_per_w=np.concatenate([np.full(len(t.count), t.sm_ghz_per_w) for t in parts]),
             log_measured=np.log([p.measured for p in points]),
             batch=np.array([p.profile.batch for p in points], dtype=float),
@@ -188,16 +239,17 @@ class _Design:
 
     def log_speed(self, theta: np.ndarray) -> np.ndarray:
         eff = _efficiency(theta)
-        step_s, launch_s, feed = eff.step_s, eff.launch_s, eff.feed
-        log_stacks = theta[_FIXED:]
-        share = eff.share(np.maximum(self.tensor, 0), self.rho)
+        cost = overheads()
+        launch_s, step_s = cost["launch_s"].value, cost["train_step_s"].value
+        traffic = np.exp(theta[_FIXED:])[self.stack_index][self.point]
+        share = eff.share(np.maximum(self.tensor, 0), self.rho, self.cap)
         compute = np.where(self.tensor >= 0, self.compute / share, self.compute)
         power = np.maximum(1.0, eff.power_w * self.sm_ghz_per_w) ** POWER_EXPONENT
         compute = compute * np.where(self.sm_ghz_per_w > 0, power, 1.0)
-        memory = self.memory * np.maximum(1.0, self.need / feed)
+        memory = self.memory * traffic
         per_kernel = self.count * (launch_s + combine(compute, memory, self.overlap))
         kernels = np.bincount(self.point, weights=per_kernel, minlength=len(self.batch))
-        seconds = np.exp(log_stacks[self.stack_index]) * kernels + step_s
+        seconds = kernels + step_s
         return np.asarray(np.log(self.batch / seconds), dtype=float)
 
     def residuals(self, theta: np.ndarray) -> np.ndarray:
@@ -206,15 +258,13 @@ class _Design:
 
 
 def _efficiency(theta: np.ndarray) -> Efficiency:
-    """The kernel-level factors of a parameter vector (stack factors follow them)."""
+    """The kernel-level factors of a parameter vector (traffic factors follow them)."""
     return Efficiency(
         tensor=(float(theta[0]), float(theta[1]), float(theta[2]), float(theta[3])),
-        step_s=float(theta[4]),
-        launch_s=float(theta[5]),
-        feed=float(theta[6]),
-        cuda_gemm=float(theta[7]),
-        scaling=(float(theta[8]), float(theta[9])),
-        power_w=float(theta[10]),
+        step_s=0.0,
+        launch_s=0.0,
+        scaling=(float(theta[4]), float(theta[5])),
+        power_w=float(theta[6]),
     )
 
 
@@ -235,20 +285,17 @@ def _fit(points: Sequence[Point]) -> Calibration:
     design = _Design.of(points)
     n = len(design.stacks)
     k = len(TENSOR_KINDS)
-    x0 = np.array([0.6] * k + [0.002, 5e-6, 12.0, 0.8, 0.7, 0.7, 2.0] + [0.0] * n)
-    bounds = (_STEP_S, _LAUNCH_S, _FEED, _CUDA_GEMM, _SCALING, _SCALING, _POWER_W)
-    lower = [_TENSOR[0]] * k + [b[0] for b in bounds] + [-_LOG_STACK] * n
-    upper = [_TENSOR[1]] * k + [b[1] for b in bounds] + [_LOG_STACK] * n
+    x0 = np.array([0.6] * k + [0.7, 0.7, 2.0] + [0.0] * n)
+    bounds = (_SCALING, _SCALING, _POWER_W)
+    lower = [_TENSOR[0]] * k + [b[0] for b in bounds] + [-_LOG_TRAFFIC] * n
+    upper = [_TENSOR[1]] * k + [b[1] for b in bounds] + [_LOG_TRAFFIC] * n
     result = least_squares(design.residuals, x0, bounds=(lower, upper), x_scale="jac",
-                           loss="soft_l1", f_scale=_F_SCALE, max_nfev=_MAX_NFEV)  # fmt: skip
+                           loss="soft_l1", f_scale=_F_SCALE, max_nfev=_MAX_NFEV, ftol=_TOL,
+                           xtol=_TOL, gtol=_TOL)  # fmt: skip
     eff = _efficiency(result.x)
     return Calibration(
         tensor=eff.tensor,
-        step_s=eff.step_s,
-        launch_s=eff.launch_s,
-        feed=eff.feed,
         stacks={s: math.exp(float(result.x[_FIXED + i])) for i, s in enumerate(design.stacks)},
-        cuda_gemm=eff.cuda_gemm,
         scaling=eff.scaling,
         power_w=eff.power_w,
         count=len(points),
@@ -274,11 +321,7 @@ def calibration_for(catalog: Catalog, mine: Sequence[Point] = ()) -> Calibration
             raw = json.loads(SHIPPED_FIT.read_text())
             return Calibration(
                 tensor=tuple(raw["tensor"]),
-                step_s=raw["step_s"],
-                launch_s=raw["launch_s"],
-                feed=raw["feed"],
                 stacks=raw["stacks"],
-                cuda_gemm=raw["cuda_gemm"],
                 scaling=tuple(raw["scaling"]),
                 power_w=raw["power_w"],
                 count=raw["count"],

@@ -287,6 +287,21 @@ class KernelModel:
                 out[rows] = _seconds(self.params[op], op, data, rows, peak[rows])
         return out
 
+    def cuda_gemm_factor(self, architecture: str, op: Op) -> tuple[float, str | None]:
+        """How much faster this architecture's CUDA-core GEMMs (``op`` matmul or conv) run than
+        the pooled model, measured on the kernel data (``scripts/fit_kernel_model.py
+        --architectures``), and what was assumed where the data has no board of it: Ampere's
+        factor for a newer architecture, none for Turing (its one board is power-limited)."""
+        table = self.meta.get("cuda_gemm_by_architecture", {}).get("factors", {})
+        if architecture in table:
+            return float(table[architecture].get(op, 1.0)), None
+        if architecture in ("Turing", "") or "Ampere" not in table:
+            return 1.0, None
+        return float(table["Ampere"].get(op, 1.0)), (
+            f"{architecture}: CUDA-core GEMMs (FP32, TF32 off) at the Ampere A100's measured "
+            "speed against the pooled kernel model: the kernel data has no such board"
+        )
+
     @classmethod
     def load(cls) -> KernelModel:
         """The shipped fit (read once): the same as the module's :func:`load`."""

@@ -1,17 +1,23 @@
 """How wrong the end-to-end model is on data it was not fitted to.
 
-Three ways of holding data out, each a question a user asks:
+Ways of holding data out, each a question a user asks:
 
-- leave one GPU out: "how fast is a GPU nobody in the data measured?" (absolute speed; its
-  spread sets every prediction's range);
-- leave one source out: "how do these GPUs rank for my software?" (speed relative to the other
-  GPUs of the held-out source, in which a stack factor cancels; it decides which options are
-  distinguishable);
-- leave the newest architectures out: fit on Ampere and older, predict Ada, Hopper and
-  Blackwell ("will it hold for the next GPU?").
+- leave one source out: "how fast, on my software, which no published row used?" (absolute
+  speed with the median stack's traffic: the range of a prediction without stored runs), and
+  "how do these GPUs rank?" (speed relative to the other GPUs of the held-out source: which
+  options are distinguishable);
+- leave one chip out (the ``chip`` column: V100 16 and 32 GB, or four A100 ids, are one
+  chip, left out together): "how fast is a GPU whose silicon the fit never saw?" (relative to
+  the source's other GPUs: the range when your stored runs fix the stack);
+- leave one GPU id out and leave the newest architectures out: reported, never a range (a
+  GPU id's same-chip twin stays in the fit, which flatters it).
+
+A **frozen test split** (``FROZEN_CHIPS``, ``FROZEN_SOURCES``) is held out of every design
+choice and of the rows the ranges come from: its figures are reported apart (fit on the other
+rows, predict it). The shipped calibration is then fitted on every row.
 
 ``benchmarks/prediction_accuracy.py`` prints all of them; ``--write`` stores the figures
-predictions use in ``predict/data/out_of_sample.json``.
+predictions use in ``predict/data/out_of_sample.json``; a test recomputes them.
 """
 
 from __future__ import annotations
@@ -30,6 +36,21 @@ from gpuscout.predict.calibrate import fit_calibration, modelled
 from gpuscout.predict.calibration_points import Point
 
 NEWEST = ("Ada Lovelace", "Hopper", "Blackwell")
+# The frozen test split, chosen once (issue 29, 2026-12-06) before any design choice of predict
+# v3: the newest data-centre silicon (B200's GB100, GH200's superchip) and one whole source.
+FROZEN_CHIPS = ("GB100 (two dies)", "GH100 (Grace Hopper superchip)")
+FROZEN_SOURCES = ("nvidia-dle-pt-bert",)
+
+
+def frozen(p: Point) -> bool:
+    """In the frozen test split: never used to design, tune or make ranges."""
+    return p.gpu.chip in FROZEN_CHIPS or p.source_id in FROZEN_SOURCES
+
+
+def development(points: Sequence[Point]) -> list[Point]:
+    return [p for p in points if not frozen(p)]
+
+
 FAMILIES = {"resnet50": "resnet50", "bert-base": "bert", "bert-large": "bert"}
 
 
@@ -78,6 +99,32 @@ def leave_one_gpu_out(points: Sequence[Point]) -> list[Held]:
     return out
 
 
+def leave_one_chip_out(points: Sequence[Point]) -> list[Held]:
+    """Every row of a chip held out together (its same-silicon twins too)."""
+    out = []
+    for chip in sorted({str(p.gpu.chip) for p in points}):
+        test = [i for i, p in enumerate(points) if str(p.gpu.chip) == chip]
+        train = [i for i, p in enumerate(points) if str(p.gpu.chip) != chip]
+        if len(train) < 3:
+            continue
+        logs = _logs(points, train, range(len(points)))
+        rel = _relative(points, logs, test, range(len(points)))
+        out += [Held(points[i], logs[i], rel.get(i)) for i in test]
+    return out
+
+
+def frozen_test(points: Sequence[Point]) -> list[Held]:
+    """Fit on the development rows, predict the frozen split (relative to the development
+    rows of the same source where it has some, else to its own other GPUs)."""
+    test = [i for i, p in enumerate(points) if frozen(p)]
+    train = [i for i, p in enumerate(points) if not frozen(p)]
+    if not test or len(train) < 3:
+        return []
+    logs = _logs(points, train, range(len(points)))
+    rel = _relative(points, logs, test, range(len(points)))
+    return [Held(points[i], logs[i], rel.get(i)) for i in test]
+
+
 def leave_one_source_out(points: Sequence[Point]) -> list[Held]:
     out = []
     for source in sorted({p.source_id for p in points}):
@@ -106,28 +153,71 @@ def mape(logs: Sequence[float]) -> float:
     return statistics.fmean(abs(math.exp(e) - 1) for e in logs) if logs else float("nan")
 
 
+def _band(logs: Sequence[float], middle: float = 80.0) -> tuple[float, float]:
+    """Factors on a prediction covering the middle ``middle`` % of these held-out log errors
+    (log(predicted / measured)): the measured value lies within prediction x (low, high)."""
+    tail = (100.0 - middle) / 2
+    lo, hi = np.percentile(logs, [tail, 100.0 - tail])
+    return (round(math.exp(-float(hi)), 6), round(math.exp(-float(lo)), 6))
+
+
+def _envelope(bands: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """The widest of these bands at each end: a workload no published row validates may err
+    as the worst validated family does."""
+    return (min(b[0] for b in bands), max(b[1] for b in bands))
+
+
+def coverage(logs: Sequence[float], band: tuple[float, float]) -> float:
+    """Share of held-out outcomes inside prediction x band."""
+    low, high = band
+    inside = [low <= math.exp(-e) <= high for e in logs]
+    return sum(inside) / len(inside) if inside else float("nan")
+
+
+Bands = dict[str, tuple[float, float]]  # per workload family (resnet50, bert)
+
+
 @dataclass(frozen=True)
 class Figures:
-    """What predictions use: the range of an absolute prediction (factors covering the middle
-    80 % of the leave-one-GPU-out errors) and the relative error that separates options (the
-    80th percentile of the leave-one-source-out relative errors)."""
+    """What predictions use, all from the development rows (the frozen split left out), per
+    workload family, as errors differ by family: the range without stored runs (whole sources
+    left out, absolute), with them (chips left out, relative), for what no published row
+    validates (whole sources left out, middle 90 %, the widest family's at each end), and the
+    relative error
+    that separates options (80th percentile, sources left out)."""
 
-    low: float
-    high: float
+    source_absolute: Bands
+    chip_relative: Bands
+    unvalidated: tuple[float, float]
     relative_error: float
     made_from: str
 
     @classmethod
     def of(cls, points: Sequence[Point]) -> Figures:
-        by_gpu = [h.absolute for h in leave_one_gpu_out(points)]
-        lo, hi = np.percentile(by_gpu, [10, 90])
-        rel = [abs(math.exp(h.relative) - 1) for h in leave_one_source_out(points)
-               if h.relative is not None]  # fmt: skip
+        dev = development(points)
+        by_source = leave_one_source_out(dev)
+        by_chip = leave_one_chip_out(dev)
+        families = sorted({family(p) for p in dev})
+        rel = [abs(math.exp(h.relative) - 1) for h in by_source if h.relative is not None]
         return cls(
-            low=math.exp(-float(hi)),
-            high=math.exp(-float(lo)),
-            relative_error=float(np.percentile(rel, 80)) if rel else 0.15,
-            made_from=f"{len(points)} published single-GPU measurements",
+            source_absolute={
+                f: _band([h.absolute for h in by_source if family(h.point) == f]) for f in families
+            },
+            chip_relative={
+                f: _band(
+                    [h.relative for h in by_chip if h.relative is not None and family(h.point) == f]
+                )
+                for f in families
+            },
+            unvalidated=_envelope(
+                [
+                    _band([h.absolute for h in by_source if family(h.point) == f], 90.0)
+                    for f in families
+                ]
+            ),
+            relative_error=round(float(np.percentile(rel, 80)), 6) if rel else 0.15,
+            made_from=f"{len(dev)} published single-GPU measurements (the frozen test split's "
+            f"{len(points) - len(dev)} left out)",
         )
 
 
@@ -139,9 +229,17 @@ def shipped() -> Figures:
     """The figures computed from the shipped published data (a fallback if missing: +-30 %,
     15 % relative, said so by ``made_from``)."""
     try:
-        return Figures(**json.loads(_path().read_text()))
-    except (OSError, ValueError, TypeError):
-        return Figures(0.7, 1.3, 0.15, "no out-of-sample figures shipped: assumed +-30 %")
+        raw = json.loads(_path().read_text())
+        return Figures(
+            source_absolute={k: (v[0], v[1]) for k, v in raw["source_absolute"].items()},
+            chip_relative={k: (v[0], v[1]) for k, v in raw["chip_relative"].items()},
+            unvalidated=(raw["unvalidated"][0], raw["unvalidated"][1]),
+            relative_error=raw["relative_error"],
+            made_from=raw["made_from"],
+        )
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError):
+        guess = (0.7, 1.3)
+        return Figures({}, {}, guess, 0.15, "no out-of-sample figures shipped: assumed +-30 %")
 
 
 def write(figures: Figures) -> Path:

@@ -51,6 +51,9 @@ class Prediction:
     # framework's cost per step ("step"); kernels launched per step
     split: dict[str, float] = field(default_factory=dict)
     launches: int = 0
+    # one GPU's step per kernel class (matmul, conv, elementwise, reduction): seconds, FLOPs,
+    # bytes moved and the roofline floor, so the implied bandwidth can be recomputed
+    classes: dict[str, dict[str, float]] = field(default_factory=dict)
     # the next slower option (same GPU count) the model cannot tell this one from, out of sample
     not_distinguishable_from: str | None = None
 
@@ -144,7 +147,8 @@ def predict(
         raise UserError(f"GPU counts must be >= 1, got {list(counts)}.", "use e.g. --count 1,4,8.")
     calibration = calibration or calibration_for(catalog)
     eff = calibration.efficiency
-    low_factor, high_factor = calibration.spread()
+    band = calibration.band(profile.workload, profile.kind)
+    low_factor, high_factor = band.low, band.high
     relative = calibration.relative_error()
     scale, method = 1.0, "per-kernel model on the HLO profile, calibrated on published data"
     if anchor is not None:
@@ -156,9 +160,8 @@ def predict(
         )
     notes = [
         calibration.describe(),
-        f"range: the middle 80 % of the errors on GPUs left out of the fit (x{low_factor:.2f} "
-        f"to x{high_factor:.2f}); relative speeds off by up to {relative:.0%} on a source left "
-        "out",
+        f"range x{low_factor:.2f} to x{high_factor:.2f}: {band.label}; relative speeds off by "
+        f"up to {relative:.0%} on a source left out",
         f"profile: {profile.method}, batch {profile.batch} per GPU, {profile.precision}",
         "memory: weights + gradients + optimizer state + activations kept for the backward pass "
         f"(from the HLO), against {MEMORY_HEADROOM:.0%} of the GPU's memory",
@@ -210,6 +213,7 @@ def predict(
                     tf32=tf32,
                     split=est.split if n == 1 else {},
                     launches=est.launches,
+                    classes=est.classes if n == 1 else {},
                 )
             )
             if sps < best[0]:

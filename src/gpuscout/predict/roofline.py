@@ -1,6 +1,6 @@
 """Single-GPU step time: the sum of the step's kernels, each bounded by the roofline.
 
-    step = stack x sum over kernels of count x (launch + max(compute, memory)) + step cost
+    step = sum over kernels of count x (launch + smooth max(compute, memory)) + step cost
 
 Each kernel's compute and memory times come from the kernel model (``kernel_model.py``), learned
 from 155,764 measured CUDA kernels on five GPUs: how many waves of tiles the kernel makes on the
@@ -12,7 +12,10 @@ workload.
 What kernels cannot know is fitted to published end-to-end training rows (``calibrate.py``):
 the share of the tensor-core peak GEMMs reach (the kernel data is FP32 only), how that share
 falls as a GPU packs more tensor FLOPs into each SM clock, how far a GPU's board power lets its
-clocks hold under compute load, the framework's cost per step, and a factor per software stack.
+clocks hold under compute load, and how much more (or less) DRAM traffic a software stack makes
+than XLA's fusion (a factor on bytes, bounded near 1). The launch and per-step costs are assumed
+(``data/overheads.csv``). Every kernel stays at or above its roofline: compute at most its
+units' peak, bytes at most at the DRAM bandwidth.
 Matmuls run at the precision's peak (``catalog.peak_tflops``: FP32 on CUDA cores, TF32 on Ampere+
 unless ``tf32=False``, FP16/BF16 tensor cores with FP32 accumulate, FP32 where a GPU lacks the
 type).
@@ -20,9 +23,10 @@ type).
 
 from __future__ import annotations
 
-import math
+import csv
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from importlib import resources
 
 import numpy as np
 
@@ -46,21 +50,36 @@ POWER_EXPONENT = 0.5
 
 
 @dataclass(frozen=True)
-class Efficiency:
-    """What the kernels cannot know, fitted to published end-to-end rows (``calibrate.py``)."""
+class Overhead:
+    """An assumed cost no published measurement identifies, with its reason."""
 
-    # per TENSOR_KINDS: the share of the utilisation FP32 GEMMs reach that tensor-core kernels
-    # of that kind reach, of their own (tensor) peak
+    value: float
+    unit: str
+    source: str
+
+
+def overheads() -> dict[str, Overhead]:
+    """``data/overheads.csv``: launch, training-step and forward-call costs, each sourced."""
+    path = resources.files("gpuscout.predict") / "data" / "overheads.csv"
+    with path.open(encoding="utf-8") as f:
+        return {r["name"]: Overhead(float(r["value"]), r["unit"], r["source"])
+                for r in csv.DictReader(f)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """What the kernels cannot know: fitted to published end-to-end rows (``calibrate.py``) or,
+    for the overheads no published row can identify, assumed in ``data/overheads.csv``."""
+
+    # per TENSOR_KINDS: tensor-core kernels of that kind reach this factor times the utilisation
+    # the kernel model gives FP32 GEMMs, of their own (tensor) peak (at most all of the peak)
     tensor: tuple[float, float, float, float]
-    step_s: float  # the framework's cost per training step, seconds (dispatch, host sync)
+    step_s: float  # the framework's cost per step or call, seconds (dispatch, host sync)
     launch_s: float  # per kernel: launch and the gap to the next kernel, seconds
-    # bytes an SM keeps flowing per clock (memory-level parallelism): a GPU whose bandwidth
-    # needs more per SM than this reaches only this share of it (HBM GPUs with few SMs)
-    feed: float = math.inf
-    stack: float = 1.0  # the software stack's factor on the kernels' time
-    # share of the kernel model's utilisation that CUDA-core GEMMs and convolutions reach in a
-    # framework's training step (float32 without TF32: Volta and older, --no-tf32)
-    cuda_gemm: float = 1.0
+    # the software stack's DRAM traffic against the bytes counted on XLA's fused HLO: a
+    # framework that fuses less (PyTorch eager: a batch norm, then its ReLU) moves more. It
+    # scales bytes, never the bandwidth, so no kernel moves data faster than the DRAM peak.
+    traffic: float = 1.0
     # per kind (matmuls, convolutions): how a tensor-core kernel's speed follows the tensor
     # FLOPs an SM does a clock, as (rho / RHO_REF) ** exponent; the rest of such a kernel
     # (operand loads, address maths, epilogue) runs at the SM's clock. 1: all of the peak.
@@ -68,14 +87,17 @@ class Efficiency:
     # watts of board power a GPU needs per SM-GHz for its compute kernels to hold full clocks;
     # a GPU with less slows them by (need / board power) ** POWER_EXPONENT. 0: never slowed.
     power_w: float = 0.0
+    forward_s: float = 0.0  # the cost of one forward call (inference), in place of step_s
 
-    def share(self, kind: np.ndarray, rho: np.ndarray) -> np.ndarray:
-        """Per kernel: the share of its units' peak (times the kernel model's utilisation) it
-        reaches. Never above 1, so a kernel is never faster than its roofline."""
-        base = np.concatenate([[self.cuda_gemm], self.tensor])[kind]
+    def share(self, kind: np.ndarray, rho: np.ndarray, cap: np.ndarray | float = 1.0) -> np.ndarray:
+        """Per kernel: the factor on the kernel model's utilisation it reaches, of its units'
+        peak. CUDA-core GEMMs (kind 0) keep the kernel model's own utilisation, learned from
+        measured FP32 GEMMs. Never above ``cap``, 1 / the kernel model's utilisation of the
+        op: a kernel never runs faster than its units' peak (its roofline)."""
+        base = np.concatenate([[1.0], self.tensor])[kind]
         exponent = np.where(kind >= 3, self.scaling[1], self.scaling[0])
         ratio = np.where(kind > 0, np.maximum(rho, 1.0) / RHO_REF, 1.0)
-        return np.asarray(np.minimum(1.0, base * ratio ** (exponent - 1.0)), dtype=float)
+        return np.asarray(np.minimum(cap, base * ratio ** (exponent - 1.0)), dtype=float)
 
     def power_slowdown(self, sm_ghz_per_w: float) -> float:
         """Compute time's factor on a GPU with this many SM-GHz per watt of board power."""
@@ -89,6 +111,9 @@ class StepEstimate:
     split: dict[str, float]  # seconds in compute-, memory- and launch-bound kernels; "step"
     launches: int  # kernels launched per step
     assumptions: list[str] = field(default_factory=list)
+    # per kernel class (matmul, conv, elementwise, reduction): seconds, FLOPs, bytes moved and
+    # the roofline floor (sum over its kernels of max(FLOPs / peak, bytes / DRAM bandwidth))
+    classes: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def on_tensor_cores(rate: str) -> bool:
@@ -136,7 +161,8 @@ def kernels_of(profile: Profile) -> list[Kernel]:
 @dataclass(frozen=True)
 class Terms:
     """A step on one GPU, taken apart so the calibration can refit quickly: per distinct kernel,
-    its count, launch time, memory time and compute time at the full peak of its units."""
+    its count, memory time and compute time at the full peak of its units, and the FLOPs and
+    bytes those come from (for the roofline floor and ``predict --breakdown --json``)."""
 
     count: np.ndarray
     overlap: np.ndarray  # p of the kernel model's smooth max (c^p + m^p)^(1/p)
@@ -146,32 +172,35 @@ class Terms:
     tensor: np.ndarray
     rate: str
     assumptions: tuple[str, ...]
-    need: float = 0.0  # bytes per clock per SM the GPU's full bandwidth needs
     rho: np.ndarray = field(default_factory=lambda: np.zeros(0))  # FLOPs per SM per clock
     sm_ghz_per_w: float = 0.0  # SMs x boost GHz per watt of board power (0: power unknown)
-
-    def slowdown(self, feed: float) -> float:
-        """Memory time's factor when each SM keeps only ``feed`` bytes a clock flowing."""
-        return max(1.0, self.need / feed) if feed > 0 else 1.0
+    op: tuple[str, ...] = ()  # per kernel: its class (kernels.OPS)
+    flops: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per call
+    nbytes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per call, as counted
+    peak: np.ndarray = field(default_factory=lambda: np.zeros(0))  # FLOP/s of its units
+    bandwidth: float = 0.0  # the GPU's DRAM bandwidth, B/s
+    # per kernel: the most its share may be (1 / the kernel model's compute utilisation of its
+    # op, less what its architecture's factor already took): compute never beats the peak
+    cap: np.ndarray = field(default_factory=lambda: np.ones(0))
 
     def bodies(self, eff: Efficiency) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per kernel: its time without the launch, its compute and its memory time."""
-        share = eff.share(np.maximum(self.tensor, 0), self.rho)
+        share = eff.share(np.maximum(self.tensor, 0), self.rho, self.cap)
         compute = np.where(self.tensor >= 0, self.compute / share, self.compute)
         compute = compute * eff.power_slowdown(self.sm_ghz_per_w)
-        memory = self.memory * self.slowdown(eff.feed)
+        memory = self.memory * eff.traffic
         return combine(compute, memory, self.overlap), compute, memory
 
     def seconds(self, eff: Efficiency) -> float:
         body, _, _ = self.bodies(eff)
         kernels = self.count * (eff.launch_s + body)
-        return float(eff.stack * kernels.sum() + eff.step_s)
+        return float(kernels.sum() + eff.step_s)
 
     def split(self, eff: Efficiency) -> dict[str, float]:
         """Seconds of the step in kernels bound by compute, by memory, and by their launch
         (a kernel whose work takes less than its launch), and the framework's step cost."""
         body, compute, memory = self.bodies(eff)
-        total = eff.stack * self.count * (eff.launch_s + body)
+        total = self.count * (eff.launch_s + body)
         launch = eff.launch_s > body
         on_compute = ~launch & (compute >= memory)
         return {
@@ -180,6 +209,27 @@ class Terms:
             "launch": float(total[launch].sum()),
             "step": eff.step_s,
         }
+
+    def classes(self, eff: Efficiency) -> dict[str, dict[str, float]]:
+        """Per kernel class: seconds (launches included), FLOPs, bytes moved (the stack's
+        traffic factor applied) and the roofline floor, per step: anyone can recompute the
+        implied bandwidth (bytes / seconds) and check seconds >= floor."""
+        body, _, _ = self.bodies(eff)
+        moved = self.nbytes * eff.traffic
+        floor = np.maximum(self.flops / np.maximum(self.peak, 1.0), moved / self.bandwidth)
+        out: dict[str, dict[str, float]] = {}
+        ops = np.array(self.op)
+        for op in dict.fromkeys(self.op):
+            at = ops == op
+            n = self.count[at]
+            out[op] = {
+                "seconds": float((n * (eff.launch_s + body[at])).sum()),
+                "flops": float((n * self.flops[at]).sum()),
+                "bytes": float((n * moved[at]).sum()),
+                "roofline_s": float((n * floor[at]).sum()),
+                "kernels": float(n.sum()),
+            }
+        return out
 
 
 def combine(compute: np.ndarray, memory: np.ndarray, overlap: np.ndarray) -> np.ndarray:
@@ -204,8 +254,9 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
     n = len(kernels)
     count, overlap = np.empty(n), np.empty(n)
     memory, compute, kind = np.empty(n), np.empty(n), np.zeros(n, dtype=int)
-    rho = np.zeros(n)
+    rho, cap = np.zeros(n), np.ones(n)
     sm_clocks = features.sm_count * features.clock_mhz * 1e6
+    arch_notes: set[str] = set()
     ops: set[Op] = {k.op for k in kernels}
     for op in ops:
         at = np.array([k.op == op for k in kernels])
@@ -219,25 +270,44 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
             size["k"], size["elements"], features.sm_count, features.clock_mhz, peaks,
             features.bandwidth, features.l2_bytes,
         )  # fmt: skip
+        mine_kind = np.array([kinds[(k.op, k.dtype)][1] for k in mine])
+        cap[at] = 1.0 / p.u_compute
+        if mine[0].gemm and (mine_kind == 0).any():
+            # CUDA-core GEMMs at their architecture's measured speed, never above the peak
+            factor, note = model.cuda_gemm_factor(gpu.architecture or "", op)
+            factor = min(factor, 1.0 / p.u_compute)
+            c = np.where(mine_kind == 0, c / factor, c)
+            cap[at] = np.where(mine_kind == 0, 1.0, cap[at])
+            if note and factor != 1.0:
+                arch_notes.add(note)
         compute[at], memory[at] = c, m
         count[at] = [k.count for k in mine]
         overlap[at] = p.overlap
-        kind[at] = [kinds[(k.op, k.dtype)][1] for k in mine]
+        kind[at] = mine_kind
         rho[at] = peaks / sm_clocks
     rate = peak_tflops(gpu, profile.precision, tf32)[1]
-    need = features.bandwidth / sm_clocks
-    assumed = list(features.assumptions)
+    assumed = list(features.assumptions) + sorted(arch_notes)
     sm_ghz_per_w = 0.0
     if gpu.tdp_w:
         sm_ghz_per_w = sm_clocks / 1e9 / gpu.tdp_w
     else:
         assumed.append(f"{gpu.id}: board power (tdp_w) unknown: clocks assumed to hold under load")
-    return Terms(count, overlap, memory, compute, kind, rate, tuple(assumed), need, rho,
-                 sm_ghz_per_w)  # fmt: skip
+    return Terms(
+        count, overlap, memory, compute, kind, rate, tuple(assumed), rho, sm_ghz_per_w,
+        op=tuple(k.op for k in kernels),
+        flops=np.array([k.flops for k in kernels], dtype=float),
+        nbytes=np.array([k.bytes for k in kernels], dtype=float),
+        peak=np.array([kinds[(k.op, k.dtype)][0] for k in kernels], dtype=float),
+        bandwidth=features.bandwidth,
+        cap=cap,
+    )  # fmt: skip
 
 
 def step_time(profile: Profile, gpu: Gpu, eff: Efficiency, tf32: bool = True) -> StepEstimate:
-    """Seconds per training step (or forward pass) of ``profile`` on ``gpu``."""
+    """Seconds per training step (or forward pass) of ``profile`` on ``gpu``. A forward pass
+    pays a forward call's cost, not a training step's."""
+    if profile.kind == "forward":
+        eff = replace(eff, step_s=eff.forward_s)
     parts = terms(profile, gpu, tf32)
     assumptions = list(parts.assumptions)
     slow = eff.power_slowdown(parts.sm_ghz_per_w)
@@ -253,6 +323,7 @@ def step_time(profile: Profile, gpu: Gpu, eff: Efficiency, tf32: bool = True) ->
         parts.split(eff),
         int(parts.count.sum()),
         assumptions,
+        parts.classes(eff),
     )
 
 
