@@ -162,3 +162,21 @@ def test_measured_scaling_is_shown_next_to_the_predicted(tmp_path: Path) -> None
     assert rows[4]["measured_scaling"] is None  # nothing measured on 4: prediction only
     text = run_cli(*args, block_tf=True)
     assert "measured scaling" in text.out and "92%" in text.out
+
+
+def test_calibrate_says_which_rows_determine_each_parameter() -> None:
+    """Issue 29: every fitted parameter with the rows that determine it and whether it sits on
+    a bound; the assumed overheads with their reasons."""
+    r = run_cli("calibrate", "--json", block_tf=True)
+    assert r.code == 0, r.err
+    out = r.json()
+    params = {p["parameter"]: p for p in out["parameters"]}
+    assert "tensor share, conv FP16/BF16" in params
+    assert params["tensor share, conv FP16/BF16"]["rows"] >= 20
+    assert any(name.startswith("DRAM traffic factor") for name in params)
+    assert all("on_bound" in p and "gpus" in p for p in params.values())
+    assert set(out["assumed"]) == {"launch_s", "train_step_s", "forward_call_s"}
+    assert all(a["source"] for a in out["assumed"].values())
+    assert out["out_of_sample"]["range_is"].startswith("the middle 80 % of resnet50's")
+    text = run_cli("calibrate", block_tf=True)
+    assert "determined by" in text.out and "assumed launch_s" in text.out

@@ -259,3 +259,43 @@ def test_unknown_l2_is_assumed_and_said() -> None:
     features = GpuFeatures.from_gpu(row)
     assert features.l2_bytes == pytest.approx(0.05e6 * features.sm_count)
     assert any("L2" in a for a in features.assumptions)
+
+
+def test_cuda_core_gemm_factors_are_those_the_kernel_data_gives() -> None:
+    """Issue 29: CUDA-core GEMM speed per architecture comes from the measured kernels of a
+    full-power board of it (``scripts/fit_kernel_model.py --architectures`` recomputes the
+    shipped table), not from one chip's end-to-end rows; the V100 measures faster than the
+    pooled model, and a newer architecture takes Ampere's factor, said."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).parents[2] / "scripts" / "fit_kernel_model.py"
+    spec = importlib.util.spec_from_file_location("fit_kernel_model", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = kernel_model.load()
+    got = module.architecture_factors(model, arrays_of(load_rows()))["factors"]
+    shipped = model.meta["cuda_gemm_by_architecture"]["factors"]
+    assert got == shipped
+    assert set(shipped) == {"Ampere", "Pascal", "Volta"}  # Turing's only board is a 70 W T4
+    assert shipped["Volta"]["matmul"] > 1.2 and shipped["Volta"]["conv"] > 1.2
+    factor, note = model.cuda_gemm_factor("Hopper", "matmul")
+    assert factor == shipped["Ampere"]["matmul"] and note and "Ampere" in note
+    assert model.cuda_gemm_factor("Turing", "conv") == (1.0, None)
+
+
+def test_cuda_core_gemms_never_pass_their_peak_on_any_architecture() -> None:
+    """The factor raises a CUDA-core GEMM's utilisation at most to 1 (the FP32 peak)."""
+    from gpuscout.predict.calibration_points import Point, point_terms
+    from gpuscout.predict.profile import cached
+    from gpuscout.predict.roofline import Efficiency
+
+    eff = Efficiency(tensor=(1.0, 1.0, 1.0, 1.0), step_s=0.0, launch_s=0.0)
+    profile = cached("resnet50", {}, 256, "fp32")
+    assert profile is not None
+    for gpu in load_catalog().gpus.values():
+        parts = point_terms(Point(gpu, profile, 1.0, "x", "x", tf32=False))
+        _, compute, _ = parts.bodies(eff)
+        gemm = parts.tensor == 0
+        assert np.all(compute[gemm] >= parts.flops[gemm] / parts.peak[gemm] * (1 - 1e-12))

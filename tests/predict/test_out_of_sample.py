@@ -22,6 +22,7 @@ from gpuscout.predict.out_of_sample import (
     frozen,
     leave_one_chip_out,
     leave_one_source_out,
+    mape,
     shipped,
 )
 
@@ -39,6 +40,16 @@ def figures(points) -> Figures:  # type: ignore[no-untyped-def]
     return Figures.of(points)
 
 
+@pytest.fixture(scope="module")
+def by_source(points):  # type: ignore[no-untyped-def]
+    return leave_one_source_out(development(points))
+
+
+@pytest.fixture(scope="module")
+def by_chip(points):  # type: ignore[no-untyped-def]
+    return leave_one_chip_out(development(points))
+
+
 def test_the_shipped_figures_are_those_of_the_shipped_data(figures: Figures) -> None:
     """out_of_sample.json (every range and tie threshold comes from it) is what the shipped
     rows give today: ``benchmarks/prediction_accuracy.py --write`` renews it."""
@@ -52,13 +63,10 @@ def test_the_shipped_figures_are_those_of_the_shipped_data(figures: Figures) -> 
     assert got.relative_error == pytest.approx(figures.relative_error, rel=1e-4)
 
 
-def test_each_printed_band_covers_what_it_claims_on_its_split(points, figures) -> None:  # type: ignore[no-untyped-def]
+def test_each_printed_band_covers_what_it_claims_on_its_split(figures, by_source, by_chip) -> None:  # type: ignore[no-untyped-def]
     """Each family's middle-80 % bands cover 70-90 % of their split's held-out outcomes
     (whole sources left out: absolute; chips left out: relative); the unvalidated band
     (middle 90 %, the widest family's) covers at least 85 % of every family's."""
-    dev = development(points)
-    by_source = leave_one_source_out(dev)
-    by_chip = leave_one_chip_out(dev)
     for fam in ("resnet50", "bert"):
         absolute = [h.absolute for h in by_source if family(h.point) == fam]
         relative = [h.relative for h in by_chip
@@ -102,3 +110,25 @@ def test_the_frozen_split_and_the_reserved_sources_stay_out(points) -> None:  # 
         text = f"{row.source_id} {row.source}".lower()
         assert not any(name in text for name in RESERVED), row.source_id
     assert math.isfinite(shipped().relative_error)
+
+
+# Issue 29's bars on the development rows, and the figures docs/predict.md quotes
+# (``make bench-predict``: relative 9.2 % by source, 8.6 % by chip; absolute 15.4 % by source),
+# each with a stated margin for floating-point differences between CPUs.
+MARGIN = 0.005
+
+
+def test_the_accuracy_docs_quote_holds_on_any_cpu(by_source, by_chip) -> None:  # type: ignore[no-untyped-def]
+    """Relative error held out by whole source <= 10 % and by chip <= 12 % for ResNet-50 and
+    for BERT; absolute error by source as quoted (aim 15 %)."""
+    for fam in ("resnet50", "bert"):
+        src = [h.relative for h in by_source if h.relative is not None and family(h.point) == fam]
+        chip = [h.relative for h in by_chip if h.relative is not None and family(h.point) == fam]
+        assert mape(src) <= 0.10, (fam, mape(src))
+        assert mape(chip) <= 0.12, (fam, mape(chip))
+    relative = [h.relative for h in by_source if h.relative is not None]
+    assert mape(relative) == pytest.approx(0.092, abs=MARGIN)
+    assert mape([h.relative for h in by_chip if h.relative is not None]) == pytest.approx(
+        0.086, abs=MARGIN
+    )
+    assert mape([h.absolute for h in by_source]) == pytest.approx(0.154, abs=MARGIN)
