@@ -213,6 +213,43 @@ def architecture_factors(model: KernelModel, data: KernelArrays) -> dict[str, ob
     }
 
 
+# Memory technology of each measured board (NVIDIA's datasheets). The P100's HBM2 (Pascal, the
+# first HBM2 controller) measures below both classes and no catalog GPU is a Pascal: left out.
+MEMORY = {"A100": "HBM", "V100": "HBM", "P4": "GDDR", "T4": "GDDR"}
+
+
+def memory_factors(model: KernelModel, data: KernelArrays) -> dict[str, object]:
+    """Per memory technology (HBM, GDDR) and streaming op (elementwise, reduction): how much
+    faster (>1) its boards move a memory-bound kernel's bytes than the pooled model says,
+    exp(median log(model / measured)) over the memory-bound calls longer than the median."""
+    from gpuscout.predict.kernel_model import components_of
+
+    devices = np.array([str(d) for d in data.device])
+    modelled = model.predict(data)
+    out: dict[str, dict[str, object]] = {}
+    for op in ("elementwise", "reduction"):
+        compute, memory = components_of(model.params[op], False, data, data.fp32_flops)
+        for kind in ("HBM", "GDDR"):
+            boards = [key for key, value in MEMORY.items() if value == kind]
+            on = np.array([any(key in d for key in boards) for d in devices])
+            at = (data.op == op) & on & (memory > compute)
+            at &= data.seconds > np.median(data.seconds[at])
+            ratio = float(np.exp(np.median(np.log(modelled[at] / data.seconds[at]))))
+            entry = out.setdefault(kind, {"from": ", ".join(sorted(set(devices[at])))})
+            entry[op] = round(ratio, 4)
+            entry[f"{op}_rows"] = int(at.sum())
+    return {
+        "factors": out,
+        "note": (
+            "memory-bound elementwise and reduction calls of the HBM boards (A100, V100) and the "
+            "GDDR boards (P4, T4), each against the model pooled over five GPUs: exp(median "
+            "log(model / measured)) over the calls longer than the median. The P100 (Pascal's "
+            "HBM2) is left out: it measures below both, and no catalog GPU is a Pascal"
+        ),
+        "made_by": "python scripts/fit_kernel_model.py --architectures",
+    }
+
+
 def fit_all(data: KernelArrays) -> dict[Op, OpParams]:
     return {op: fit_op(op, data)[0] for op in OPS}
 
@@ -227,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--architectures",
         action="store_true",
-        help="only (re)compute the per-architecture CUDA-core GEMM factors of the shipped fit",
+        help="only (re)compute the shipped fit's CUDA-core GEMM factors per architecture and "
+        "memory factors per memory technology",
     )
     args = parser.parse_args(argv)
     if args.extract:
@@ -236,11 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.architectures:
         shipped = json.loads(args.out.read_text(encoding="utf-8"))
         model = KernelModel.from_json(shipped)
-        shipped["cuda_gemm_by_architecture"] = architecture_factors(
-            model, arrays_of(load_rows(args.data))
-        )
+        rows = arrays_of(load_rows(args.data))
+        shipped["cuda_gemm_by_architecture"] = architecture_factors(model, rows)
+        shipped["memory_by_type"] = memory_factors(model, rows)
         args.out.write_text(json.dumps(shipped, indent=1) + "\n", encoding="utf-8")
         print(json.dumps(shipped["cuda_gemm_by_architecture"], indent=1))
+        print(json.dumps(shipped["memory_by_type"], indent=1))
         return 0
     start, cpu_start = time.perf_counter(), time.process_time()
     everything = arrays_of(load_rows(args.data))
@@ -302,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     model = KernelModel(final, meta)
     meta["cuda_gemm_by_architecture"] = architecture_factors(model, everything)
+    meta["memory_by_type"] = memory_factors(model, everything)
     model = KernelModel(final, meta)
     args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
     print(json.dumps(model.to_json(), indent=1))

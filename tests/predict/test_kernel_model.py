@@ -265,7 +265,8 @@ def test_cuda_core_gemm_factors_are_those_the_kernel_data_gives() -> None:
     """Issue 29: CUDA-core GEMM speed per architecture comes from the measured kernels of a
     full-power board of it (``scripts/fit_kernel_model.py --architectures`` recomputes the
     shipped table), not from one chip's end-to-end rows; the V100 measures faster than the
-    pooled model, and a newer architecture takes Ampere's factor, said."""
+    pooled model, and a newer architecture takes Ampere's factor, said. Memory-bound kernels
+    stream at their memory technology's measured share, the same way."""
     import importlib.util
     from pathlib import Path
 
@@ -275,9 +276,18 @@ def test_cuda_core_gemm_factors_are_those_the_kernel_data_gives() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     model = kernel_model.load()
-    got = module.architecture_factors(model, arrays_of(load_rows()))["factors"]
+    rows = arrays_of(load_rows())
+    got = module.architecture_factors(model, rows)["factors"]
     shipped = model.meta["cuda_gemm_by_architecture"]["factors"]
     assert got == shipped
+    memory = model.meta["memory_by_type"]["factors"]
+    assert module.memory_factors(model, rows)["factors"] == memory
+    # HBM boards stream faster than the pooled model, GDDR boards slower (both measured)
+    for op in ("elementwise", "reduction"):
+        assert memory["HBM"][op] > 1.05 > 1.0 > memory["GDDR"][op]
+        assert model.memory_factor("HBM3e", op) == memory["HBM"][op]
+        assert model.memory_factor("GDDR6X", op) == memory["GDDR"][op]
+    assert model.memory_factor("LPDDR5X", "elementwise") == 1.0
     assert set(shipped) == {"Ampere", "Pascal", "Volta"}  # Turing's only board is a 70 W T4
     assert shipped["Volta"]["matmul"] > 1.2 and shipped["Volta"]["conv"] > 1.2
     factor, note = model.cuda_gemm_factor("Hopper", "matmul")

@@ -302,6 +302,20 @@ class KernelModel:
             "speed against the pooled kernel model: the kernel data has no such board"
         )
 
+    def memory_factor(self, memory_type: str, op: Op) -> float:
+        """How much faster a board of this memory technology (HBM or GDDR, from the catalog's
+        ``memory_type``) streams a memory-bound ``op`` than the pooled model, measured on the
+        kernel data; 1 for an op or a technology it did not measure."""
+        table = self.meta.get("memory_by_type", {}).get("factors", {})
+        kind = (
+            "HBM"
+            if "HBM" in memory_type.upper()
+            else "GDDR"
+            if "GDDR" in memory_type.upper()
+            else ""
+        )
+        return float(table.get(kind, {}).get(op, 1.0))
+
     @classmethod
     def load(cls) -> KernelModel:
         """The shipped fit (read once): the same as the module's :func:`load`."""

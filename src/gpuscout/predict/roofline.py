@@ -280,6 +280,9 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
             cap[at] = np.where(mine_kind == 0, 1.0, cap[at])
             if note and factor != 1.0:
                 arch_notes.add(note)
+        if not mine[0].gemm:
+            # streamed at the share its memory technology reaches, never above the DRAM peak
+            m = m / min(model.memory_factor(gpu.memory_type or "", op), 1.0 / p.u_mem)
         compute[at], memory[at] = c, m
         count[at] = [k.count for k in mine]
         overlap[at] = p.overlap
