@@ -269,8 +269,8 @@ def _efficiency(theta: np.ndarray) -> Efficiency:
 
 
 def fit_calibration(points: Sequence[Point]) -> Calibration:
-    """Least-squares tensor shares, launch and step costs, feed and stack factors for these
-    points (the same points give the same fit: kept for the process)."""
+    """Least-squares tensor shares, their scaling with rho, the board power and the traffic
+    factors of these points (the same points give the same fit: kept for the process)."""
     key = tuple((p.label, p.measured, p.profile.key, p.gpu, p.stack, p.tf32) for p in points)
     if key not in _FITS:
         _FITS[key] = _fit(points)

@@ -17,9 +17,11 @@ Op classes, as the roofline model uses them:
 
 Bytes are an estimate of memory traffic *after* fusion, which this unoptimised HLO does not
 show: matmuls and reductions read their operands and write their result; an elementwise op
-writes its result unless it has a single elementwise consumer (XLA's loop fusion keeps such a
-chain in registers), and its inputs come from producers already counted. The fitted efficiency
-factors of the roofline model absorb the estimate's systematic error.
+writes its result unless XLA's GPU fusion keeps it out of memory (``hlo_text.fusion_targets``:
+a single elementwise or reduce consumer, or several that each recompute a cheap producer when
+that reads less), and its inputs come from producers already counted. No fitted factor scales
+time to absorb an error here: a software stack's traffic factor scales these bytes, within
+x0.67..x1.5 (``calibrate.py``).
 
 The same module is also cut into the *kernels* the GPU runs (``StepCost.kernels``), because a
 step's time is a sum over kernels, each bounded by its own shape, not by the class totals. The
