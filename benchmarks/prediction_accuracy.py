@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpuscout.catalog import load_catalog
+from gpuscout.predict.bands import coverage
 from gpuscout.predict.calibrate import fit_calibration, write_shipped
 from gpuscout.predict.calibration_points import published_points
 from gpuscout.predict.out_of_sample import (
@@ -39,7 +40,6 @@ from gpuscout.predict.out_of_sample import (
     NEWEST,
     Figures,
     Held,
-    coverage,
     development,
     family,
     frozen_test,
@@ -97,6 +97,15 @@ def _table(title: str, held: Sequence[Held], bands: dict[str, tuple[float, float
         print(line)
 
 
+def _nested(split: str) -> None:
+    """How wide each family's band is, and what it covered of groups left out of it too."""
+    for key, level in sorted(FIGURES.levels.items()):
+        if key.startswith(split + ":"):
+            print(f"   {key.split(':')[1]} band: the middle {level:.0f} % of the held-out errors; "
+                  f"it covers {FIGURES.nested[key]:.0%} of a {split} left out of the band as "
+                  "well as the fit")  # fmt: skip
+
+
 def end_to_end(points: Sequence) -> None:  # type: ignore[type-arg]
     dev = development(points)
     full = fit_calibration(dev)
@@ -110,8 +119,10 @@ def end_to_end(points: Sequence) -> None:  # type: ignore[type-arg]
     print(f"   in-sample error {in_sample:.1%} (for reference only: never a measure of accuracy)")
     _table("leave one whole source out (band printed without stored runs):",
            leave_one_source_out(dev), FIGURES.source_absolute)  # fmt: skip
+    _nested("source")
     _table("leave one chip out (band printed with stored runs: relative):",
            leave_one_chip_out(dev), FIGURES.chip_relative, relative=True)  # fmt: skip
+    _nested("chip")
     _table("leave one GPU id out (a same-chip twin stays in: flattering, no band):",
            leave_one_gpu_out(dev))  # fmt: skip
     _table(f"fit on Ampere and older, predict {', '.join(NEWEST)}:", leave_newest_out(dev))
@@ -145,7 +156,8 @@ def main(argv: list[str] | None = None) -> None:
     end_to_end(points)
     scaling()
     f = FIGURES
-    print("\nranges predictions print (middle 80 %, per family): no stored runs (whole sources "
+    print("\nranges predictions print (per family, each as wide as covers 80 % of a group left "
+          "out of the band as well as the fit): no stored runs (whole sources "
           "left out) " + ", ".join(f"{k} x{v[0]:.2f}-x{v[1]:.2f}"
                                    for k, v in f.source_absolute.items())
           + "; with stored runs (chips left out, relative) "

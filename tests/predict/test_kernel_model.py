@@ -265,7 +265,8 @@ def test_cuda_core_gemm_factors_are_those_the_kernel_data_gives() -> None:
     """Issue 29: CUDA-core GEMM speed per architecture comes from the measured kernels of a
     full-power board of it (``scripts/fit_kernel_model.py --architectures`` recomputes the
     shipped table), not from one chip's end-to-end rows; the V100 measures faster than the
-    pooled model, and a newer architecture takes Ampere's factor, said. Memory-bound kernels
+    pooled model; a newer data-centre chip takes the A100's, said, and a dual-issue FP32 chip
+    none. Memory-bound kernels
     stream at their memory technology's measured share, the same way."""
     import importlib.util
     from pathlib import Path
@@ -290,9 +291,13 @@ def test_cuda_core_gemm_factors_are_those_the_kernel_data_gives() -> None:
     assert model.memory_factor("LPDDR5X", "elementwise") == 1.0
     assert set(shipped) == {"Ampere", "Pascal", "Volta"}  # Turing's only board is a 70 W T4
     assert shipped["Volta"]["matmul"] > 1.2 and shipped["Volta"]["conv"] > 1.2
-    factor, note = model.cuda_gemm_factor("Hopper", "matmul")
-    assert factor == shipped["Ampere"]["matmul"] and note and "Ampere" in note
-    assert model.cuda_gemm_factor("Turing", "conv") == (1.0, None)
+    assert model.cuda_gemm_factor("GV100", "conv") == (shipped["Volta"]["conv"], None)
+    assert model.cuda_gemm_factor("GA100", "matmul") == (shipped["Ampere"]["matmul"], None)
+    factor, note = model.cuda_gemm_factor("GH100", "matmul")
+    assert factor == shipped["Ampere"]["matmul"] and note and "A100" in note
+    # dual-issue FP32 chips and the power-limited T4's take the pooled model
+    for chip in ("GA102", "AD102", "GB202", "TU104"):
+        assert model.cuda_gemm_factor(chip, "conv") == (1.0, None)
 
 
 def test_cuda_core_gemms_never_pass_their_peak_on_any_architecture() -> None:

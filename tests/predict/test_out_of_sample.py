@@ -10,13 +10,13 @@ import math
 import pytest
 
 from gpuscout.catalog import load_catalog
+from gpuscout.predict.bands import coverage
 from gpuscout.predict.calibrate import VALIDATED, calibration_for
 from gpuscout.predict.calibration_points import STORED, published_points
 from gpuscout.predict.out_of_sample import (
     FROZEN_CHIPS,
     FROZEN_SOURCES,
     Figures,
-    coverage,
     development,
     family,
     frozen,
@@ -64,16 +64,30 @@ def test_the_shipped_figures_are_those_of_the_shipped_data(figures: Figures) -> 
 
 
 def test_each_printed_band_covers_what_it_claims_on_its_split(figures, by_source, by_chip) -> None:  # type: ignore[no-untyped-def]
-    """Each family's middle-80 % bands cover 70-90 % of their split's held-out outcomes
-    (whole sources left out: absolute; chips left out: relative); the unvalidated band
-    (middle 90 %, the widest family's) covers at least 85 % of every family's."""
+    """Each family's bands cover 70-90 % of their split's held-out outcomes on groups left out
+    of the band as well as the fit (nested: a source, a chip; ``bands.py``), recomputed here;
+    and at least 80 % of the split's outcomes overall; the unvalidated band covers at least
+    85 % of every family's and is at least as wide as each."""
+    from gpuscout.predict.bands import nested_coverage
+
+    for key, level in figures.levels.items():
+        split, fam = key.split(":")
+        pool = by_source if split == "source" else by_chip
+        held = [h for h in pool if family(h.point) == fam]
+        held = [h for h in held if split == "source" or h.relative is not None]
+        logs = [h.absolute if split == "source" else h.relative or 0.0 for h in held]
+        groups = [h.point.source_id if split == "source" else str(h.point.gpu.chip) for h in held]
+        nested = nested_coverage(logs, groups, level)
+        assert nested == pytest.approx(figures.nested[key], abs=1e-3), key
+        assert 0.7 <= nested <= 0.9, (key, nested)
+    assert set(figures.levels) == {"source:resnet50", "source:bert", "chip:resnet50", "chip:bert"}
     for fam in ("resnet50", "bert"):
         absolute = [h.absolute for h in by_source if family(h.point) == fam]
         relative = [h.relative for h in by_chip
                     if h.relative is not None and family(h.point) == fam]  # fmt: skip
         assert len(absolute) >= 50 and len(relative) >= 50, fam
-        assert 0.7 <= coverage(absolute, figures.source_absolute[fam]) <= 0.9, fam
-        assert 0.7 <= coverage(relative, figures.chip_relative[fam]) <= 0.9, fam
+        assert coverage(absolute, figures.source_absolute[fam]) >= 0.8, fam
+        assert coverage(relative, figures.chip_relative[fam]) >= 0.8, fam
         assert coverage(absolute, figures.unvalidated) >= 0.85, fam
         low, high = figures.unvalidated
         assert low <= figures.source_absolute[fam][0] and high >= figures.source_absolute[fam][1]
@@ -88,9 +102,11 @@ def test_the_band_follows_the_situation() -> None:
         band = cal.band(workload)
         assert (band.low, band.high) == fig.source_absolute[fam]
         assert "whole published sources left out" in band.label
+    # a stored stack factor with no stored run of the family behind it changes no band
     stored = dataclasses.replace(cal, stacks={**cal.stacks, STORED: 1.0})
-    band = stored.band("resnet50")
-    assert (band.low, band.high) == fig.chip_relative["resnet50"]
+    assert (stored.band("resnet50").low, stored.band("resnet50").high) == fig.source_absolute[
+        "resnet50"
+    ]
     for workload, kind in (("mlp", "train"), ("gpt2", "train"), ("resnet50", "forward")):
         band = cal.band(workload, kind)
         assert (band.low, band.high) == fig.unvalidated
@@ -104,7 +120,8 @@ def test_the_frozen_split_and_the_reserved_sources_stay_out(points) -> None:  # 
     test = [p for p in points if frozen(p)]
     assert {p.gpu.chip for p in test} >= set(FROZEN_CHIPS)
     assert {p.source_id for p in test} >= set(FROZEN_SOURCES)
-    assert not any(frozen(p) for p in development(points))
+    assert shipped().made_from.startswith(f"{len(development(points))} published")
+    assert f"split's {len(test)} left out" in shipped().made_from
     cat = load_catalog()
     for row in cat.published:
         text = f"{row.source_id} {row.source}".lower()
@@ -113,7 +130,7 @@ def test_the_frozen_split_and_the_reserved_sources_stay_out(points) -> None:  # 
 
 
 # Issue 29's bars on the development rows, and the figures docs/predict.md quotes
-# (``make bench-predict``: relative 8.5 % by source, 8.5 % by chip; absolute 14.3 % by source),
+# (``make bench-predict``: relative 8.9 % by source, 9.0 % by chip; absolute 14.6 % by source),
 # each with a stated margin for floating-point differences between CPUs.
 MARGIN = 0.005
 
@@ -127,8 +144,43 @@ def test_the_accuracy_docs_quote_holds_on_any_cpu(by_source, by_chip) -> None:  
         assert mape(src) <= 0.10, (fam, mape(src))
         assert mape(chip) <= 0.12, (fam, mape(chip))
     relative = [h.relative for h in by_source if h.relative is not None]
-    assert mape(relative) == pytest.approx(0.085, abs=MARGIN)
+    assert mape(relative) == pytest.approx(0.089, abs=MARGIN)
     assert mape([h.relative for h in by_chip if h.relative is not None]) == pytest.approx(
-        0.085, abs=MARGIN
+        0.090, abs=MARGIN
     )
-    assert mape([h.absolute for h in by_source]) == pytest.approx(0.143, abs=MARGIN)
+    assert mape([h.absolute for h in by_source]) == pytest.approx(0.146, abs=MARGIN)
+
+
+@pytest.mark.parametrize(("measured", "narrow"), [(None, True), (2_500.0, False)])
+def test_stored_runs_narrow_the_band_only_when_the_fit_reproduces_them(
+    measured: float | None, narrow: bool
+) -> None:
+    """Issue 29's review: one stored A100 ResNet-50 run at 2,500 img/s switched every
+    ResNet-50 prediction to the narrow relative band while the fit (its traffic factor on a
+    bound) predicted that very A100 at 1,325, far outside it. A run the fit reproduces
+    narrows the band to the chips' one; a run it misses widens the sources' band to it, said."""
+    from gpuscout.predict.profile import cached
+    from gpuscout.predict.session import session
+    from tests.cli.test_one_prediction import _a100_run
+
+    cat = load_catalog()
+    profile = cached("resnet50", {}, 256, "mixed_float16")
+    assert profile is not None
+    a100 = cat.gpus["a100-40gb-sxm"]
+    if measured is None:  # what the published fit itself predicts: reproduced by construction
+        (row,), _ = session(cat, runs=[]).predict(profile, [a100])
+        measured = row.samples_per_second
+    model = session(cat, runs=[_a100_run(measured).model_copy(update={"id": 7})])
+    assert model.run_ids == (7,)
+    band = model.calibration.band("resnet50")
+    fig = shipped()
+    if narrow:
+        assert (band.low, band.high) == fig.chip_relative["resnet50"]
+        assert "chips left out" in band.label
+    else:
+        (row,), _ = model.predict(profile, [a100])
+        assert band.low <= measured / row.samples_per_second <= band.high * (1 + 1e-9)
+        assert "widened to your stored runs" in band.label
+        assert band.high > fig.source_absolute["resnet50"][1]
+    bert = model.calibration.band("bert-base")  # no stored BERT run: the sources' band
+    assert (bert.low, bert.high) == fig.source_absolute["bert"]

@@ -47,7 +47,7 @@ from gpuscout.predict.roofline import (
     overheads,
 )
 
-_TENSOR = (0.05, 2.0)  # the peak caps each kernel (roofline.Terms.cap)
+_TENSOR = (0.05, 1.0)  # a share of the tensor peak: 1 is the peak itself
 _SCALING = (0.0, 1.0)  # 0: a tensor kernel gains nothing from more tensor FLOPs a clock
 _POWER_W = (0.0, 10.0)  # watts per SM-GHz for full clocks (H100 SXM runs 261 SM-GHz on 700 W)
 # A stack moves at most 1.5x the bytes of XLA's fused HLO, or a third fewer (fusing more than
@@ -128,9 +128,11 @@ class Calibration:
 
     def band(self, workload: str = "resnet50", kind: str = "train") -> Band:
         """The range of a prediction, from the held-out split that matches it
-        (``out_of_sample.py``): no stored runs, whole sources left out (absolute); your stored
-        runs in the fit, chips left out (relative, as your runs fix the stack); a workload or
-        mode no published row validates, the 90 % band of whole sources left out, said."""
+        (``out_of_sample.py``, ``bands.py``): no stored runs, whole sources left out (absolute);
+        your stored runs of this workload family in the fit and reproduced by it within the
+        chips' band, chips left out (relative, as your runs fix the stack); stored runs the fit
+        misses by more, the sources' band widened to them, said; a workload or mode no
+        published row validates, the widest band, said."""
         from gpuscout.predict.out_of_sample import FAMILIES, shipped
 
         figures = shipped()
@@ -145,19 +147,34 @@ class Calibration:
                 "90 % of a validated workload's errors on whole sources left out, an assumption",
             )
         if self.stored and family in figures.chip_relative:
+            pairs = zip(self.points, self.log_errors, strict=True)
+            mine = [e for p, e in pairs if p.stack == STORED and FAMILIES.get(p.workload) == family]
             low, high = figures.chip_relative[family]
-            return Band(
-                low,
-                high,
-                f"the middle 80 % of {family}'s relative errors on chips "
-                "left out of the fit (your stored runs fix the software stack)",
-            )
+            if mine and all(low <= math.exp(-e) <= high for e in mine):
+                why = (
+                    "relative: your stored runs fix the software stack, and the fit reproduces them"
+                )
+                return Band(low, high, f"{family}'s band of chips left out of the fit ({why})")
+            if mine:
+                low, high = figures.source_absolute.get(family, figures.unvalidated)
+                worst = [math.exp(-e) for e in mine]
+                low, high = min(low, *worst), max(high, *worst)
+                return Band(
+                    low,
+                    high,
+                    f"the {family} band of whole sources left out, widened "
+                    f"to your stored runs, which the fit misses by up to "
+                    f"{max(abs(w - 1) for w in worst):.0%} (the model cannot take "
+                    "their software stack in: measure, or anchor with --from-run)",
+                )
         low, high = figures.source_absolute.get(family, figures.unvalidated)
+        covered = figures.nested.get(f"source:{family}")
+        held = f"; it covered {covered:.0%} of a source left out of the band too" if covered else ""
         return Band(
             low,
             high,
-            f"the middle 80 % of {family}'s errors on whole published "
-            "sources left out of the fit (their software stack unseen, as yours is)",
+            f"{family}'s band of whole published sources left out of the fit (their software "
+            f"stack unseen, as yours is{held})",
         )
 
     def spread(self) -> tuple[float, float]:
@@ -180,7 +197,7 @@ class Calibration:
         return (
             f"per-kernel model fitted to {self.count} published measurements"
             f"{' and your stored runs' if self.stored else ''}: tensor-core "
-            f"kernels at these shares of the FP32 GEMM utilisation: {shares} (at "
+            f"kernels at these shares of their peak, in full tiles: {shares} (at "
             f"{RHO_REF:.0f} tensor FLOPs per SM a clock; x(rho/{RHO_REF:.0f})^"
             f"{self.scaling[0]:.2f} for matmuls, ^{self.scaling[1]:.2f} for convolutions, at "
             f"most the peak); CUDA-core GEMMs at the kernel model's utilisation (measured FP32 "

@@ -65,6 +65,8 @@ L2_GAIN_MAX = 4.0
 # feed is above the DRAM bandwidth of every catalog GPU (B200 needs 26, H200 18, A100 10), so the
 # feed limit only slows kernels that occupy few SMs, as Little's law says it should.
 BYTES_PER_CLOCK_MIN = 32.0
+# The chips of the kernel data's full-power boards, whose CUDA-core GEMM factor is measured.
+CUDA_GEMM_CHIPS = {"GV100": "Volta", "GA100": "Ampere", "GP100": "Pascal"}
 Array = npt.NDArray[np.float64]
 Bound = Literal["compute", "memory", "launch"]
 
@@ -287,20 +289,24 @@ class KernelModel:
                 out[rows] = _seconds(self.params[op], op, data, rows, peak[rows])
         return out
 
-    def cuda_gemm_factor(self, architecture: str, op: Op) -> tuple[float, str | None]:
-        """How much faster this architecture's CUDA-core GEMMs (``op`` matmul or conv) run than
-        the pooled model, measured on the kernel data (``scripts/fit_kernel_model.py
-        --architectures``), and what was assumed where the data has no board of it: Ampere's
-        factor for a newer architecture, none for Turing (its one board is power-limited)."""
+    def cuda_gemm_factor(self, chip: str, op: Op) -> tuple[float, str | None]:
+        """How much faster a GPU's CUDA-core GEMMs (``op`` matmul or conv) run than the pooled
+        model, measured on the kernel data (``scripts/fit_kernel_model.py --architectures``),
+        and what was assumed. The factor of a measured board's chip (``CUDA_GEMM_CHIPS``: the
+        V100's GV100, the A100's GA100, the P100's GP100) applies to GPUs of that chip; the
+        data-centre chips after the GA100 (GH100, GB100) take the A100's, said. Other chips
+        (GA102, the Ada and GeForce Blackwell parts, whose FP32 peak counts dual-issue FP32
+        units; the T4's power-limited TU104) take none: the pooled model."""
         table = self.meta.get("cuda_gemm_by_architecture", {}).get("factors", {})
-        if architecture in table:
-            return float(table[architecture].get(op, 1.0)), None
-        if architecture in ("Turing", "") or "Ampere" not in table:
-            return 1.0, None
-        return float(table["Ampere"].get(op, 1.0)), (
-            f"{architecture}: CUDA-core GEMMs (FP32, TF32 off) at the Ampere A100's measured "
-            "speed against the pooled kernel model: the kernel data has no such board"
-        )
+        for prefix, architecture in CUDA_GEMM_CHIPS.items():
+            if chip.startswith(prefix) and architecture in table:
+                return float(table[architecture].get(op, 1.0)), None
+        if chip.startswith(("GH100", "GB100")) and "Ampere" in table:
+            return float(table["Ampere"].get(op, 1.0)), (
+                f"{chip}: CUDA-core GEMMs (FP32, TF32 off) at the A100's measured speed against "
+                "the pooled kernel model: the kernel data has no such board"
+            )
+        return 1.0, None
 
     def memory_factor(self, memory_type: str, op: Op) -> float:
         """How much faster a board of this memory technology (HBM or GDDR, from the catalog's

@@ -26,12 +26,13 @@ import json
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
+from gpuscout.predict.bands import Calibrated, band, calibrated, envelope
 from gpuscout.predict.calibrate import fit_calibration, modelled
 from gpuscout.predict.calibration_points import Point
 
@@ -153,27 +154,6 @@ def mape(logs: Sequence[float]) -> float:
     return statistics.fmean(abs(math.exp(e) - 1) for e in logs) if logs else float("nan")
 
 
-def _band(logs: Sequence[float], middle: float = 80.0) -> tuple[float, float]:
-    """Factors on a prediction covering the middle ``middle`` % of these held-out log errors
-    (log(predicted / measured)): the measured value lies within prediction x (low, high)."""
-    tail = (100.0 - middle) / 2
-    lo, hi = np.percentile(logs, [tail, 100.0 - tail])
-    return (round(math.exp(-float(hi)), 6), round(math.exp(-float(lo)), 6))
-
-
-def _envelope(bands: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """The widest of these bands at each end: a workload no published row validates may err
-    as the worst validated family does."""
-    return (min(b[0] for b in bands), max(b[1] for b in bands))
-
-
-def coverage(logs: Sequence[float], band: tuple[float, float]) -> float:
-    """Share of held-out outcomes inside prediction x band."""
-    low, high = band
-    inside = [low <= math.exp(-e) <= high for e in logs]
-    return sum(inside) / len(inside) if inside else float("nan")
-
-
 Bands = dict[str, tuple[float, float]]  # per workload family (resnet50, bert)
 
 
@@ -181,16 +161,19 @@ Bands = dict[str, tuple[float, float]]  # per workload family (resnet50, bert)
 class Figures:
     """What predictions use, all from the development rows (the frozen split left out), per
     workload family, as errors differ by family: the range without stored runs (whole sources
-    left out, absolute), with them (chips left out, relative), for what no published row
-    validates (whole sources left out, middle 90 %, the widest family's at each end), and the
-    relative error
-    that separates options (80th percentile, sources left out)."""
+    left out, absolute), with them (chips left out, relative), each as wide as covers 80 % of
+    a group left out of the band as well as the fit (``bands.py``; ``levels`` and ``nested``
+    say how wide and how much, keyed ``split:family``); for what no published row validates,
+    the widest of those and of the families' middle 90 %; and the relative error that
+    separates options (80th percentile, sources left out)."""
 
     source_absolute: Bands
     chip_relative: Bands
     unvalidated: tuple[float, float]
     relative_error: float
     made_from: str
+    levels: dict[str, float] = field(default_factory=dict)
+    nested: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, points: Sequence[Point]) -> Figures:
@@ -199,25 +182,25 @@ class Figures:
         by_chip = leave_one_chip_out(dev)
         families = sorted({family(p) for p in dev})
         rel = [abs(math.exp(h.relative) - 1) for h in by_source if h.relative is not None]
+        made: dict[str, Calibrated] = {}
+        for f in families:
+            src = [h for h in by_source if family(h.point) == f]
+            made[f"source:{f}"] = calibrated([h.absolute for h in src],
+                                             [h.point.source_id for h in src])  # fmt: skip
+            chip = [h for h in by_chip if family(h.point) == f and h.relative is not None]
+            made[f"chip:{f}"] = calibrated([h.relative or 0.0 for h in chip],
+                                           [str(h.point.gpu.chip) for h in chip])  # fmt: skip
+        wide = [band([h.absolute for h in by_source if family(h.point) == f], 90.0)
+                for f in families]  # fmt: skip
         return cls(
-            source_absolute={
-                f: _band([h.absolute for h in by_source if family(h.point) == f]) for f in families
-            },
-            chip_relative={
-                f: _band(
-                    [h.relative for h in by_chip if h.relative is not None and family(h.point) == f]
-                )
-                for f in families
-            },
-            unvalidated=_envelope(
-                [
-                    _band([h.absolute for h in by_source if family(h.point) == f], 90.0)
-                    for f in families
-                ]
-            ),
+            source_absolute={f: made[f"source:{f}"].factors for f in families},
+            chip_relative={f: made[f"chip:{f}"].factors for f in families},
+            unvalidated=envelope(wide + [c.factors for c in made.values()]),
             relative_error=round(float(np.percentile(rel, 80)), 6) if rel else 0.15,
             made_from=f"{len(dev)} published single-GPU measurements (the frozen test split's "
             f"{len(points) - len(dev)} left out)",
+            levels={k: c.level for k, c in made.items()},
+            nested={k: c.nested for k, c in made.items()},
         )
 
 
@@ -236,6 +219,8 @@ def shipped() -> Figures:
             unvalidated=(raw["unvalidated"][0], raw["unvalidated"][1]),
             relative_error=raw["relative_error"],
             made_from=raw["made_from"],
+            levels=raw.get("levels", {}),
+            nested=raw.get("nested", {}),
         )
     except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError):
         guess = (0.7, 1.3)

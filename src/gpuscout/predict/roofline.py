@@ -71,8 +71,8 @@ class Efficiency:
     """What the kernels cannot know: fitted to published end-to-end rows (``calibrate.py``) or,
     for the overheads no published row can identify, assumed in ``data/overheads.csv``."""
 
-    # per TENSOR_KINDS: tensor-core kernels of that kind reach this factor times the utilisation
-    # the kernel model gives FP32 GEMMs, of their own (tensor) peak (at most all of the peak)
+    # per TENSOR_KINDS: the share of their own (tensor) peak that tensor-core kernels of that
+    # kind reach at RHO_REF tensor FLOPs per SM a clock, in full tiles (at most 1: the peak)
     tensor: tuple[float, float, float, float]
     step_s: float  # the framework's cost per step or call, seconds (dispatch, host sync)
     launch_s: float  # per kernel: launch and the gap to the next kernel, seconds
@@ -90,11 +90,15 @@ class Efficiency:
     forward_s: float = 0.0  # the cost of one forward call (inference), in place of step_s
 
     def share(self, kind: np.ndarray, rho: np.ndarray, cap: np.ndarray | float = 1.0) -> np.ndarray:
-        """Per kernel: the factor on the kernel model's utilisation it reaches, of its units'
-        peak. CUDA-core GEMMs (kind 0) keep the kernel model's own utilisation, learned from
-        measured FP32 GEMMs. Never above ``cap``, 1 / the kernel model's utilisation of the
-        op: a kernel never runs faster than its units' peak (its roofline)."""
-        base = np.concatenate([[1.0], self.tensor])[kind]
+        """Per kernel: the factor on the kernel model's utilisation it reaches. ``cap`` is 1 /
+        the kernel model's utilisation of the kernel's op, so ``cap`` x share-of-peak is the
+        factor that puts it at that share of its units' peak. CUDA-core GEMMs (kind 0) keep
+        the kernel model's own utilisation, learned from measured FP32 GEMMs; a tensor-core
+        kernel reaches its kind's fitted share of its peak at ``RHO_REF``, scaled by
+        (rho / RHO_REF) ** (exponent - 1). Never above ``cap``: a kernel never runs faster
+        than its units' peak (its roofline)."""
+        tensor = np.concatenate([[1.0], self.tensor])[kind]
+        base = np.where(kind > 0, tensor * cap, 1.0)
         exponent = np.where(kind >= 3, self.scaling[1], self.scaling[0])
         ratio = np.where(kind > 0, np.maximum(rho, 1.0) / RHO_REF, 1.0)
         return np.asarray(np.minimum(cap, base * ratio ** (exponent - 1.0)), dtype=float)
@@ -274,7 +278,7 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
         cap[at] = 1.0 / p.u_compute
         if mine[0].gemm and (mine_kind == 0).any():
             # CUDA-core GEMMs at their architecture's measured speed, never above the peak
-            factor, note = model.cuda_gemm_factor(gpu.architecture or "", op)
+            factor, note = model.cuda_gemm_factor(gpu.chip or "", op)
             factor = min(factor, 1.0 / p.u_compute)
             c = np.where(mine_kind == 0, c / factor, c)
             cap[at] = np.where(mine_kind == 0, 1.0, cap[at])
