@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
                                    for k, v in f.source_absolute.items())
           + "; with stored runs (chips left out, relative) "
           + ", ".join(f"{k} x{v[0]:.2f}-x{v[1]:.2f}" for k, v in f.chip_relative.items())
-          + f"; not validated x{f.unvalidated[0]:.2f}-x{f.unvalidated[1]:.2f} (middle 90 %); "
+          + f"; not validated x{f.unvalidated[0]:.2f}-x{f.unvalidated[1]:.2f} (the widest); "
           f"options closer than {f.relative_error:.1%} relative error (sources left out, 80th "
           "percentile) are not ranked")  # fmt: skip
     if args.write:
