@@ -157,3 +157,20 @@ def test_cost_scales_several_gpus_as_predict_does() -> None:
     shown = run_cli("cost", "--gpu-hours", "1000", "--option", "4090x8", block_tf=True)
     assert shown.code == 0, shown.err
     assert "fitted scaling model" in shown.out and "assumed (PCIe)" not in shown.out
+
+
+def test_advise_and_cost_say_how_far_off_their_predictions_may_be() -> None:
+    """Issue 29: a time or a price from a prediction comes with the range of the split that
+    matches the situation, as predict's does (no stored runs here: whole sources left out)."""
+    from gpuscout.predict.out_of_sample import shipped
+
+    low, high = shipped().source_absolute["resnet50"]
+    said = f"each predicted speed may be off by x{low:.2f} to x{high:.2f}"
+    advice = run_cli("advise", "--workload", "resnet50", "--epochs", "1", "--json", block_tf=True)
+    assert advice.code == 0, advice.err
+    assert any(said in n and "whole published sources" in n
+               for n in advice.json()["assumptions"])  # fmt: skip
+    cost = run_cli("cost", "--workload", "resnet50", "--epochs", "1", "--option", "h100x8@aws",
+                   "--json", block_tf=True)  # fmt: skip
+    assert cost.code == 0, cost.err
+    assert said in cost.json()["assumptions"]["predictions"]

@@ -17,6 +17,7 @@ from gpuscout.advise.pareto import front
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import ranking, scaling
+from gpuscout.predict.calibrate import range_note
 from gpuscout.predict.predictor import memory_needed
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session
@@ -190,6 +191,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         *_split_note(split),
         *model.notes,
         calibration.describe(),
+        range_note(calibration, req.profile),
         f"memory: {need_gb:.1f} GB per GPU needed (weights, gradients, optimizer state, "
         "activations; from the compiled step)",
         *assumptions.describe().values(),

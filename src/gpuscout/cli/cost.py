@@ -182,7 +182,10 @@ def run_cost(args: argparse.Namespace) -> int:
     described = {"job": job.text}
     fitted = any(o.scaling_fitted for o in options)
     if job.profile is not None or fitted:  # said whenever a prediction sets a figure
-        described["predictions"] = "; ".join([*model.notes, model.calibration.describe()])
+        from gpuscout.predict.calibrate import range_note
+
+        ranged = [range_note(model.calibration, job.profile)] if job.profile is not None else []
+        described["predictions"] = "; ".join([*model.notes, model.calibration.describe(), *ranged])
     if fitted:
         described["scaling"] = scaling_assumption(job)
     described |= assumptions.describe()

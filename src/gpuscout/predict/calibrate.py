@@ -38,6 +38,7 @@ import numpy as np
 
 from gpuscout.catalog import Catalog
 from gpuscout.predict.calibration_points import STORED, Point, point_terms, published_points
+from gpuscout.predict.profile import Profile
 from gpuscout.predict.roofline import (
     POWER_EXPONENT,
     RHO_REF,
@@ -145,8 +146,8 @@ class Calibration:
             return Band(
                 low,
                 high,
-                f"{what}: not validated on published data; the range is the widest middle "
-                "90 % of a validated workload's errors on whole sources left out, an assumption",
+                f"{what}: not validated on published data; the range is the widest of the "
+                "validated workloads' bands (and of their errors' middle 90 %), an assumption",
             )
         if self.stored and family in figures.chip_relative:
             pairs = zip(self.points, self.log_errors, strict=True)
@@ -210,6 +211,16 @@ class Calibration:
             f"{cost['train_step_s'].value * 1e3:g} ms per training step, "
             f"{cost['forward_call_s'].value * 1e6:g} µs per forward call (data/overheads.csv)"
         )
+
+
+def range_note(cal: Calibration, profile: Profile) -> str:
+    """One line for a command that prints a prediction's time or cost without its range: how
+    far off it may be, and which held-out errors say so (``Calibration.band``)."""
+    band = cal.band(profile.workload, profile.kind)
+    return (
+        f"each predicted speed may be off by x{band.low:.2f} to x{band.high:.2f} (times and "
+        f"costs by the inverse): {band.label}"
+    )
 
 
 _FITS: dict[object, Calibration] = {}
