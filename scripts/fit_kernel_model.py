@@ -35,7 +35,8 @@ from gpuscout.predict.kernel_data import (
     load_rows,
     mape,
 )
-from gpuscout.predict.kernel_model import MODEL_PATH, KernelModel, OpParams, fit_op
+from gpuscout.predict.kernel_fit import fit_op
+from gpuscout.predict.kernel_model import MODEL_PATH, KernelModel, OpParams
 from gpuscout.predict.kernels import OPS, Op
 
 SOURCE = (

@@ -23,12 +23,12 @@ from gpuscout.predict.kernel_data import (
     load_rows,
     mape,
 )
+from gpuscout.predict.kernel_fit import fit_op
 from gpuscout.predict.kernel_model import (
     L2_GAIN_MAX,
     GpuFeatures,
     KernelModel,
     OpParams,
-    fit_op,
 )
 from gpuscout.predict.kernels import OPS, Kernel, Op
 
