@@ -159,3 +159,22 @@ def test_measured_bus_bandwidths_come_from_the_catalog_with_their_source(cat: Ca
     assert "measured on 8 x h200" in h200.assumption
     assumed = scaling.link(cat.gpus["b200"], 8, catalog=cat)  # no measurement shipped
     assert "assumed 80% of NVLink" in assumed.assumption
+
+
+def test_the_fits_fast_path_models_what_predictions_model(cat: Catalog) -> None:
+    """The calibration evaluates its points with flat arrays (``calibrate._Design``) rather
+    than ``roofline.Terms``: both must give the same step time for every published row, with
+    its own stack's traffic factor, or the fit would tune a model predictions do not use."""
+    import numpy as np
+
+    from gpuscout.predict.calibrate import _Design, calibration_for, modelled
+    from gpuscout.predict.calibration_points import published_points
+
+    points = published_points(cat)
+    cal = calibration_for(cat)
+    design = _Design.of(points)
+    theta = np.array([*cal.tensor, *cal.scaling, cal.power_w,
+                      *(math.log(cal.stacks[s]) for s in design.stacks)])  # fmt: skip
+    fast = np.exp(design.log_speed(theta))
+    slow = np.array([modelled(cal, p) for p in points])
+    assert fast == pytest.approx(slow, rel=1e-9)

@@ -14,7 +14,7 @@ x0.67..x1.5 and pulled towards 1; it scales bytes, never time, so no kernel beat
 A prediction uses your stored runs' factor when you have some, else the median of the
 published stacks. Launch and step costs are assumed (``data/overheads.csv``): no published row
 can identify them. CUDA-core GEMMs keep the kernel model's utilisation, learned from measured
-FP32 GEMMs on five GPUs of four architectures.
+FP32 GEMMs on five GPUs, with their chip's measured factor (``KernelModel.cuda_gemm_factor``).
 
 Ranges come from out-of-sample errors, never the fit's own (``Calibration.band``): the split
 that matches the user's situation (no stored runs: whole sources left out; stored runs: chips
@@ -71,8 +71,8 @@ VALIDATED = frozenset({"resnet50", "bert-base", "bert-large"})
 
 @dataclass(frozen=True)
 class Band:
-    """A prediction's range: factors on the predicted speed, and which held-out errors they
-    are the middle 80 % (or, unvalidated, 90 %) of."""
+    """A prediction's range: factors on the predicted speed, and which held-out errors it
+    comes from (``out_of_sample.Figures``, ``bands.py``)."""
 
     low: float
     high: float
@@ -179,11 +179,6 @@ class Calibration:
             f"{family}'s band of whole published sources left out of the fit (their software "
             f"stack unseen, as yours is{held})",
         )
-
-    def spread(self) -> tuple[float, float]:
-        """Factors (low, high) of a validated workload's range (``band``)."""
-        b = self.band()
-        return (b.low, b.high)
 
     def relative_error(self) -> float:
         """How far off a speed relative to another GPU is, out of sample (leave one source

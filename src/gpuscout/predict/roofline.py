@@ -24,6 +24,7 @@ type).
 from __future__ import annotations
 
 import csv
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -58,8 +59,10 @@ class Overhead:
     source: str
 
 
+@functools.cache
 def overheads() -> dict[str, Overhead]:
-    """``data/overheads.csv``: launch, training-step and forward-call costs, each sourced."""
+    """``data/overheads.csv``: launch, training-step and forward-call costs, each sourced
+    (read once: every efficiency and every evaluation of a fit asks for them)."""
     path = resources.files("gpuscout.predict") / "data" / "overheads.csv"
     with path.open(encoding="utf-8") as f:
         return {r["name"]: Overhead(float(r["value"]), r["unit"], r["source"])
