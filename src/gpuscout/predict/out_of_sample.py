@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -89,64 +89,53 @@ def _logs(
     return {i: math.log(modelled(cal, points[i]) / points[i].measured) for i in predict}
 
 
-def leave_one_gpu_out(points: Sequence[Point]) -> list[Held]:
-    out = []
-    for gpu in sorted({p.gpu.id for p in points}):
-        test = [i for i, p in enumerate(points) if p.gpu.id == gpu]
-        train = [i for i, p in enumerate(points) if p.gpu.id != gpu]
-        logs = _logs(points, train, range(len(points)))
-        rel = _relative(points, logs, test, range(len(points)))
-        out += [Held(points[i], logs[i], rel.get(i)) for i in test]
+def _held_out(
+    points: Sequence[Point], held: Callable[[Point], bool], peers: str = "all"
+) -> list[Held]:
+    """Fit without the points ``held`` picks, predict them. Relative errors against the other
+    GPUs of their group: in-sample predictions of every point (``all``), of the held-out ones
+    only (``held``: a source left out has no in-sample rows of its own), or of the fitted ones
+    (``train``)."""
+    test = [i for i, p in enumerate(points) if held(p)]
+    train = [i for i, p in enumerate(points) if not held(p)]
+    if not test or len(train) < 3:
+        return []
+    every = range(len(points))
+    logs = _logs(points, train, test if peers == "held" else every)
+    mates = {"all": every, "held": test, "train": train}[peers]
+    rel = _relative(points, logs, test, mates)
+    return [Held(points[i], logs[i], rel.get(i)) for i in test]
+
+
+def _each(points: Sequence[Point], key: Callable[[Point], str], peers: str) -> list[Held]:
+    """Each value of ``key`` held out in turn."""
+    out: list[Held] = []
+    for value in sorted({key(p) for p in points}):
+        out += _held_out(points, lambda p, v=value: key(p) == v, peers)  # type: ignore[misc]
     return out
+
+
+def leave_one_gpu_out(points: Sequence[Point]) -> list[Held]:
+    return _each(points, lambda p: p.gpu.id, "all")
 
 
 def leave_one_chip_out(points: Sequence[Point]) -> list[Held]:
     """Every row of a chip held out together (its same-silicon twins too)."""
-    out = []
-    for chip in sorted({str(p.gpu.chip) for p in points}):
-        test = [i for i, p in enumerate(points) if str(p.gpu.chip) == chip]
-        train = [i for i, p in enumerate(points) if str(p.gpu.chip) != chip]
-        if len(train) < 3:
-            continue
-        logs = _logs(points, train, range(len(points)))
-        rel = _relative(points, logs, test, range(len(points)))
-        out += [Held(points[i], logs[i], rel.get(i)) for i in test]
-    return out
-
-
-def frozen_test(points: Sequence[Point]) -> list[Held]:
-    """Fit on the development rows, predict the frozen split (relative to the development
-    rows of the same source where it has some, else to its own other GPUs)."""
-    test = [i for i, p in enumerate(points) if frozen(p)]
-    train = [i for i, p in enumerate(points) if not frozen(p)]
-    if not test or len(train) < 3:
-        return []
-    logs = _logs(points, train, range(len(points)))
-    rel = _relative(points, logs, test, range(len(points)))
-    return [Held(points[i], logs[i], rel.get(i)) for i in test]
+    return _each(points, lambda p: str(p.gpu.chip), "all")
 
 
 def leave_one_source_out(points: Sequence[Point]) -> list[Held]:
-    out = []
-    for source in sorted({p.source_id for p in points}):
-        test = [i for i, p in enumerate(points) if p.source_id == source]
-        train = [i for i, p in enumerate(points) if p.source_id != source]
-        if len(train) < 3:
-            continue
-        logs = _logs(points, train, test)
-        rel = _relative(points, logs, test, test)
-        out += [Held(points[i], logs[i], rel.get(i)) for i in test]
-    return out
+    return _each(points, lambda p: p.source_id, "held")
+
+
+def frozen_test(points: Sequence[Point]) -> list[Held]:
+    """Fit on the development rows, predict the frozen split (relative to the other GPUs of
+    the same source, development rows included, predicted in sample)."""
+    return _held_out(points, frozen)
 
 
 def leave_newest_out(points: Sequence[Point], newest: Sequence[str] = NEWEST) -> list[Held]:
-    test = [i for i, p in enumerate(points) if p.gpu.architecture in newest]
-    train = [i for i, p in enumerate(points) if p.gpu.architecture not in newest]
-    if not test or len(train) < 3:
-        return []
-    logs = _logs(points, train, range(len(points)))
-    rel = _relative(points, logs, test, train)
-    return [Held(points[i], logs[i], rel.get(i)) for i in test]
+    return _held_out(points, lambda p: p.gpu.architecture in newest, "train")
 
 
 def mape(logs: Sequence[float]) -> float:
