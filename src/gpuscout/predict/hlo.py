@@ -36,11 +36,21 @@ grouping mirrors the fusion estimate above, so both views agree on what is fused
   fusion); sibling reductions of one tensor (a norm's mean and variance) are one kernel (XLA's
   multi-output fusion), as the class count reads that tensor once.
 - one ``elementwise`` kernel per loop fusion: an elementwise op with its fused producers.
+  (The kernels are built in ``hlo_kernels.py``.)
 
 A fused kernel's bytes are what enters it from outside (looking through reshapes and
 broadcasts to the tensor actually read) plus what it writes. The class totals count writes
 only, so an elementwise kernel's bytes exceed its class share by its reads. FLOPs add up
 exactly: the sum over all kernels equals the sum over the classes.
+
+Loops: a ``while`` (a recurrent layer's time steps, a ``lax.scan``) runs its body once per trip,
+so the body's FLOPs, bytes and kernels count x its trip count, and its condition's once more;
+nested loops multiply (``hlo_loops.py`` reads the trip count). Where the trip count cannot be
+read the body counts once and the step's count is a lower bound (``StepCost.flops_lower_bound``,
+said in the profile's method and wherever its FLOPs or an MFU are shown). Inside a loop a
+``dynamic-update-slice`` writes one step into its stacked buffer in place and a
+``dynamic-slice`` reads one step (``hlo_text.written``, ``read_of``), as XLA runs them: counting
+whole buffers would charge every trip the whole sequence.
 """
 
 from __future__ import annotations
@@ -49,6 +59,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from gpuscout.predict.hlo_kernels import kernels
+from gpuscout.predict.hlo_loops import called as called_by
+from gpuscout.predict.hlo_loops import trip_count
 from gpuscout.predict.hlo_text import (
     DESCEND,
     FREE,
@@ -59,14 +72,13 @@ from gpuscout.predict.hlo_text import (
     array_shapes,
     conv_flops,
     dot_flops,
-    dtype_of,
     element_count,
     fusion_targets,
-    int_attr,
     live_instrs,
     nbytes,
     operand_text,
     parse_module,
+    written,
 )
 from gpuscout.predict.kernels import Kernel, merge
 
@@ -86,11 +98,53 @@ class StepCost:
     # Every kernel in step order, unmerged: two traces of one model at two batch sizes give
     # lists that align one to one, which is how a profile learns how each kernel scales.
     raw_kernels: list[Kernel] = field(default_factory=list)
+    # Each ``while`` loop's trip count, in program order (None: unknown, its body counted once).
+    loop_trips: list[int | None] = field(default_factory=list)
+
+    @property
+    def flops_lower_bound(self) -> bool:
+        """A loop of unknown trip count was counted once: the step does at least this much."""
+        return None in self.loop_trips
 
     @property
     def kernels(self) -> list[Kernel]:
         """The step's kernels, identical ones kept once with a count."""
         return merge(self.raw_kernels)
+
+
+# Said with every count that a loop of unknown trip count leaves short; ``is_lower_bound``
+# finds it again in a stored run's ``flops_method``.
+LOWER_BOUND = "a lower bound"
+
+
+def loops_note(cost: StepCost) -> str:
+    """What the loops of a step did to its count, for the profile's method ('' if none)."""
+    trips = cost.loop_trips
+    if not trips:
+        return ""
+    known = [t for t in trips if t is not None]
+    note = f"{len(trips)} while loop{'s' * (len(trips) > 1)} (recurrent layers, scans)"
+    if known:
+        note += f", bodies counted x their trip counts ({', '.join(map(str, known))})"
+    unknown = len(trips) - len(known)
+    if unknown:
+        note += (
+            f"; {unknown} of unknown trip count counted once: FLOPs, bytes and launches are "
+            f"{LOWER_BOUND}, speeds an upper bound"
+        )
+    # said because it can be the largest error of the prediction (a GPU time-step loop is
+    # launch-bound), and no published row validates it
+    note += (
+        "; each trip's kernels launched one by one, as XLA runs a loop: without XLA, "
+        "TensorFlow runs a Keras LSTM or GRU as one cuDNN kernel a layer, which can be "
+        "several times faster (measure yours with gpuscout bench --model)"
+    )
+    return note
+
+
+def is_lower_bound(flops_method: str | None) -> bool:
+    """Whether FLOPs counted with this method (a stored run's) are a lower bound."""
+    return LOWER_BOUND in (flops_method or "")
 
 
 def step_cost(text: str, forward_scope: str | None = None) -> StepCost:
@@ -101,7 +155,7 @@ def step_cost(text: str, forward_scope: str | None = None) -> StepCost:
     entry, comps = parse_module(text)
     cost = StepCost()
     scope = f'op_name="{forward_scope}' if forward_scope else None
-    _add(cost, comps, entry, set(), scope)
+    _add(cost, comps, entry, set(), scope, 1)
     return cost
 
 
@@ -111,20 +165,34 @@ def _add(
     name: str,
     seen: set[str],
     scope: str | None,
+    times: int,
 ) -> None:
+    """Count computation ``name``, which runs ``times`` per step (a loop body: the product of
+    the trip counts of the loops around it)."""
     if name in seen:  # a computation is counted once even if called from several places
         return
     seen.add(name)
     live = live_instrs(comps.get(name, []))
     fusable = _fused_into_consumer(live)
-    cost.raw_kernels.extend(_kernels(live))
+    cost.raw_kernels.extend(
+        k if times == 1 else k.model_copy(update={"count": k.count * times}) for k in kernels(live)
+    )
     reduced: set[str] = set()
     for ins in live:
+        if ins.opcode == "while":
+            # The body runs once per trip, the condition once more (the test that ends it).
+            trips = trip_count(ins, comps, comps.get(name, []))
+            cost.loop_trips.append(trips)
+            runs = times * (1 if trips is None else trips)
+            for called, extra in ((called_by(ins, "body"), 0), (called_by(ins, "condition"), 1)):
+                if called is not None and runs + extra * times > 0:
+                    _add(cost, comps, called, seen, scope, runs + extra * times)
+            continue
         if ins.opcode in DESCEND:
             for called in re.findall(r"(?:to_apply|body|condition|branch_computations=\{?|"
                                      r"true_computation|false_computation)=?%?([\w.\-]+)",
                                      ins.rest):  # fmt: skip
-                _add(cost, comps, called, seen, scope)
+                _add(cost, comps, called, seen, scope, times)
             continue
         if ins.opcode in FREE:
             continue
@@ -144,10 +212,10 @@ def _add(
         else:
             flops = 0.0 if ins.opcode in MOVEMENT else float(element_count(ins.shape))
             fused = fusable.get(ins.name, False)
-            cls, moved = "elementwise", 0 if fused else out_bytes
-        cost.flops[cls] += flops
-        cost.bytes[cls] += moved
-        cost.ops[cls] += 1
+            cls, moved = "elementwise", 0 if fused else nbytes(written(ins))
+        cost.flops[cls] += flops * times
+        cost.bytes[cls] += moved * times
+        cost.ops[cls] += times
     if scope:
         cost.saved_activation_bytes += _saved_bytes(live, scope)
 
@@ -159,153 +227,6 @@ def _fused_into_consumer(instrs: list[Instr]) -> dict[str, bool]:
     the step (the tuple of outputs: updated weights, the loss) are written to memory."""
     targets = fusion_targets(instrs)
     return {ins.name: ins.name in targets for ins in instrs}
-
-
-def _dot_kernel(ins: Instr, operands: str) -> Kernel:
-    """A dot as a (batched) GEMM: batch dims, then the free dims of each side, contracted."""
-    (dtype, lhs), (_, rhs) = array_shapes(operands)[:2]
-    lhs_batch, lhs_contract = (
-        int_attr(ins.rest, "lhs_batch_dims"),
-        int_attr(ins.rest, "lhs_contracting_dims"),
-    )
-    rhs_batch, rhs_contract = (
-        int_attr(ins.rest, "rhs_batch_dims"),
-        int_attr(ins.rest, "rhs_contracting_dims"),
-    )
-    lhs_free = [d for i, d in enumerate(lhs) if i not in lhs_batch and i not in lhs_contract]
-    rhs_free = [d for i, d in enumerate(rhs) if i not in rhs_batch and i not in rhs_contract]
-    return Kernel(
-        op="matmul",
-        flops=dot_flops(ins, operands),
-        bytes=nbytes(operands) + nbytes(ins.shape),
-        dtype=dtype,
-        batch=max(1, math.prod(lhs[i] for i in lhs_batch)),
-        m=math.prod(lhs_free),
-        n=math.prod(rhs_free),
-        k=math.prod(lhs[i] for i in lhs_contract),
-        elements=element_count(ins.shape),
-    )
-
-
-def _conv_kernel(ins: Instr, operands: str) -> Kernel:
-    """A convolution as the implicit GEMM cuDNN runs, read from its ``dim_labels``: m = output
-    batch x output spatial, n = output features per group, k = window taps x input features
-    per group (taps on an input-dilated gradient's inserted zeros do no work), batch = groups.
-    A backward-filter convolution labels the images as features and the channels as batch,
-    so the same rule gives its GEMM: m = input channels x taps, k = images x pixels."""
-    (dtype, lhs), _ = array_shapes(operands)[:2]
-    out = array_shapes(ins.shape)[0][1]
-    labels = re.search(r"dim_labels=([0-9a-z]+)_([0-9a-z]+)->([0-9a-z]+)", ins.rest)
-    lhs_labels, out_labels = (labels.group(1), labels.group(3)) if labels else ("b01f", "b01f")
-    groups = re.search(r"feature_group_count=(\d+)", ins.rest)
-    g = int(groups.group(1)) if groups else 1
-    flops = conv_flops(ins, operands)
-    out_features = out[out_labels.index("f")]
-    m = math.prod(d for i, d in enumerate(out) if out_labels[i] != "f")
-    n = max(1, out_features // g)
-    return Kernel(
-        op="conv",
-        flops=flops,
-        bytes=nbytes(operands) + nbytes(ins.shape),
-        dtype=dtype,
-        batch=g,
-        m=m,
-        n=n,
-        k=max(1, round(flops / (2.0 * g * m * n))) if m else lhs[lhs_labels.index("f")] // g,
-        elements=element_count(ins.shape),
-    )
-
-
-def _kernels(live: list[Instr]) -> list[Kernel]:
-    """The kernels of one computation, in program order (see the module docstring)."""
-    by_name = {i.name: i for i in live}
-    targets = fusion_targets(live)
-    first_reduce: dict[str, str] = {}  # reduced tensor -> the reduce whose kernel reads it
-    sibling: dict[str, str] = {}  # a reduce -> the first reduce of the same tensor
-    for ins in live:
-        if ins.opcode in REDUCTION:
-            source = (REF.findall(operand_text(ins.rest)) or [ins.name])[0]
-            sibling[ins.name] = first_reduce.setdefault(source, ins.name)
-    roots_of: dict[str, list[str]] = {}
-
-    def roots(name: str) -> list[str]:
-        """The kernels an instruction runs in: its own, or (fused) those of its consumers,
-        several where a cheap producer is recomputed in each (``fusion_targets``)."""
-        if name not in roots_of:
-            found = [r for c in targets[name] for r in roots(c)] if name in targets else [name]
-            roots_of[name] = list(dict.fromkeys(sibling.get(r, r) for r in found))
-        return roots_of[name]
-
-    groups: dict[str, list[Instr]] = {}  # root (or first sibling reduce) -> its members
-    owner: dict[str, str] = {}  # the kernel whose FLOPs count a recomputed producer's work
-    for ins in reversed(live):  # consumers first, so a producer's roots are known
-        if ins.opcode in FREE or ins.opcode in DESCEND:
-            continue
-        mine = roots(ins.name)
-        owner[ins.name] = mine[0]
-        for root in mine:
-            groups.setdefault(root, []).append(ins)
-    # A fused producer appears before its root: order kernels by their root's position.
-    order = {i.name: n for n, i in enumerate(live)}
-    kernels = []
-    for root in sorted(groups, key=order.__getitem__):
-        members = groups[root][::-1]
-        head = by_name[root]
-        if head.opcode == "dot":
-            kernels.append(_dot_kernel(head, operand_text(head.rest)))
-        elif head.opcode == "convolution":
-            kernels.append(_conv_kernel(head, operand_text(head.rest)))
-        else:
-            counted = {i.name for i in members if owner[i.name] == root}
-            kernels.append(_fused_kernel(head, members, by_name, counted))
-    return kernels
-
-
-def _fused_kernel(
-    head: Instr, members: list[Instr], by_name: dict[str, Instr], counted: set[str]
-) -> Kernel:
-    """A loop fusion (head elementwise) or an input fusion (head a reduce, with its siblings):
-    reads what enters from outside the group, writes the non-fused results. Its FLOPs are
-    those of the members in ``counted``: a producer recomputed in several kernels counts in
-    one, so the kernels' FLOPs add up to the step's."""
-    inside = {i.name for i in members}
-    read: dict[str, int] = {}
-    flops = 0.0
-    for ins in members:
-        for ref in set(REF.findall(operand_text(ins.rest))):
-            src = by_name.get(ref)
-            while (
-                src is not None
-                and src.name not in inside
-                and src.opcode in ("reshape", "bitcast", "broadcast")
-            ):
-                refs = REF.findall(operand_text(src.rest))
-                src = by_name.get(refs[0]) if refs else None
-            if src is not None and src.name not in inside:
-                read[src.name] = 0 if src.opcode == "iota" else nbytes(src.shape)
-        if ins.name not in counted:
-            continue
-        if ins.opcode in REDUCTION:
-            flops += float(math.prod(array_shapes(operand_text(ins.rest))[0][1]))
-        elif ins.opcode not in MOVEMENT:
-            flops += float(element_count(ins.shape))
-    if head.opcode in REDUCTION:
-        written = sum(nbytes(i.shape) for i in members if i.opcode in REDUCTION)
-        data = array_shapes(operand_text(head.rest))[0]
-        return Kernel(
-            op="reduction",
-            flops=flops,
-            bytes=sum(read.values()) + written,
-            dtype=data[0],
-            elements=math.prod(data[1]),
-        )
-    return Kernel(
-        op="elementwise",
-        flops=flops,
-        bytes=sum(read.values()) + nbytes(head.shape),
-        dtype=dtype_of(head.shape),
-        elements=element_count(head.shape),
-    )
 
 
 # How a gradient op is named: TensorFlow's GradientTape, JAX's transpose of the forward's jvp

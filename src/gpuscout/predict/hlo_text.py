@@ -239,6 +239,30 @@ def _input_bytes(ins: Instr, by_name: dict[str, Instr]) -> int:
     return total
 
 
+def written(ins: Instr) -> str:
+    """The type of what an instruction writes to memory: its result, but for a
+    dynamic-update-slice only its update. XLA updates that buffer in place (a loop's carried
+    buffer, the stacked outputs of a recurrent layer, one time step a trip), so counting the
+    whole buffer would charge a loop of 128 trips 128 buffers."""
+    if ins.opcode == "dynamic-update-slice":
+        arrays = array_shapes(operand_text(ins.rest))
+        if len(arrays) >= 2:
+            dtype, dims = arrays[1]
+            return f"{dtype}[{','.join(map(str, dims))}]"
+    return ins.shape
+
+
+def read_of(ins: Instr, position: int, source: Instr) -> int:
+    """Bytes ``ins`` reads of its operand ``position`` (``source``, the tensor in memory): all
+    of it, but a dynamic-slice reads only its slice and a dynamic-update-slice does not read
+    the buffer it updates in place (``written``)."""
+    if position == 0 and ins.opcode == "dynamic-slice":
+        return nbytes(ins.shape)
+    if position == 0 and ins.opcode == "dynamic-update-slice":
+        return 0
+    return 0 if source.opcode == "iota" else nbytes(source.shape)
+
+
 def dtype_of(text: str) -> str:
     """The first array's dtype (f32 where none is named)."""
     arrays = array_shapes(text)

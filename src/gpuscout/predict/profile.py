@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 
 # 2: kernels and per-sample scaling; a cached version-1 file is ignored (traced again).
 PROFILE_VERSION = 2
+# The HLO counting's revision, in every cached file's name, so a profile an older counting
+# wrote is traced again rather than reused (2: while loops counted with their trip count;
+# before, a recurrent layer's step was counted once). The shipped profiles hold no while loop
+# (their HLO was checked), so both revisions count them alike and they keep version 2.
+COUNTING_REVISION = 2
 # The numbers of a kernel that may depend on the batch (everything but op, dtype and count).
 _KERNEL_SIZES = ("flops", "bytes", "batch", "m", "n", "k", "elements")
 
@@ -81,6 +86,9 @@ class Profile(BaseModel):
     kernels: list[Kernel] = []
     # Growth per sample of batch, for ``at_batch``; None: traced at one batch only.
     per_sample: PerSample | None = None
+    # A while loop of unknown trip count was counted once: FLOPs, bytes and launches are at
+    # least these (the method says so).
+    flops_lower_bound: bool = False
 
     @model_validator(mode="after")
     def _aligned(self) -> Profile:
@@ -236,7 +244,7 @@ def cached(
                 return profile.at_batch(batch)
             except ValueError:
                 break
-    path = cache_dir() / f"{_filename(key)}.json"
+    path = _cache_path(key)
     try:
         found = Profile.model_validate_json(path.read_text())
     except (OSError, ValueError):
@@ -246,7 +254,7 @@ def cached(
 
 def store(profile: Profile) -> None:
     """Cache a profile; an unwritable cache only costs recomputation."""
-    path = cache_dir() / f"{_filename(profile.key)}.json"
+    path = _cache_path(profile.key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -256,10 +264,17 @@ def store(profile: Profile) -> None:
         pass
 
 
+def _cache_path(key: str) -> Path:
+    return cache_dir() / f"{_filename(key)}.json"
+
+
 def _without_batch(key: str) -> str:
     head, _, tail = key.rpartition("@b")
     return f"{head}@b*/{tail.partition('/')[2]}"
 
 
 def _filename(key: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in key)
+    """The cache file's name (without ``.json``): the key, and the counting's revision."""
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in key) + (
+        f".r{COUNTING_REVISION}"
+    )

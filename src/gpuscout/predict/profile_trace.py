@@ -49,6 +49,8 @@ def profile_from_ir(
     cost: Any,
     kind: Literal["train", "forward"] = "train",
 ) -> Profile:
+    from gpuscout.predict.hlo import loops_note
+
     on_jax = str(ir.tf_version).startswith("jax")
     method = (
         ("XLA HLO of the jitted JAX train step (lowered for CUDA)" if on_jax
@@ -57,6 +59,7 @@ def profile_from_ir(
         else "XLA HLO of the model's forward pass (training=False"
         + (", jitted on JAX)" if on_jax else ", stage=hlo)")
     )  # fmt: skip
+    loops = loops_note(cost)
     return Profile(
         kind=kind,
         backend="jax" if on_jax else "tensorflow",
@@ -71,8 +74,9 @@ def profile_from_ir(
         optimizer_state_bytes=ir.optimizer_state_bytes,
         saved_activation_bytes=cost.saved_activation_bytes,
         kernels=cost.kernels,
-        method=method,
+        method=f"{method}; {loops}" if loops else method,
         tf_version=ir.tf_version,
+        flops_lower_bound=cost.flops_lower_bound,
     )
 
 

@@ -57,7 +57,8 @@ def breakdown_table(rows: list[Prediction], profile: Profile) -> Table:
     their launch, and the framework's cost per step; what decides how a GPU ranks."""
     title = (
         f"where the step goes · {profile.workload} · {profile.precision} · batch "
-        f"{profile.batch} · one GPU · {rows[0].launches if rows else 0:,} kernel launches"
+        f"{profile.batch} · one GPU · {'at least ' if profile.flops_lower_bound else ''}"
+        f"{rows[0].launches if rows else 0:,} kernel launches"
     )
     table = Table(title=literal(title), title_justify="left")
     for name in ("GPU", "step", "compute-bound", "memory-bound", "launch-bound", "per step"):

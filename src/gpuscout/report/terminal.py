@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from gpuscout.predict.hlo import is_lower_bound
 from gpuscout.records import Distribution, RunResult
 from gpuscout.report.monitor_rows import monitor_rows
 from gpuscout.text import printable
@@ -25,6 +26,27 @@ def _interval(result: RunResult) -> str:
     if sps.ci_low is None or sps.ci_high is None:
         return f"{fmt_rate(sps.median)} (interval undefined: too few steps)"
     return f"{fmt_rate(sps.median)}  [95% CI {fmt_rate(sps.ci_low)} - {fmt_rate(sps.ci_high)}]"
+
+
+def flops_rows(result: RunResult) -> list[tuple[str, str]]:
+    """The achieved FLOP/s and MFU rows. FLOPs counted with a loop of unknown trip count
+    are a lower bound, and so said ("at least"); an MFU that rounds to 0.0 % reads "< 0.1 %",
+    and one that could not be counted "unknown", never 0 %."""
+    at_least = "at least " if is_lower_bound(result.flops_method) else ""
+    rows = []
+    if result.tflops is not None:
+        rows.append(("achieved", at_least + fmt_flops(result.tflops * 1e12)))
+    if result.peak_tflops is None:
+        return rows
+    peak = fmt_flops(result.peak_tflops * 1e12)
+    if result.mfu is None:
+        if result.status == "ok":
+            rows.append(("MFU", f"unknown (this step's FLOPs were not counted) of {peak}"))
+        return rows
+    share = fmt_percent(result.mfu) if result.mfu >= 0.0005 else "< 0.1%"
+    note = " (its FLOPs are a lower bound: a loop's trip count is unknown)" if at_least else ""
+    rows.append(("MFU", f"{at_least}{share} of {peak}{note}"))
+    return rows
 
 
 def result_table(result: RunResult) -> Table:
@@ -82,10 +104,8 @@ def result_table(result: RunResult) -> Table:
             "epoch time",
             f"{fmt_seconds(result.epoch_seconds)} ({result.epoch_samples:,} {result.epoch_unit})",
         )
-    if result.tflops is not None:
-        _plain(table, "achieved", fmt_flops(result.tflops * 1e12))
-    if result.mfu is not None and result.peak_tflops is not None:
-        _plain(table, "MFU", f"{fmt_percent(result.mfu)} of {fmt_flops(result.peak_tflops * 1e12)}")
+    for label, text in flops_rows(result):
+        _plain(table, label, text)
     if result.peak_memory_bytes is not None:
         _plain(table, "peak memory", fmt_bytes(result.peak_memory_bytes))
     env = result.env

@@ -213,7 +213,7 @@ def _prepare_user(
     comes back too); its FLOPs counted from the step's HLO."""
     from gpuscout.measure.backends.jax.hlo import step_ir
     from gpuscout.measure.backends.keras import user_model as keras_user
-    from gpuscout.predict.hlo import step_cost
+    from gpuscout.predict.hlo import LOWER_BOUND, step_cost
 
     prep.built, notes = keras_user.prepare_user_model(keras_user.load_model(spec))
     prep.assumptions += notes
@@ -236,11 +236,12 @@ def _prepare_user(
         prep.assumptions += notes
         x = inputs[0] if len(inputs) == 1 else tuple(inputs)
     ir = step_ir(jax, prep.built, config.precision, x, y)
-    prep.flops_per_step = step_cost(ir.hlo, forward_scope=ir.model_name).flops["matmul"] or None
+    cost = step_cost(ir.hlo, forward_scope=ir.model_name)
+    prep.flops_per_step = cost.flops["matmul"] or None
     if prep.flops_per_step:
         prep.flops_method = (
             "counted from XLA's HLO of the jitted training step (dot and convolution only)"
-        )
+        ) + (f"; {LOWER_BOUND}: a loop's trip count is unknown" if cost.flops_lower_bound else "")
     prep.epoch_samples = config.epoch_samples
     prep.workload_hash = environment.hash_parts(spec.path.read_bytes(), config.model or "")
     return x, y, pipe

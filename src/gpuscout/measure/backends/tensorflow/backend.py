@@ -94,12 +94,11 @@ def _prepare_user(
         x, y, notes = keras_user.synthetic_user_batch(model, prep.built.loss, batch, rng)
         prep.assumptions += notes
         prep.dataset = _synthetic_dataset(tf, x[0] if len(x) == 1 else x, y)
-    per_sample = tf_flops.training_flops_per_sample(tf, model)
-    if per_sample is not None:
-        prep.flops_per_step = per_sample * (prep.batch_size or batch)
-        prep.flops_method = (
-            "counted from TensorFlow's graph of the model: matmul, conv and einsum only"
-        )
+    counted = tf_flops.training_flops_per_step(
+        tf, model, prep.batch_size or batch, config.precision
+    )
+    if counted is not None:
+        prep.flops_per_step, prep.flops_method = counted
     prep.epoch_samples = config.epoch_samples
     prep.workload_hash = environment.hash_parts(spec.path.read_bytes(), config.model or "")
 
@@ -181,9 +180,11 @@ def _measure(
     on_phase(BUILDING)
     prep = prepare(tf, config, workload, model_spec, device, replicas)
     if prep.flops_method:
-        prep.assumptions.append(
-            f"FLOPs per step: training = 3 x forward (2 per multiply-add); {prep.flops_method}"
-        )
+        from gpuscout.measure.backends.tensorflow.flops import HLO_METHOD
+
+        # counted on the step's own HLO, or 3 x the forward pass
+        how = "" if prep.flops_method.startswith(HLO_METHOD) else "training = 3 x forward "
+        prep.assumptions.append(f"FLOPs per step: {how}(2 per multiply-add); {prep.flops_method}")
     on_phase("finding the device's peak FLOP/s")
     peak = _peak(tf, device, config.precision, replicas)
     prep.assumptions.append(f"peak for MFU: {peak[1]}")
