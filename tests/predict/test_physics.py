@@ -162,17 +162,23 @@ def test_a_stored_no_tf32_run_is_modelled_on_cuda_cores(cat: Catalog, eff: Effic
 def test_no_kernel_runs_faster_than_the_peak_of_its_units(cat: Catalog, eff: Efficiency) -> None:
     """However the fitted shares scale with tensor FLOPs per SM-clock, a kernel reaches at most
     its units' peak: each kernel's compute time is at least its FLOPs at its units' peak, with
-    the shipped fit and with every tensor share and exponent at its upper bound."""
+    the shipped fit, with every tensor share and exponent at its upper bound, and with TF32
+    shares so low that TF32 GEMMs fall back to CUDA cores (issue 30: the faster of the two)."""
     import numpy as np
 
     at_peak = dataclasses.replace(eff, tensor=(1.0, 1.0, 1.0, 1.0), scaling=(1.0, 1.0))
+    weak = dataclasses.replace(eff, tensor=(0.2, eff.tensor[1], 0.2, eff.tensor[3]),
+                               scaling=(1.0, 1.0))  # fmt: skip
+    fell_back = 0
     for gpu in cat.gpus.values():
         for workload, precision, batch, dims in STEPS:
             parts = point_terms(Point(gpu, _profile(workload, precision, batch, **dims), 1.0,
                                       "x", "x"))  # fmt: skip
-            for fit in (eff, at_peak):  # the shipped fit, and every share at its bound
+            for fit in (eff, at_peak, weak):  # shipped, every share at its bound, TF32 weak
                 _, compute, _ = parts.bodies(fit)
                 assert np.all(compute >= parts.flops / parts.peak * (1 - 1e-12)), gpu.id
+            fell_back += int(parts.on_cuda_cores(weak).sum())
+    assert fell_back > 0
 
 
 @pytest.mark.parametrize("gpu_id", ["t4", "l4", "a10", "rtx-6000-ada", "h100-sxm"])

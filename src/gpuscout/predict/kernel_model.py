@@ -237,6 +237,41 @@ def components(
     return compute, memory
 
 
+def cuda_core_alternative(
+    p: OpParams, size: dict[str, Array], features: GpuFeatures, factor: float
+) -> Array:
+    """Compute seconds of GEMMs (matmuls, convolutions) on CUDA cores, for kernels that their
+    precision puts on tensor cores: the kernel model's tiles at the FP32 peak with the chip's
+    measured CUDA-core factor (``factor``), exactly as ``--no-tf32`` times them.
+
+    Why a tensor-core GEMM has a CUDA-core alternative at all: the library picks, per
+    convolution or matmul, the fastest algorithm among those allowed (cuDNN's autotuner in
+    TensorFlow and PyTorch, XLA's GEMM and convolution autotuner), and allowing TF32 does not
+    remove the FP32 CUDA-core algorithms from the candidates. So a kernel's compute time is
+    the faster of the two (``roofline.Terms.picked_compute``): TF32 is never slower than the
+    same GPU's CUDA cores. It matters where the tensor path is weak: on GeForce Ampere, Ada
+    and Blackwell cards and the L40, dense TF32 is no faster than FP32 on paper, and a fit
+    whose TF32 share is low (one without the A100's rows) made TF32 the slower setting there.
+
+    FP16/BF16 kernels (mixed precision) get the same choice. Keras casts the operands to
+    FP16/BF16 before the GEMM either way; cuDNN's and cuBLAS's CUDA-core algorithms read those
+    operands and compute in FP32 in registers (cuDNN's "pseudo-half" configuration, cuBLAS's
+    32-bit compute type), so picking one adds no cast kernel and no bytes: only the compute
+    rate differs. That rate is taken as the FP32 one (the catalog has no non-tensor FP16 rate;
+    some chips run FP16 on CUDA cores at twice it), so the alternative is never credited with
+    speed it may not have. Every catalog GPU's FP16/BF16 tensor peak is at least twice its
+    FP32 peak, and the choice binds for no FP16/BF16 kernel in any fit of the published rows
+    (leaving it out changes no figure of ``make bench-predict``): a guard, for a GPU row whose
+    tensor path is slow, not a correction of today's predictions.
+    """
+    c, _ = components(
+        p, True, size["flops"], size["bytes"], size["batch"], size["m"], size["n"], size["k"],
+        size["elements"], features.sm_count, features.clock_mhz, features.fp32_flops,
+        features.bandwidth, features.l2_bytes,
+    )  # fmt: skip
+    return np.asarray(c / factor, dtype=float)
+
+
 def combine(p: OpParams, compute: Array, memory: Array) -> Array:
     """launch + (compute^p + memory^p)^(1/p), never below launch + max(compute, memory)."""
     hi = np.maximum(compute, memory)

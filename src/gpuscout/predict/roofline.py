@@ -18,7 +18,7 @@ than XLA's fusion (a factor on bytes, bounded near 1). The launch and per-step c
 units' peak, bytes at most at the DRAM bandwidth.
 Matmuls run at the precision's peak (``catalog.peak_tflops``: FP32 on CUDA cores, TF32 on Ampere+
 unless ``tf32=False``, FP16/BF16 tensor cores with FP32 accumulate, FP32 where a GPU lacks the
-type).
+type), or on CUDA cores where those are faster: see ``kernel_model.cuda_core_alternative``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,12 @@ from importlib import resources
 import numpy as np
 
 from gpuscout.catalog import Gpu, peak_tflops
-from gpuscout.predict.kernel_model import GpuFeatures, KernelModel, components
+from gpuscout.predict.kernel_model import (
+    GpuFeatures,
+    KernelModel,
+    components,
+    cuda_core_alternative,
+)
 from gpuscout.predict.kernel_model import load as load_kernel_model
 from gpuscout.predict.kernels import Kernel, Op
 from gpuscout.predict.profile import Profile
@@ -184,17 +189,35 @@ class Terms:
     op: tuple[str, ...] = ()  # per kernel: its class (kernels.OPS)
     flops: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per call
     nbytes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per call, as counted
-    peak: np.ndarray = field(default_factory=lambda: np.zeros(0))  # FLOP/s of its units
+    # FLOP/s of its units (of the faster, for a GEMM that may also run on CUDA cores)
+    peak: np.ndarray = field(default_factory=lambda: np.zeros(0))
     bandwidth: float = 0.0  # the GPU's DRAM bandwidth, B/s
     # per kernel: the most its share may be (1 / the kernel model's compute utilisation of its
     # op, less what its architecture's factor already took): compute never beats the peak
     cap: np.ndarray = field(default_factory=lambda: np.ones(0))
+    # per kernel: compute seconds of the CUDA-core algorithm the autotuner also tries for a
+    # tensor-core GEMM (``kernel_model.cuda_core_alternative``); inf where there is none to choose
+    cuda: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cuda_notes: tuple[str, ...] = ()  # what that alternative assumes (its chip's factor)
+
+    def picked_compute(self, eff: Efficiency) -> np.ndarray:
+        """Per kernel: compute seconds at full clocks on the units the library picks, the
+        faster of the tensor-core algorithm (at its fitted share) and the CUDA-core one."""
+        share = eff.share(np.maximum(self.tensor, 0), self.rho, self.cap)
+        compute = np.where(self.tensor >= 0, self.compute / share, self.compute)
+        return np.minimum(compute, self.cuda) if self.cuda.size else compute
+
+    def on_cuda_cores(self, eff: Efficiency) -> np.ndarray:
+        """Per kernel: whether a tensor-core-eligible GEMM is modelled on CUDA cores, because
+        its CUDA-core algorithm is the faster."""
+        if not self.cuda.size:
+            return np.zeros(len(self.count), dtype=bool)
+        share = eff.share(np.maximum(self.tensor, 0), self.rho, self.cap)
+        return np.asarray((self.tensor > 0) & (self.cuda < self.compute / share), dtype=bool)
 
     def bodies(self, eff: Efficiency) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per kernel: its time without the launch, its compute and its memory time."""
-        share = eff.share(np.maximum(self.tensor, 0), self.rho, self.cap)
-        compute = np.where(self.tensor >= 0, self.compute / share, self.compute)
-        compute = compute * eff.power_slowdown(self.sm_ghz_per_w)
+        compute = self.picked_compute(eff) * eff.power_slowdown(self.sm_ghz_per_w)
         memory = self.memory * eff.traffic
         return combine(compute, memory, self.overlap), compute, memory
 
@@ -219,9 +242,11 @@ class Terms:
 
     def classes(self, eff: Efficiency) -> dict[str, dict[str, float]]:
         """Per kernel class: seconds (launches included), FLOPs, bytes moved (the stack's
-        traffic factor applied) and the roofline floor, per step: anyone can recompute the
-        implied bandwidth (bytes / seconds) and check seconds >= floor."""
+        traffic factor applied), the roofline floor and the FLOPs of its tensor-core-eligible
+        kernels modelled on CUDA cores, per step: anyone can recompute the implied bandwidth
+        (bytes / seconds) and check seconds >= floor."""
         body, _, _ = self.bodies(eff)
+        cuda = self.on_cuda_cores(eff)
         moved = self.nbytes * eff.traffic
         floor = np.maximum(self.flops / np.maximum(self.peak, 1.0), moved / self.bandwidth)
         out: dict[str, dict[str, float]] = {}
@@ -235,6 +260,7 @@ class Terms:
                 "bytes": float((n * moved[at]).sum()),
                 "roofline_s": float((n * floor[at]).sum()),
                 "kernels": float(n.sum()),
+                "cuda_core_flops": float((n * self.flops[at] * cuda[at]).sum()),
             }
         return out
 
@@ -261,9 +287,10 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
     n = len(kernels)
     count, overlap = np.empty(n), np.empty(n)
     memory, compute, kind = np.empty(n), np.empty(n), np.zeros(n, dtype=int)
-    rho, cap = np.zeros(n), np.ones(n)
+    rho, cap, cuda = np.zeros(n), np.ones(n), np.full(n, np.inf)
     sm_clocks = features.sm_count * features.clock_mhz * 1e6
     arch_notes: set[str] = set()
+    cuda_notes: set[str] = set()
     ops: set[Op] = {k.op for k in kernels}
     for op in ops:
         at = np.array([k.op == op for k in kernels])
@@ -279,14 +306,19 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
         )  # fmt: skip
         mine_kind = np.array([kinds[(k.op, k.dtype)][1] for k in mine])
         cap[at] = 1.0 / p.u_compute
-        if mine[0].gemm and (mine_kind == 0).any():
+        if mine[0].gemm:
             # CUDA-core GEMMs at their architecture's measured speed, never above the peak
             factor, note = model.cuda_gemm_factor(gpu.chip or "", op)
             factor = min(factor, 1.0 / p.u_compute)
-            c = np.where(mine_kind == 0, c / factor, c)
-            cap[at] = np.where(mine_kind == 0, 1.0, cap[at])
-            if note and factor != 1.0:
-                arch_notes.add(note)
+            noted = {note} if note and factor != 1.0 else set()
+            if (mine_kind == 0).any():
+                c = np.where(mine_kind == 0, c / factor, c)
+                cap[at] = np.where(mine_kind == 0, 1.0, cap[at])
+                arch_notes |= noted
+            if (mine_kind > 0).any():
+                alt = cuda_core_alternative(p, size, features, factor)
+                cuda[at] = np.where(mine_kind > 0, alt, np.inf)
+                cuda_notes |= noted
         if not mine[0].gemm:
             # streamed at the share its memory technology reaches, never above the DRAM peak
             m = m / min(model.memory_factor(gpu.memory_type or "", op), 1.0 / p.u_mem)
@@ -296,6 +328,7 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
         kind[at] = mine_kind
         rho[at] = peaks / sm_clocks
     rate = peak_tflops(gpu, profile.precision, tf32)[1]
+    unit_peaks = np.array([kinds[(k.op, k.dtype)][0] for k in kernels], dtype=float)
     assumed = list(features.assumptions) + sorted(arch_notes)
     sm_ghz_per_w = 0.0
     if gpu.tdp_w:
@@ -307,10 +340,30 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
         op=tuple(k.op for k in kernels),
         flops=np.array([k.flops for k in kernels], dtype=float),
         nbytes=np.array([k.bytes for k in kernels], dtype=float),
-        peak=np.array([kinds[(k.op, k.dtype)][0] for k in kernels], dtype=float),
+        peak=np.where(np.isfinite(cuda), np.maximum(unit_peaks, features.fp32_flops), unit_peaks),
         bandwidth=features.bandwidth,
         cap=cap,
+        cuda=cuda,
+        cuda_notes=tuple(sorted(cuda_notes)),
     )  # fmt: skip
+
+
+def _on_cuda_cores(parts: Terms, eff: Efficiency, gpu: Gpu) -> list[str]:
+    """What a prediction assumes when the autotuner's choice puts tensor-core-eligible GEMMs on
+    CUDA cores (``kernel_model.cuda_core_alternative``): how many, and at what speed."""
+    cuda = parts.on_cuda_cores(eff)
+    if not cuda.any():
+        return []
+    eligible = parts.tensor > 0
+    work = parts.count * parts.flops
+    speed = "; ".join(parts.cuda_notes) or "the kernel model's measured FP32 utilisation"
+    return [
+        f"{gpu.id}: {int(parts.count[cuda].sum()):,} of {int(parts.count[eligible].sum()):,} "
+        f"tensor-core-eligible matmul and convolution kernels a step "
+        f"({work[cuda].sum() / work[eligible].sum():.0%} of their FLOPs) on CUDA cores: the "
+        f"autotuner picks the faster algorithm, and the FP32 CUDA-core one ({speed}) beats the "
+        "tensor-core one at the fitted share"
+    ]
 
 
 def step_time(profile: Profile, gpu: Gpu, eff: Efficiency, tf32: bool = True) -> StepEstimate:
@@ -327,6 +380,7 @@ def step_time(profile: Profile, gpu: Gpu, eff: Efficiency, tf32: bool = True) ->
             f"SM-GHz (SMs x boost clock): compute kernels at x{1 / slow:.2f} of full clocks "
             f"(fitted: full clocks need {eff.power_w:.2f} W per SM-GHz)"
         )
+    assumptions += _on_cuda_cores(parts, eff, gpu)
     return StepEstimate(
         parts.seconds(eff),
         parts.rate,
