@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gpuscout.audit.claims import Claim, read_claims
+from gpuscout.audit.relative import RelativeClaim, RelativeVerdict, judge_relative, parse_relative
 from gpuscout.audit.spec import SpecClaim, audit_spec
 from gpuscout.audit.speed import SpeedClaim, audit_speed
 from gpuscout.audit.verdict import ClaimVerdict
@@ -22,10 +23,14 @@ def audit(claims: Iterable[Claim], catalog: Catalog) -> list[ClaimVerdict]:
 __all__ = [
     "Claim",
     "ClaimVerdict",
+    "RelativeClaim",
+    "RelativeVerdict",
     "SpecClaim",
     "SpeedClaim",
     "audit",
     "audit_spec",
     "audit_speed",
+    "judge_relative",
+    "parse_relative",
     "read_claims",
 ]

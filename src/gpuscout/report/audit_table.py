@@ -1,4 +1,5 @@
-"""Audit verdicts in the terminal: a summary table, then the reasons and sources per claim."""
+"""Audit verdicts in the terminal: a summary table, then the reasons and sources per claim; a
+relative claim as a table of its settings, then where it can hold and every assumption."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuscout.audit import ClaimVerdict
+from gpuscout.audit.relative import RelativeVerdict
 
 STYLE = {
     "impossible": "bold red",
@@ -14,6 +16,11 @@ STYLE = {
     "contradicted": "bold red",
     "confirmed": "green",
     "unverifiable": "yellow",
+    "holds within range": "green",
+    "outside range": "bold red",
+    "skipped": "dim",
+    "holds": "green",
+    "depends on setting": "yellow",
 }
 
 
@@ -82,3 +89,46 @@ def print_verdicts(verdicts: list[ClaimVerdict], console: Console) -> None:
             console.print(f"   assumption: {line}", highlight=False)
         for line in v.sources:
             console.print(f"   source: {line}", highlight=False)
+
+
+def _relative_table(v: RelativeVerdict) -> Table:
+    table = Table(
+        title=f"gpuscout audit · relative claim: {v.gpu_name} = {v.claimed_ratio:g}x "
+        f"{v.reference_name}, {v.workload}, batch {v.batch_size} per GPU",
+        title_justify="left",
+    )
+    table.add_column("setting")
+    for gpu in (v.gpu_id, v.reference_id):
+        table.add_column(f"{gpu} {v.unit}/s", justify="right")
+    for name in ("predicted ratio", "range"):
+        table.add_column(name, justify="right")
+    table.add_column("verdict")
+    for j in v.settings:
+        shown = [
+            _num(j.samples_per_second.get(g), ",.0f") + ("" if j.fits_memory.get(g, True) else " *")
+            for g in (v.gpu_id, v.reference_id)
+        ]
+        table.add_row(
+            f"{j.setting}\n[dim]{j.meaning}[/]",
+            *(s if j.ratio is not None else "" for s in shown),
+            _num(j.ratio, ".2f") + "x" if j.ratio is not None else "",
+            f"{j.low:.2f}-{j.high:.2f}x" if j.low is not None and j.high is not None else "",
+            f"[{STYLE[j.verdict]}]{j.verdict}[/]" + (f"\n{j.reason}" if j.reason else ""),
+        )
+    return table
+
+
+def print_relative(v: RelativeVerdict, console: Console) -> None:
+    """The settings' table, the overall line, then each setting's own notes and the
+    assumptions and sources every setting shares."""
+    console.print(_relative_table(v))
+    if any(not fits for j in v.settings for fits in j.fits_memory.values()):
+        console.print("* does not hold this batch in that setting (see the setting's notes)")
+    console.print(f"overall: [{STYLE[v.verdict]}]{v.verdict}[/]: {v.overall}", highlight=False)
+    for j in v.settings:
+        for note in j.notes:
+            console.print(f"   {j.setting}: {note}", highlight=False)
+    for line in v.assumptions:
+        console.print(f"   assumption: {line}", highlight=False)
+    for line in v.sources:
+        console.print(f"   source: {line}", highlight=False)
