@@ -26,6 +26,7 @@ from gpuscout.cli.parser import (
     add_backend_option,
     devices,
     model_spec,
+    precision_help,
 )
 from gpuscout.errors import UserError
 from gpuscout.run_settings import LOOPS, PRECISIONS, TF32_HELP
@@ -49,7 +50,8 @@ def register(sub: Any) -> None:
         "--workload",
         "-w",
         default="mlp",
-        help="mlp, cnn-small, resnet50, bert-base, bert-large, gpt2, gpt2-medium, gpt2-large",
+        help="a built-in workload: mlp (default), cnn-small, resnet50, bert-base, bert-large, "
+        "gpt2, gpt2-medium, gpt2-large",
     )
     what.add_argument(
         "--model",
@@ -67,16 +69,19 @@ def register(sub: Any) -> None:
         help="sequence length (bert-*: default 128; gpt2*: 1024, the most)",
     )
     what.add_argument(
-        "--epoch-samples", type=EPOCH_SAMPLES, help="samples in one epoch, to project epoch time"
-    )
+        "--epoch-samples", type=EPOCH_SAMPLES,
+        help="samples in one epoch, to project epoch time, e.g. 1281167 for ImageNet-1k "
+        "(default: the workload's own dataset)",
+    )  # fmt: skip
     how = p.add_argument_group("how")
     how.add_argument(
         "--loop",
         choices=LOOPS,
         default="custom",
-        help="custom tf.function+GradientTape step (default) or Keras model.fit",
+        help="custom: gpuscout's own compiled step (tf.function + GradientTape, or jax.jit; "
+        "default); fit: Keras model.fit, as most training scripts run",
     )
-    how.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    how.add_argument("--precision", choices=PRECISIONS, default="fp32", help=precision_help("fp32"))
     add_backend_option(how, "runs")
     how.add_argument(
         "--xla",
@@ -127,9 +132,15 @@ def register(sub: Any) -> None:
         help="seconds to wait for every worker to connect, and for any one collective "
         "(default 120)",
     )
-    how.add_argument("--seed", type=SEED, default=0)
+    how.add_argument(
+        "--seed", type=SEED, default=0,
+        help="seeds the initial weights and the synthetic data, so two runs train on the same "
+        "numbers (default 0)",
+    )  # fmt: skip
     serve = p.add_argument_group("inference (--mode inference): latency under load")
-    serve.add_argument("--mode", choices=("train", "inference"), default="train")
+    serve.add_argument("--mode", choices=("train", "inference"), default="train",
+                       help="train: samples/s of training steps (default); inference: serving "
+                       "latency percentiles at each --batch-sizes and --concurrency")  # fmt: skip
     serve.add_argument("--batch-sizes", type=BATCHES, metavar="B,...",
                        help="batch sizes to serve (default 1,8,32)")  # fmt: skip
     serve.add_argument("--concurrency", type=CONCURRENCIES, metavar="C,...",
@@ -140,8 +151,9 @@ def register(sub: Any) -> None:
                        help="load to serve: devices it needs at the best point")  # fmt: skip
     serve.add_argument("--serving", choices=("function", "saved_model", "both"),
                        default="function",
-                       help="call the model in-process (tf.function), through a loaded "
-                       "SavedModel's serving signature, or both")  # fmt: skip
+                       help="function: call the model in-process (tf.function, default); "
+                       "saved_model: through a loaded SavedModel's serving signature; both: "
+                       "each, side by side")  # fmt: skip
     stop = p.add_argument_group("when to stop")
     stop.add_argument(
         "--seconds",

@@ -12,9 +12,19 @@ from gpuscout.cli.specs import add_catalog_arg
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "calibrate", help="fit the prediction model to published data and your stored GPU runs"
+        "calibrate",
+        help="fit the prediction model to published data and your stored GPU runs",
+        description="Show the fit every prediction uses: the efficiencies fitted to published "
+        "GPU measurements (and your own rows, --catalog) and to the GPU runs in your results "
+        "database, each point's measured and modelled speed and its error, the assumed "
+        "overheads with their sources, and the out-of-sample error band that predictions "
+        "quote as their range: the same fit predict, cost, advise, scout and report use.",
     )
-    p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
+    p.add_argument(
+        "--db",
+        help="results database whose GPU runs join the fit (default: GPUSCOUT_DB or the user "
+        "data dir)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(p)
     p.set_defaults(handler=run_calibrate)

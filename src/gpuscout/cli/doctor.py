@@ -15,14 +15,20 @@ from gpuscout.cli.parser import (
     STEPS,
     add_backend_option,
     model_spec,
+    precision_help,
 )
 from gpuscout.run_settings import PRECISIONS
+from gpuscout.workloads import WORKLOADS
 
 
 def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
     """What to run and how, shared by doctor and soak."""
     what = p.add_argument_group("what to run")
-    what.add_argument("--workload", "-w", default="mlp", help="a built-in workload (default mlp)")
+    what.add_argument(
+        "--workload", "-w", default="mlp",
+        help=f"a built-in workload (default mlp): {', '.join(WORKLOADS)}; input-bound-demo "
+        "is the seed MLP behind a deliberately slow input pipeline",
+    )  # fmt: skip
     what.add_argument(
         "--model",
         type=model_spec,
@@ -35,13 +41,26 @@ def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
             "jax: an iterable of (x, y) NumPy batches, e.g. a keras.utils.PyDataset); it may "
             "take keyword arguments prefetch, parallel, cache to apply those fixes itself",
         )
-    what.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-*, gpt2*)")
+    what.add_argument(
+        "--seq-len", type=SEQ_LEN,
+        help="sequence length in tokens (bert-*: default 128; gpt2*: default 1024, the most)",
+    )  # fmt: skip
     how = p.add_argument_group("how")
-    how.add_argument("--precision", choices=PRECISIONS, default="fp32")
-    how.add_argument("--xla", action=argparse.BooleanOptionalAction, default=False)
-    how.add_argument("--batch-size", "-b", type=BATCH, help="default: per workload")
+    how.add_argument("--precision", choices=PRECISIONS, default="fp32", help=precision_help("fp32"))
+    how.add_argument(
+        "--xla", action=argparse.BooleanOptionalAction, default=False,
+        help="compile the step with XLA (default: off; every --backend jax step is compiled "
+        "by XLA anyway)",
+    )  # fmt: skip
+    how.add_argument(
+        "--batch-size", "-b", type=BATCH,
+        help="samples per step (default: the workload's, always printed)",
+    )  # fmt: skip
     how.add_argument("--device", help="CPU:0, GPU:1, ... (default: first GPU, else CPU:0)")
-    how.add_argument("--seed", type=SEED, default=0)
+    how.add_argument(
+        "--seed", type=SEED, default=0,
+        help="seeds the initial weights and the synthetic data (default 0)",
+    )  # fmt: skip
     add_backend_option(how, "trains")
 
 
@@ -79,7 +98,12 @@ def register(sub: Any) -> None:
     )
     m.add_argument("--steps", type=STEPS, help="steps per measurement instead of --seconds")
     m.add_argument("--max-batch", type=BATCH, help="largest batch to try (default 8x the batch)")
-    m.add_argument("--skip", default="", help="fixes not to try, comma-separated")
+    m.add_argument(
+        "--skip", default="",
+        help="fixes not to try, a comma list of: prefetch, parallel map, cache, mixed "
+        "precision, XLA, tf.function (jax.jit on --backend jax), batch size; e.g. "
+        "--skip 'XLA,batch size' (default: try every fix)",
+    )  # fmt: skip
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the report as one JSON object")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress display")

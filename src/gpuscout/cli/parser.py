@@ -8,6 +8,7 @@ import re
 import sys
 from typing import Any, NoReturn
 
+from gpuscout.errors import UserError
 from gpuscout.limits import MAX_DEVICES
 
 
@@ -281,6 +282,26 @@ def model_spec(text: str) -> str:
             "the model is empty; give FILE.py:FUNCTION or FILE.keras, or leave --model out"
         )
     return text
+
+
+def comma_items(texts: list[str], option: str, example: str) -> list[str]:
+    """The names of a list option, given as 'a,b', as '--x a --x b' or both, each once and in
+    order: every list option takes both forms. An entry naming nothing (' , ') is refused."""
+    items: list[str] = []
+    for text in texts:
+        if not (names := [n.strip() for n in text.split(",") if n.strip()]):
+            raise UserError(f"{option} '{text}' names nothing.", f"give e.g. {option} {example}.")
+        items += names
+    return list(dict.fromkeys(items))
+
+
+def precision_help(default: str, extra: str = "") -> str:
+    """--precision's help in the same words on every command; ``extra``: what it means there."""
+    return (
+        "number format of the step: fp32 (float32; matmuls on TF32 tensor cores on Ampere and "
+        "newer), mixed_float16 (float16 math, float32 weights; tensor cores from Volta on), "
+        f"mixed_bfloat16 (bfloat16 math, float32 weights; Ampere on){extra} (default: {default})"
+    )
 
 
 def gpu_names(text: str) -> str:

@@ -17,6 +17,7 @@ from gpuscout.cli.parser import (
     add_backend_option,
     gpu_names,
     model_spec,
+    precision_help,
 )
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
@@ -26,37 +27,58 @@ DEFAULT_GPUS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("predict", help="training speed on GPUs you don't have, 1..N of them")
+    p = sub.add_parser(
+        "predict",
+        help="training speed on GPUs you don't have, 1..N of them",
+        description="Predict training speed (or inference latency) on catalog GPUs you don't "
+        "have, one GPU or many, over machines, from the training step's compiled program "
+        "(its FLOPs, memory traffic and kernels) and each GPU's catalog figures, fitted to "
+        "published measurements and your stored GPU runs. Every figure comes with a range and "
+        "the assumptions behind it; 'gpuscout calibrate' shows the fit.",
+        epilog="e.g. gpuscout predict --workload resnet50 --gpus 4090,h100-sxm --count 1,8; "
+        "gpuscout predict --model my_model.py:build -b 64 --gpus all",
+    )
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument(
         "--workload",
-        help="mlp, cnn-small, resnet50, bert-base, bert-large, gpt2, gpt2-medium, gpt2-large",
+        help="a built-in workload: mlp, cnn-small, resnet50, bert-base, bert-large, gpt2, "
+        "gpt2-medium, gpt2-large (or give --model)",
     )
     what.add_argument("--model", type=model_spec, help="your model: FILE.py:FUNCTION or FILE.keras")
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=precision_help("fp32"))
     add_backend_option(p, "traces the step")
     p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True, help=TF32_HELP)
     p.add_argument("--mode", choices=("train", "inference"), default="train",
-                   help="inference: a forward pass per batch (traced once, with TF)")  # fmt: skip
-    p.add_argument("-b", "--batch-size", type=BATCH, help="per GPU (default: workload's)")
+                   help="train: samples/s of training steps (default); inference: latency "
+                   "of a forward pass per batch (traced once, with TF)")  # fmt: skip
+    p.add_argument("-b", "--batch-size", type=BATCH,
+                   help="samples per GPU per step (default: the workload's)")  # fmt: skip
     p.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-*, gpt2*: at most 1024)")
     p.add_argument(
         "--gpus", type=gpu_names, default=DEFAULT_GPUS,
-        help=f"comma list or 'all' ({DEFAULT_GPUS})",
+        help=f"GPUs to predict, a comma list of catalog names or 'all' (default: {DEFAULT_GPUS})",
     )  # fmt: skip
     p.add_argument(
         "--count",
         type=GPU_COUNTS,
         default=[(1, 1)],
-        help="GPU counts, e.g. 1,4,8, or nodes x GPUs 2x8",
+        help="GPU counts to predict, a comma list: GPUs in one machine (1,4,8) or machines x "
+        "GPUs each (2x8: data parallel over the --network) (default 1)",
     )
     p.add_argument(
         "--network", type=NETWORK_GBIT, default=100.0, metavar="GBIT",
         help="network between nodes, Gb/s per node (default 100)",
     )  # fmt: skip
-    p.add_argument("--epoch-samples", type=EPOCH_SAMPLES, help="epoch size (default: workload's)")
-    p.add_argument("--reference", default=REFERENCE_GPU, help="relative speeds against this GPU")
-    p.add_argument("--from-run", type=RUN_ID, metavar="ID", help="anchor on a stored run")
+    p.add_argument("--epoch-samples", type=EPOCH_SAMPLES,
+                   help="samples in one epoch, for the time per epoch, e.g. 1281167 "
+                   "(default: the workload's dataset)")  # fmt: skip
+    p.add_argument("--reference", default=REFERENCE_GPU,
+                   help="speeds are also shown relative to this GPU (default "
+                   f"{REFERENCE_GPU})")  # fmt: skip
+    p.add_argument("--from-run", type=RUN_ID, metavar="ID",
+                   help="anchor on a stored GPU run of the same workload, precision and "
+                   "batch (its id in 'gpuscout runs list'): every prediction is scaled so "
+                   "that GPU reproduces the measurement")  # fmt: skip
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     p.add_argument(
         "--breakdown", action="store_true",

@@ -19,27 +19,71 @@ LIST_LIMIT = int_in(0, 10**9)  # rows to list; 0: every run
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("runs", help="list, show, export, import, compare and delete stored runs")
+    p = sub.add_parser(
+        "runs",
+        help="list, show, export, import, compare and delete stored runs",
+        description="Every bench, soak, scout and launch run is stored (failed and interrupted "
+        "ones too) in one database: a SQLite file by default, or a PostgreSQL server a team "
+        "shares (--db URL or GPUSCOUT_DB). These actions read and manage it.",
+    )
     runs_sub = p.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
-    ls = runs_sub.add_parser("list", help="the stored runs, newest first")
+    ls = runs_sub.add_parser(
+        "list",
+        help="the stored runs, newest first",
+        description="One line per stored run, newest first: id, date, status, workload, device, "
+        "precision, batch and speed. Use an id with 'runs show', 'runs compare' or 'runs delete'.",
+    )
     ls.add_argument(
         "--limit",
         type=LIST_LIMIT,
         help=f"the newest this many runs; 0 for all (default: {LIST_DEFAULT}, all with --json)",
     )
-    show = runs_sub.add_parser("show", help="one run in full")
-    show.add_argument("id", type=RUN_ID)
+    show = runs_sub.add_parser(
+        "show",
+        help="one run in full",
+        description="One stored run in full: its speed with the 95% interval, warm-up, "
+        "memory, environment, warnings and assumptions, as bench printed it.",
+    )
+    show.add_argument("id", type=RUN_ID, help="the run's id, as 'gpuscout runs list' shows it")
     show.add_argument("--steps", action="store_true", help="with --json: include every step time")
-    export = runs_sub.add_parser("export", help="write stored runs to a JSON or CSV file")
-    export.add_argument("--format", choices=("json", "csv"), default="json")
+    export = runs_sub.add_parser(
+        "export",
+        help="write stored runs to a JSON or CSV file",
+        description="Write stored runs to a file: JSON keeps every field and every step time "
+        "and is what 'runs import' reads (another machine's store, a colleague's); CSV is one "
+        "row per run (the headline figures, SI units) for a spreadsheet.",
+    )
+    export.add_argument(
+        "--format",
+        choices=("json", "csv"),
+        default="json",
+        help="json: every field, for 'runs import' (default); csv: one row per run, the "
+        "summary columns",
+    )
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
     export.add_argument("--ids", type=parse_ids, help="only these runs, e.g. 3,4,7 (default: all)")
-    imp = runs_sub.add_parser("import", help="add the runs of an exported JSON file")
+    imp = runs_sub.add_parser(
+        "import",
+        help="add the runs of an exported JSON file",
+        description="Add the runs of a JSON file written by 'runs export' (or kept as a file "
+        "when the database refused a run) as new runs with new ids; all of the file or none.",
+    )
     imp.add_argument("file", help="a file written by 'gpuscout runs export'")
-    cmp = runs_sub.add_parser("compare", help="two runs side by side, if they are comparable")
-    cmp.add_argument("a", type=RUN_ID)
-    cmp.add_argument("b", type=RUN_ID)
-    rm = runs_sub.add_parser("delete", help="delete stored runs (asks first, unless --yes)")
+    cmp = runs_sub.add_parser(
+        "compare",
+        help="two runs side by side, if they are comparable",
+        description="Two runs side by side: every setting that differs (workload, precision, "
+        "batch, backend, software), and B's speed over A's with its 95% interval where the "
+        "two are comparable.",
+    )
+    cmp.add_argument("a", type=RUN_ID, help="the first run's id, the baseline")
+    cmp.add_argument("b", type=RUN_ID, help="the second run's id, whose speed is set over A's")
+    rm = runs_sub.add_parser(
+        "delete",
+        help="delete stored runs (asks first, unless --yes)",
+        description="Delete stored runs, e.g. a run measured on a busy machine. Every id must "
+        "exist, and all go in one transaction or none does. Asks first, unless --yes.",
+    )
     rm.add_argument("ids", type=RUN_IDS, metavar="IDS", help="the runs to delete, e.g. 3,4,7")
     rm.add_argument("--yes", action="store_true", help="delete without asking (for scripts)")
     for q in (ls, show, export, imp, cmp, rm):

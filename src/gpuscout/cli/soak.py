@@ -11,29 +11,43 @@ from gpuscout.cli.doctor import add_target_options, target_fields
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import DRIFT, SOAK_MINUTES
 
-EXIT = {"pass": 0, "fail": 1, "incomplete": 3}
+# 4, not 0: an inconclusive soak has not shown the run stays fast, so a script that gates on
+# 'soak && deploy' must not go on; not 1 either, since no fault was shown (rerun, don't repair).
+EXIT = {"pass": 0, "fail": 1, "incomplete": 3, "inconclusive": 4}
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "soak",
         help="long-run stability: throughput drift, throttling, ECC/XID, NaN loss, OOM",
-        description="Train a workload for --minutes and end with pass or fail and the "
-        "evidence. Ctrl-C stops early and keeps what was measured (verdict: incomplete). "
-        "Exit code: 0 pass, 1 fail, 3 incomplete.",
+        description="Train a workload for --minutes and end with a verdict and the evidence. "
+        "FAIL: a NaN/Inf loss, a crash or out-of-memory, uncorrected ECC or XID errors, or "
+        "throughput shown, beyond the machine's own noise, to have sunk by more than "
+        "--max-drift. PASS: none of these, and "
+        "the machine's measured noise rules out a drop beyond --max-drift. INCONCLUSIVE: the "
+        "noise could hide such a drop (it says by how much, and how much longer, or how much "
+        "quieter a machine, would decide it). Ctrl-C stops early and keeps what was measured "
+        "(INCOMPLETE). Exit code: 0 pass, 1 fail, 3 incomplete, 4 inconclusive. Every soak is "
+        "stored as a run.",
+        epilog="e.g. gpuscout soak --minutes 60 --workload resnet50 --max-drift 0.05",
     )
     add_target_options(p, data=False)
     p.add_argument(
         "--minutes",
         type=SOAK_MINUTES,
         default=10.0,
-        help="how long (default 10, at most a week: 10080)",
+        help="how long to train, in minutes (default 10, at most a week: 10080); the first "
+        "and last windows compared are each 10%% of it (5 s to 10 min), and a run under "
+        "a minute may be too short to measure the machine's noise",
     )
     p.add_argument(
         "--max-drift",
         type=DRIFT,
         default=0.10,
-        help="fail if the last window is this much slower than the first (default 0.10)",
+        metavar="FRACTION",
+        help="the slowdown to test for, a fraction: 0.10 (the default) fails a run whose last "
+        "window is shown, beyond the noise, to be more than 10%% slower than its first, and "
+        "passes one only when a drop that large is ruled out",
     )
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from gpuscout.cli.output import print_json
-from gpuscout.cli.parser import MIN_MEMORY_GB
+from gpuscout.cli.parser import MIN_MEMORY_GB, comma_items
 
 CATALOG_HELP = "your own catalog CSV or folder (GPUs, prices, or a SkyPilot catalog); repeatable"
 
@@ -18,21 +18,47 @@ def add_catalog_arg(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("specs", help="the GPU catalog, filtered or side by side")
-    p.add_argument("names", nargs="*", metavar="GPU", help="GPUs to compare, e.g. 4090 h100")
-    p.add_argument("--min-memory", type=MIN_MEMORY_GB, metavar="GB", help="at least this memory")
-    p.add_argument("--arch", help="architecture, e.g. ampere, hopper, ada")
+    p = sub.add_parser(
+        "specs",
+        help="the GPU catalog, filtered or side by side",
+        description="The built-in catalog of NVIDIA GPUs (and your own rows, --catalog): "
+        "memory, bandwidth, dense TFLOPS per precision, interconnect, TDP and price, every "
+        "figure with its source. With GPU names: those side by side; without: the list, "
+        "filtered and sorted.",
+        epilog="e.g. gpuscout specs 3090 4090 h100-sxm; gpuscout specs --feature fp8,nvlink "
+        "--sort bandwidth",
+    )
+    p.add_argument(
+        "names", nargs="*", metavar="GPU",
+        help="GPUs to compare, by catalog id or a short name, spaced or a comma list, e.g. "
+        "4090 h100 or 4090,h100 (default: the whole catalog, as a list)",
+    )  # fmt: skip
+    p.add_argument(
+        "--min-memory", type=MIN_MEMORY_GB, metavar="GB",
+        help="only GPUs with at least this much memory, in GB, e.g. 48",
+    )  # fmt: skip
+    p.add_argument(
+        "--arch", help="only this architecture (or part of its name), e.g. ampere, hopper, ada"
+    )
     p.add_argument(
         "--feature",
         action="append",
         default=[],
-        help="has this feature: bf16, ecc, fp4, fp8, mig, nvlink, sparsity, tf32; repeatable",
+        help="only GPUs with every feature named, a comma list and/or repeated: bf16, ecc, "
+        "fp4, fp8, mig, nvlink, sparsity, tf32; e.g. --feature fp8,nvlink",
     )
-    p.add_argument("--market", choices=("consumer", "datacenter", "workstation"))
+    p.add_argument(
+        "--market",
+        choices=("consumer", "datacenter", "workstation"),
+        help="only one market: consumer (GeForce RTX), datacenter (T4, A100, H100, B200 ...) "
+        "or workstation (RTX A6000, RTX 6000 Ada ...) (default: all three)",
+    )
     p.add_argument(
         "--sort",
         choices=("memory", "bandwidth", "fp32", "training", "tdp", "price"),
-        help="order the list: most memory/bandwidth/FLOPS first, lowest TDP/price first",
+        help="order the list: memory, bandwidth, fp32 (FP32 TFLOPS) or training (dense "
+        "BF16/FP16 tensor TFLOPS, what mixed-precision training can reach) highest first; tdp "
+        "(power) or price (launch price) lowest first (default: catalog order)",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument(
@@ -41,10 +67,25 @@ def register(sub: Any) -> None:
     add_catalog_arg(p)
     p.set_defaults(handler=run_specs)
 
-    q = sub.add_parser("prices", help="cloud and purchase prices in the catalog")
-    q.add_argument("names", nargs="*", metavar="GPU", help="only these GPUs")
+    q = sub.add_parser(
+        "prices",
+        help="cloud and purchase prices in the catalog",
+        description="Every price in the catalog (and your own, --catalog): cloud rentals in "
+        "US dollars per GPU-hour, purchases in US dollars per GPU, each with its provider, "
+        "instance, region, the date it was seen and its source.",
+        epilog="e.g. gpuscout prices h100-sxm --kind on_demand; gpuscout prices --provider aws",
+    )
+    q.add_argument(
+        "names", nargs="*", metavar="GPU",
+        help="only these GPUs, spaced or a comma list (default: every GPU)",
+    )  # fmt: skip
     q.add_argument("--provider", help="only this provider, e.g. aws, lambda, runpod")
-    q.add_argument("--kind", choices=("on_demand", "spot", "purchase_new", "purchase_used"))
+    q.add_argument(
+        "--kind",
+        choices=("on_demand", "spot", "purchase_new", "purchase_used"),
+        help="only one kind: on_demand (cloud, per GPU-hour), spot (cloud, interruptible, "
+        "per GPU-hour), purchase_new or purchase_used (buying the card, per GPU) (default: all)",
+    )
     q.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(q)
     q.set_defaults(handler=run_prices)
@@ -56,20 +97,20 @@ def run_specs(args: argparse.Namespace) -> int:
 
     catalog = load_catalog(args.catalog)
     assumptions: list[str] = []
-    if args.names:
-        resolved = [catalog.resolve(n) for n in args.names]
+    names = comma_items(args.names, "specs", "4090,h100")
+    features = comma_items(args.feature, "--feature", "fp8,nvlink")
+    if names:
+        resolved = [catalog.resolve(n) for n in names]
         assumptions = [r.assumption for r in resolved if r.assumption]
         picked = {r.gpu.id for r in resolved}
-        allowed = {
-            g.id for g in select(catalog, args.min_memory, args.arch, args.feature, args.market)
-        }
+        allowed = {g.id for g in select(catalog, args.min_memory, args.arch, features, args.market)}
         gpus = [r.gpu for r in resolved if r.gpu.id in allowed]
         gpus = list({g.id: g for g in gpus}.values())
         dropped = sorted(picked - allowed)
         if dropped:
             assumptions.append(f"left out by the filters: {', '.join(dropped)}")
     else:
-        gpus = select(catalog, args.min_memory, args.arch, args.feature, args.market)
+        gpus = select(catalog, args.min_memory, args.arch, features, args.market)
     if args.sort:
         gpus = sort_gpus(gpus, args.sort)
     if args.json:
@@ -88,8 +129,8 @@ def run_specs(args: argparse.Namespace) -> int:
     if not gpus:
         console.print("no GPU in the catalog passes these filters")
         return 0
-    console.print(side_by_side(gpus, catalog) if args.names else list_table(gpus))
-    if args.names:
+    console.print(side_by_side(gpus, catalog) if names else list_table(gpus))
+    if names:
         for i, g in enumerate(gpus, 1):
             origin = catalog.origin.get(g.id, "")
             mine = f" (from your catalog {origin})" if origin != "built-in" else ""
@@ -107,7 +148,7 @@ def run_prices(args: argparse.Namespace) -> int:
     from gpuscout.catalog import load_catalog
 
     catalog = load_catalog(args.catalog)
-    ids = {catalog.resolve(n).gpu.id for n in args.names}
+    ids = {catalog.resolve(n).gpu.id for n in comma_items(args.names, "prices", "h100-sxm,4090")}
     rows = [
         p
         for p in catalog.prices

@@ -146,14 +146,15 @@ class SoakReport(_Record):
     device: str
     device_name: str
     batch_size: int
-    verdict: Literal["pass", "fail", "incomplete"]
-    reasons: list[str]  # why it failed or is incomplete; empty on a clean pass
+    verdict: Literal["pass", "fail", "inconclusive", "incomplete"]
+    reasons: list[str]  # why it failed, is inconclusive or incomplete; empty on a clean pass
     evidence: list[str]  # every check with its figure, passed or not
     seconds: float
     steps: int
     first_window: Timing | None = None
     last_window: Timing | None = None
     drift: float | None = None  # last window's throughput / first's - 1
+    noise: float | None = None  # one window's throughput noise, relative (None: not measured)
     bad_losses: int = 0
     first_bad_step: int | None = None
     error: str | None = None  # OOM or another failure that ended the run

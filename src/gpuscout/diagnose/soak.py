@@ -1,15 +1,21 @@
-"""``soak``: does training stay fast and correct for a long run? Pass, fail, and the evidence.
+"""``soak``: does training stay fast and correct for a long run? A verdict, and the evidence.
 
 :func:`soak` is the public entry: it runs the loop (``measure/soak_loop``, on the backend's
 step) in a measuring child while the parent's monitor watches the devices, then :func:`judge`
 weighs what both saw. The verdict fails on what ruins a long run: a NaN/Inf loss, an out-of-
-memory or other crash, uncorrected ECC or XID errors, or throughput that sank by more than
-``max_drift`` between the first and the last window. Throttling is evidence, not by itself a
-failure: it fails the run only through the throughput it costs.
+memory or other crash, uncorrected ECC or XID errors, or throughput shown to have sunk by more
+than ``max_drift`` between the first and the last window. Throttling is evidence, not by itself
+a failure: it fails the run only through the throughput it costs.
+
+The drift is judged against the machine's own noise (:func:`drift_verdict`): a pass needs the
+data to rule out a drop beyond ``max_drift``, a failure needs them to show one, and anything
+between is *inconclusive*, never a pass: a 26 % drop on a machine whose windows wander by 15 %
+is neither a fault shown nor a fault ruled out.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -31,7 +37,11 @@ from gpuscout.records import (
 )
 from gpuscout.units import fmt_rate, fmt_seconds
 
-NOISE_Z = 3.0  # a drift must exceed this many noise sigmas to fail the soak
+# The margin on the drift: 3x one window's noise. The drift is the difference of two windows,
+# whose standard error is sqrt(2)x the noise, so this is ~2.1 standard errors (~98 % one-sided).
+NOISE_Z = 3.0
+LONGEST_WINDOW_MIN = 100.0  # soak_loop's windows stop growing (at 10 min) past this run length
+DriftVerdict = Literal["pass", "fail", "inconclusive"]
 
 
 def soak(
@@ -101,6 +111,64 @@ def window_noise(blocks: list[list[float]], window_s: float) -> float | None:
     return float(1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2))
 
 
+def drift_verdict(
+    drift: float, noise: float | None, max_drift: float, minutes: float
+) -> tuple[DriftVerdict, str]:
+    """Whether the data show a drop beyond ``max_drift``, rule it out, or do neither; and why.
+
+    ``drift``: last window's throughput over the first's, - 1; ``noise``: one window's relative
+    throughput noise (:func:`window_noise`), None where too few windows measured it. The change
+    is known to +- ``NOISE_Z`` x noise: FAIL when even its upper end is a drop beyond
+    ``max_drift``, PASS when even its lower end is not, INCONCLUSIVE otherwise, saying what
+    would decide it. Unmeasured noise decides nothing: a pass needs the noise to be known.
+    """
+    limit_pct = f"{max_drift * 100:.3g}%"  # 0.025: 2.5%, not 2%
+    limit = f"the {limit_pct} drop tested for (--max-drift)"
+    if noise is None:
+        longer = max(1.0, 2.0 * minutes)
+        return "inconclusive", (
+            f"throughput changed {drift:+.1%} from the first window to the last, but the run "
+            "was too short to measure this machine's window-to-window noise (4 windows at "
+            f"least), so it cannot rule out {limit}: soak longer, e.g. --minutes {longer:g}"
+        )
+    margin = NOISE_Z * noise
+    if drift + margin < -max_drift:
+        return "fail", (
+            f"throughput sank {-drift:.1%} from the first window to the last, beyond {limit} "
+            f"even allowing for this machine's noise (+-{margin:.1%}): throttling, memory "
+            "fragmentation or a leak"
+        )
+    if drift - margin > -max_drift:
+        return "pass", (
+            f"a drop beyond {limit_pct} is ruled out: {drift:+.1%} +- {margin:.1%} "
+            f"(3 x the noise) stays above -{limit_pct}"
+        )
+    # The noise a decision needs: the margin must shrink to the drift's distance from the
+    # limit. A window's noise falls as the square root of its length if the steps' jitter is
+    # random, and the windows grow with the run (10 % of it) up to LONGEST_WINDOW_MIN.
+    needed = abs(drift + max_drift) / NOISE_Z
+    quieter = f"a machine nothing else runs on (noise below +-{needed:.1%})"
+    longer = minutes * (noise / needed) ** 2 if needed > 0 else math.inf
+    decide = (
+        f"soak about {math.ceil(longer):,} minutes (--minutes {math.ceil(longer)}: longer "
+        f"windows average the noise down, if it is random) or on {quieter}"
+        if longer <= LONGEST_WINDOW_MIN
+        else f"a longer soak alone will not (the windows stop growing at 10 min): soak on {quieter}"
+    )
+    noisy = f"this machine's noise (+-{noise:.1%} a window, +-{margin:.1%} on the change)"
+    if drift < -max_drift:
+        seen = (
+            f"throughput sank {-drift:.1%} from the first window to the last, beyond the "
+            f"{limit_pct} tested for, but {noisy} could make a drop within it look that large"
+        )
+    else:
+        seen = (
+            f"throughput changed {drift:+.1%} from the first window to the last, but {noisy} "
+            f"could hide {limit}"
+        )
+    return "inconclusive", f"{seen}: to decide, {decide}"
+
+
 def judge(raw: dict[str, Any], config: SoakConfig, monitor: MonitorSummary | None) -> SoakReport:
     """The verdict, its reasons and every check's evidence, from the loop and the monitor."""
     batch = int(raw.get("batch_size") or 0)
@@ -118,27 +186,26 @@ def judge(raw: dict[str, Any], config: SoakConfig, monitor: MonitorSummary | Non
         reasons.append(f"the loss became NaN/Inf at step {raw.get('first_bad_step')}")
     elif steps:
         evidence.append(f"loss finite at every one of {steps:,} steps")
-    drift = None
+    drift = noise = undecided = None
     if first and last:
         drift = first.mean_s / last.mean_s - 1.0  # > 0: faster at the end
         noise = window_noise(raw.get("blocks", []), float(raw.get("window_seconds", 0.0)))
-        noise_text = f"; window-to-window noise +-{noise:.1%}" if noise is not None else ""
+        noise_text = (
+            f"; window-to-window noise +-{noise:.1%}, so +-{NOISE_Z * noise:.1%} on the change"
+            if noise is not None
+            else "; window-to-window noise not measured"
+        )
         evidence.append(
             f"throughput: first window {fmt_rate(first.samples_per_second)}/s, last window "
-            f"{fmt_rate(last.samples_per_second)}/s ({drift:+.1%}{noise_text}; fails below "
-            f"{-config.max_drift:.0%} when beyond 3x the noise)"
+            f"{fmt_rate(last.samples_per_second)}/s ({drift:+.1%}{noise_text})"
         )
-        if drift < -config.max_drift and (noise is None or -drift > NOISE_Z * noise):
-            reasons.append(
-                f"throughput sank {-drift:.1%} from the first window to the last (limit "
-                f"{config.max_drift:.0%}): throttling, memory fragmentation or a leak"
-            )
-        elif drift < -config.max_drift:
-            evidence.append(
-                f"warning: the {-drift:.1%} drop is within this machine's own noise "
-                f"(3 x {noise:.1%}), so it is not called a failure: soak longer, or on a "
-                "machine nothing else runs on, for a firm answer"
-            )
+        found, text = drift_verdict(drift, noise, config.max_drift, config.minutes)
+        if found == "fail":
+            reasons.append(text)
+        elif found == "pass":
+            evidence.append(text)
+        else:
+            undecided = text
     else:
         evidence.append("throughput drift: not measured (too short for a first and a last window)")
     if monitor is not None:
@@ -159,14 +226,18 @@ def judge(raw: dict[str, Any], config: SoakConfig, monitor: MonitorSummary | Non
         evidence += [f"warning: {w}" for w in monitor_warnings(monitor)]
         evidence += [f"{n} (throttling, ECC and XID not checked)" for n in monitor.notices]
     interrupted = bool(raw.get("interrupted"))
-    verdict: Literal["pass", "fail", "incomplete"]
+    verdict: Literal["pass", "fail", "inconclusive", "incomplete"]
     if reasons:
         verdict = "fail"
+        evidence += [f"drift: {undecided}"] if undecided else []
     elif interrupted or first is None or last is None:
         verdict = "incomplete"
         reasons.append(
             "interrupted before the end" if interrupted else "too short to compare windows"
         )
+    elif undecided:
+        verdict = "inconclusive"
+        reasons.append(undecided)
     else:
         verdict = "pass"
     return SoakReport(
@@ -182,6 +253,7 @@ def judge(raw: dict[str, Any], config: SoakConfig, monitor: MonitorSummary | Non
         first_window=first,
         last_window=last,
         drift=drift,
+        noise=noise,
         bad_losses=bad,
         first_bad_step=raw.get("first_bad_step"),
         error=raw.get("error"),

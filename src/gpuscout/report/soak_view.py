@@ -9,7 +9,14 @@ from rich.console import Console
 from gpuscout.diagnose.records import SoakReport
 from gpuscout.units import fmt_seconds
 
-COLOURS = {"pass": "green", "fail": "red", "incomplete": "yellow"}
+COLOURS = {"pass": "green", "fail": "red", "inconclusive": "yellow", "incomplete": "yellow"}
+# What each verdict means, printed beside it: INCONCLUSIVE must not read as a softer pass.
+MEANING = {
+    "pass": "no fault, and a drop beyond the limit ruled out",
+    "fail": "a fault shown",
+    "inconclusive": "no fault shown, none ruled out: the noise is too large to decide",
+    "incomplete": "stopped before a verdict could be reached",
+}
 
 
 def progress_text(message: dict[str, Any]) -> str:
@@ -30,9 +37,12 @@ def print_soak(report: SoakReport, run_id: int | None, console: Console) -> None
         f"[bold]gpuscout soak[/bold] · {report.workload} on {report.device} "
         f"({report.device_name}) · batch {report.batch_size} · run {run_id}"
     )
-    console.print(f"verdict: [bold {colour}]{report.verdict.upper()}[/bold {colour}]")
+    console.print(
+        f"verdict: [bold {colour}]{report.verdict.upper()}[/bold {colour}] "
+        f"({MEANING[report.verdict]})"
+    )
     for reason in report.reasons:
-        console.print(f"  because: {reason}")
+        console.print(f"  because: {reason}", highlight=False, markup=False)
     console.print("[bold]evidence[/bold]")
     for line in report.evidence:
-        console.print(f"  · {line}", highlight=False)
+        console.print(f"  · {line}", highlight=False, markup=False)
