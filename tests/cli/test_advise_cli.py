@@ -60,3 +60,32 @@ def test_bad_input() -> None:
         (("memory", "--params", "7e9"), "needs --layers"),
     ]
     assert_user_errors(cases)
+
+
+def test_a_budget_is_money_paid() -> None:
+    """Issue 30: an owned option's budget is its purchase up front, not its amortised cost
+    per job; a rented one's is its rental for the job; the words say which limited."""
+    r = run_cli(
+        "advise", "--workload", "resnet50", "--epochs", "90", "--budget", "2000", "--owned",
+        "--json", block_tf=True,
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    out = r.json()
+    assert out["budget"]["usd"] == 2000
+    owned = [c for c in out["ranked"] if c["provider"] == "owned"]
+    assert owned and all(
+        c["paid_basis"] == "up-front" and c["upfront_usd"] == c["paid_usd"] <= 2000
+        and c["total_usd"] < c["upfront_usd"] for c in owned
+    )  # fmt: skip
+    assert all(c["paid_basis"] == "rental" and c["rental_usd"] <= 2000
+               for c in out["ranked"] if c["provider"] != "owned")  # fmt: skip
+    assert out["rejected"]["over budget: the up-front purchase > $2,000"] > 0
+    r = run_cli("advise", "--workload", "resnet50", "--epochs", "90", "--budget", "2000",
+                "--owned", block_tf=True)  # fmt: skip
+    assert r.code == 0, r.err
+    assert "≤ budget $2,000" in r.out and "up-front purchase > $2,000" in r.out
+    assert "within the $2,000 budget" not in r.out
+    assert_user_errors([(
+        ("advise", "--workload", "resnet50", "--epochs", "90", "--budget", "1", "--owned"),
+        "over budget: the up-front purchase > $1",
+    )])  # fmt: skip

@@ -42,7 +42,7 @@ def test_bad_input() -> None:
         (("cost", "--gpu-hours", "10", "--option", "h100@ibm"), "unknown provider 'ibm'"),
         (("cost", "--gpu-hours", "10", "--option", "rtx 4900"), "Did you mean 'rtx-4090'"),
         (("cost", "--gpu-hours", "10", "--scaling", "4=1.5", "--option", "4090x4"), "at most 1,"),
-        (("cost", "--workload", "resnet50"), "--epochs or --samples"),
+        (("cost", "--workload", "resnet50"), "the job needs its size: --epochs E"),
     ]
     assert_user_errors(cases)
 
@@ -66,3 +66,19 @@ def test_the_articles_cost_table_is_sourced_data() -> None:
     assert [r.claimed_hours for r in rows] == [1000, 300, 550, 160]
     shown = run_cli("cost", "--example", "articles", block_tf=True)
     assert shown.code == 0 and "articles_cost.csv" in shown.out and "368 h" in shown.out
+
+
+def test_rentals_per_instance_size_and_the_up_front_of_owned() -> None:
+    """Issue 30: 8 x RTX 4090 on RunPod is its 8-GPU instance ($0.69/GPU-h), not 8 x the
+    1-GPU community price ($0.34); an owned option says what it costs up front."""
+    r = run_cli("cost", "--gpu-hours", "100", "--option", "4090x8@runpod", "--option",
+                "4090x8@owned", "--option", "b200x8@runpod", "--json", block_tf=True)  # fmt: skip
+    assert r.code == 0, r.err
+    by = {(o["gpu"], o["provider"]): o for o in r.json()["options"]}
+    rented, owned = by[("rtx-4090", "runpod")], by[("rtx-4090", "owned")]
+    assert rented["usd_per_hour"] == pytest.approx(8 * 0.69) and rented["upfront_usd"] is None
+    assert any("8-GPU instance 8x_RTX4090_SECURE" in n for n in rented["notes"])
+    assert owned["upfront_usd"] == pytest.approx(8 * 1599)  # launch MSRP, catalog
+    assert owned["upfront_usd"] > owned["total_usd"]  # the job pays a share of it
+    assert any(n.startswith("up-front $12,792") for n in owned["notes"])
+    assert any("(assumed: GPUs rented singly)" in n for n in by[("b200", "runpod")]["notes"])

@@ -20,12 +20,17 @@ class Tie:
     apart: float  # faster / slower - 1, as predicted
 
 
-def threshold(relative_error: float) -> float:
+def threshold(relative_error: float, power: float = 1.0) -> float:
     """The predicted ratio below which two options are not distinguishable: the error of a
     ratio of two predictions, each off by ``relative_error`` independently (in log terms,
-    sqrt(2) times one prediction's error)."""
+    sqrt(2) times one prediction's error).
+
+    ``power``: how the compared figure scales with speed, as |d log figure / d log speed|.
+    Speed and hours (1/speed) are 1, a cost at a fixed price (hours x price) is 1, and a
+    product of hours and cost (advise's ``balanced``) is 2: its error is the speed ratio's
+    squared, so the threshold is raised to that power."""
     e = min(max(relative_error, 0.0), 10.0)
-    return float((1 + e) ** math.sqrt(2))
+    return float((1 + e) ** (math.sqrt(2) * power))
 
 
 def ties(options: Sequence[tuple[str, float]], relative_error: float) -> list[Tie]:

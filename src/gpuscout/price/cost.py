@@ -12,7 +12,10 @@ gpuscout.articles) or a number of samples with a predicted speed. For each optio
     delay $      = (wall hours + rework) / 24 x cost of delay per day
 
 Break-even of owned hardware: months of use at the stated utilization after which buying
-costs less than renting the same GPUs at the catalog's cheapest on-demand price.
+costs less than renting the same GPUs at the catalog's cheapest on-demand rental of as many
+(priced per instance size, ``price/instances.py``). An owned option's ``upfront_usd`` is the
+purchase itself, paid before the job: what a budget is compared with (``advise --budget``),
+where ``total_usd`` is only the share of it amortised over this job.
 
 An option the catalog has no price for (the RTX 3090 of the default set has no on-demand row)
 is not an error: its time, energy and failures do not depend on money, so it is still shown,
@@ -108,6 +111,8 @@ class CostLine:
     notes: list[str] = field(default_factory=list)
     speedup: float = 1.0  # one such GPU against the reference GPU
     scaling_efficiency: float = 1.0  # of the option's GPUs together (1.0 = linear)
+    # owned: the purchase paid before the job (``usd_per_hour`` amortises it); cloud: None
+    upfront_usd: float | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {**asdict(self), "unpriced": None}
@@ -122,6 +127,7 @@ MONEY_FIELDS = (
     "delay_usd",
     "effective_usd",
     "break_even_months",
+    "upfront_usd",
 )
 
 
@@ -225,6 +231,7 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
         notes=notes,
         speedup=option.speedup,
         scaling_efficiency=option.scaling,
+        upfront_usd=option.purchase_usd if option.provider == "owned" else None,
     )
 
 

@@ -8,7 +8,9 @@ figure ``predict`` prints. A job given in GPU-hours names no step: its speed is 
 (the GPUs' training TFLOPS, FP16/BF16 tensor with FP32 accumulate) and its scaling the fitted
 model's on the articles' benchmark step (ResNet-50, mixed precision, batch 256), both stated.
 Prices come from the option itself (``=USD`` per hour for the whole option), else from the
-catalog: the cheapest on-demand price (of the named provider, if any) times the count.
+catalog, per instance size (``price/instances.py``): the provider's instance with that many
+GPUs, else its smallest bigger one (all of it paid), else n x its 1-GPU price, said to be an
+assumption; the cheapest provider's unless the option names one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.scaling import constants
 from gpuscout.predict.session import Session
 from gpuscout.price.cost import Option
+from gpuscout.price.instances import cheapest_rental
+from gpuscout.price.instances import purchase as buy
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_sig
 
 _SPEC = re.compile(
@@ -86,13 +90,16 @@ class Job:
 
 
 def workload_job(
-    model: Session, profile: Profile, samples: float, unit: str, reference: Gpu
-) -> Job:
-    """``samples`` of the step in ``profile``: its hours on one reference GPU, predicted."""
+    model: Session, profile: Profile, samples: float, unit: str, reference: Gpu,
+    label: str | None = None,
+) -> Job:  # fmt: skip
+    """``samples`` of the step in ``profile``: its hours on one reference GPU, predicted.
+    ``label``: the job in words (``predict.job.Job.label``), else its samples and workload."""
     ref = model.option(profile, reference).samples_per_second
     hours = samples / ref / 3600
+    what = label or f"{fmt_count(samples)} {unit} of {profile.workload}"
     text = (
-        f"{fmt_count(samples)} {unit} of {profile.workload} ({profile.precision}, batch "
+        f"{what} ({profile.precision}, batch "
         f"{profile.batch}/GPU) = {fmt_hours(hours)} on one {reference.id} (predicted "
         f"{fmt_rate(ref)}/s)"
     )
@@ -166,29 +173,31 @@ def _option(
 ) -> Option:
     notes: list[str] = []
     speedup, scaling, fitted = speeds.of(gpu, spec.count, speedups, scalings, notes)
-    cheapest = _cheapest(catalog, gpu, None)
-    rent = cheapest * spec.count if cheapest else None
+    # what renting as many GPUs costs, for break-even: priced per instance size
+    cheapest = cheapest_rental(catalog, gpu, spec.count)
+    rent = cheapest.usd_per_hour if cheapest else None
     price = spec.usd_per_hour
+    provider = spec.provider or "cloud"
     purchase = None
     unpriced: tuple[str, str] | None = None  # (why, how to give one)
     if spec.provider == "owned":
-        unit = purchases.get(gpu.id) or gpu.launch_price_usd
-        if unit is None:
+        bought = buy(catalog, gpu, spec.count, purchases.get(gpu.id))
+        if bought is None:
             unpriced = (
                 f"no purchase price for {gpu.id} in the catalog (its row has no launch MSRP)",
                 f"give --purchase {gpu.id}=USD (per GPU)",
             )
         else:
-            if gpu.id not in purchases:
-                notes.append(f"purchase at launch MSRP ${unit:,.0f} per GPU (catalog)")
-            purchase = unit * spec.count
+            notes.append(bought.describe())
+            purchase = bought.usd
     elif price is None:
-        found = _cheapest(catalog, gpu, spec.provider)
+        found = cheapest_rental(catalog, gpu, spec.count, spec.provider)
         if found is None:
             unpriced = _why_unpriced(catalog, gpu, spec)
         else:
-            price = found * spec.count
-            notes.append(f"${found:g}/GPU-hour, cheapest on-demand price in the catalog")
+            price, provider = found.usd_per_hour, found.provider
+            where = "" if spec.provider else ", the cheapest on-demand rental in the catalog"
+            notes.append(f"{found.provider}: {found.how}{where}")
     tdp_w, assumed_power = gpu.board_power_w()
     if assumed_power:
         notes.append(assumed_power)
@@ -199,8 +208,7 @@ def _option(
         scaling=scaling,
         tdp_w=tdp_w,
         consumer=gpu.market == "consumer",
-        provider=spec.provider
-        or ("cloud" if spec.usd_per_hour else _cheapest_provider(catalog, gpu) or "cloud"),
+        provider=provider,
         usd_per_hour=price,
         purchase_usd=purchase,
         rent_usd_per_hour=rent,
@@ -303,17 +311,3 @@ class _Speeds:
         else:
             notes.append(f"scaling {scaling:.0%} on {count} GPUs ({how}fitted scaling model)")
         return speedup, scaling, True
-
-
-def _cheapest(catalog: Catalog, gpu: Gpu, provider: str | None) -> float | None:
-    rows = [
-        p.usd_per_gpu_hour
-        for p in catalog.prices_for(gpu.id)
-        if p.kind == "on_demand" and p.usd_per_gpu_hour and provider in (None, p.provider)
-    ]
-    return min(rows) if rows else None
-
-
-def _cheapest_provider(catalog: Catalog, gpu: Gpu) -> str | None:
-    found = catalog.cheapest(gpu.id, "on_demand")
-    return found.provider if found else None

@@ -5,24 +5,33 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from gpuscout.advise.recommend import Advice
+from gpuscout.advise.recommend import Advice, dollars
 from gpuscout.report.console import literal
 from gpuscout.units import fmt_hours, fmt_usd
 
 
 def print_advice(advice: Advice, console: Console) -> None:
     table = Table(title="gpuscout advise · ranked", title_justify="left")
-    for name in ("#", "option", "time", "total", "why"):
-        table.add_column(name, justify="right" if name in ("#", "time", "total") else "left")
+    numbers = ("#", "time", "total", "paid")
+    for name in ("#", "option", "time", "total", "paid", "why"):
+        table.add_column(name, justify="right" if name in numbers else "left")
     for i, c in enumerate(advice.ranked, 1):
         table.add_row(
             str(i),
             literal(f"{c.count} x {c.gpu} ({c.provider})" + (" *" if c.pareto else "")),
             fmt_hours(c.hours),
             fmt_usd(c.total_usd),
+            f"{dollars(c.paid_usd)} {c.paid_basis}",
             literal("; ".join(c.reasons)),
         )
     console.print(table)
+    console.print(
+        "total: the job's cost (an owned option's purchase amortised over it); paid: money "
+        "paid, an owned option's purchase up front or a rented one's rental for the job"
+        + (f", which the ${advice.budget_usd:,.0f} budget is compared with"
+           if advice.budget_usd is not None else ""),
+        highlight=False,
+    )  # fmt: skip
     front = ", ".join(
         f"{c.count}x{c.gpu}@{c.provider} {fmt_hours(c.hours)} {fmt_usd(c.total_usd)}"
         for c in advice.pareto
