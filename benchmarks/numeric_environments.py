@@ -32,17 +32,18 @@ from pathlib import Path
 from gpuscout.catalog import load_catalog
 from gpuscout.predict.calibration_points import published_points
 from gpuscout.predict.calibrate import fit_calibration
-from gpuscout.report.document import build_report
+from gpuscout.assemble import JobChoice, choose_job, report_on
+from gpuscout.predict.job import JobSpec
 from gpuscout.report.markdown import render_markdown
 from gpuscout.store import Store
 from tests.report.runs import report_runs
 
 catalog = load_catalog()
-e = fit_calibration(published_points(catalog)).efficiency
-print(f"  fit, full precision: tensor {e.tensor!r}, cuda {e.cuda!r}, memory {e.memory!r}")
+c = fit_calibration(published_points(catalog))
+print(f"  fit, full precision: tensor {c.tensor!r}, scaling {c.scaling!r}, power {c.power_w!r}")
 with Store(Path(tempfile.mkdtemp()) / "r.sqlite") as store:
     runs = store.save_many(report_runs())
-report = build_report(runs, catalog)
+report = report_on(runs, catalog, choose_job(JobChoice(JobSpec()), catalog))  # as the CLI
 text = render_markdown(report).replace(report.generated_at, "TIME")
 print("  report.md sha256:", hashlib.sha256(text.encode()).hexdigest())
 """

@@ -1,8 +1,14 @@
 """The main job: measure this machine, predict the catalog, price the job, advise, report.
 
-Each workload is measured in its own child process under ``bench``'s protocol and stored the
-moment it ends, so an interrupted scout keeps what it measured. Everything after measuring is
-arithmetic on those runs and the catalog, done by the same code as ``gpuscout report``.
+``scout --model my.py:build --samples 1200000 --epochs 50 --deadline 48h`` is the whole
+journey in one command: your model is traced (for the predictions) and measured here, every
+catalog GPU is predicted for it, priced, ranked, and the report opens with the answer.
+
+The job is resolved first, so a job that cannot be priced fails in seconds, not after minutes
+of measuring. Each model or workload is then measured in its own child process under
+``bench``'s protocol and stored the moment it ends, so an interrupted scout keeps what it
+measured. Everything after measuring is arithmetic on those runs and the catalog, done by the
+same code as ``gpuscout report`` (:mod:`gpuscout.assemble`).
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from gpuscout import articles
+from gpuscout.assemble import JobChoice, choose_job, report_on
 from gpuscout.catalog import Catalog
 from gpuscout.errors import UserError
+from gpuscout.predict.job import JobSpec
 from gpuscout.predict.session import session
 from gpuscout.records import Backend, BenchConfig, RunResult
-from gpuscout.report.document import Report, build_report
+from gpuscout.report.document import Report
 from gpuscout.store import Store
 
 # Article 001's benchmark (ResNet-50) for the ranking, then article 000's seed model (the MLP);
@@ -25,12 +33,20 @@ from gpuscout.store import Store
 DEFAULT_PLAN = ((articles.BENCHMARK_WORKLOAD, 60.0), ("mlp", 15.0))
 
 
+MODEL_SECONDS = 60.0  # measuring your model here, unless --seconds says otherwise
+
+
 @dataclass(frozen=True)
 class ScoutPlan:
     measure: tuple[tuple[str, float], ...] = DEFAULT_PLAN  # (workload, seconds) in order
-    # The user's job in epochs of the first workload; None = that workload's default_epochs
-    # (90 for ResNet-50, 20 for the MLP), printed with the report as an assumption.
-    epochs: float | None = None
+    # Your model (FILE.py:FUNCTION or FILE.keras), measured first, for model_seconds.
+    model: str | None = None
+    model_seconds: float = MODEL_SECONDS
+    model_batch: int | None = None  # the batch to measure it at (None: the backend's default)
+    # The job priced: the one named in job.spec (your model, a workload, a stored run's
+    # set-up) and its size; none named: the first workload measured, said as assumed.
+    job: JobSpec = field(default_factory=JobSpec)
+    constraints: dict[str, Any] = field(default_factory=dict)  # the advice's (advise.Request)
     answers: list[bool] | None = None
     note: str | None = None
     title: str = "gpuscout scout"
@@ -73,17 +89,32 @@ def scout(
     on_stage: Callable[[str], None] = lambda _: None,
     **progress: Any,
 ) -> ScoutResult:
-    """Measure each planned workload here, store it, and build the report on those runs.
+    """Resolve the job, measure your model and each planned workload here, store each run,
+    and build the report on those runs for that job.
 
     ``progress`` is handed to :func:`gpuscout.measure.runner.run_isolated` (``on_progress``,
     ``on_phase``) for the live display.
     """
     from gpuscout.measure.runner import run_isolated
 
+    first = plan.measure[0][0] if plan.measure else articles.BENCHMARK_WORKLOAD
+    choice = JobChoice(plan.job, assumed=first, assumed_why="the first workload scout measured")
+    # Before measuring: a job that cannot be priced fails in seconds (your model is traced
+    # here, for the predictions), not after minutes. No stage line before it: a refusal is
+    # one line.
+    chosen = choose_job(choice, catalog)
+    if chosen.job is not None:
+        on_stage(f"the job: {chosen.job.label}")
+    dataset = plan.job.samples if plan.job.epochs is not None else None  # an epoch's size
+    configs = [
+        BenchConfig(model=plan.model, seconds=plan.model_seconds, batch_size=plan.model_batch,
+                    epoch_samples=dataset, backend=plan.backend)
+    ] if plan.model else []  # fmt: skip
+    configs += [BenchConfig(workload=w, seconds=s, backend=plan.backend) for w, s in plan.measure]
     runs = []
-    for i, (workload, seconds) in enumerate(plan.measure, 1):
-        on_stage(f"measuring {workload} ({i}/{len(plan.measure)}, {seconds:g} s)")
-        config = BenchConfig(workload=workload, seconds=seconds, backend=plan.backend)
+    for i, config in enumerate(configs, 1):
+        what = config.model or config.workload
+        on_stage(f"measuring {what} ({i}/{len(configs)}, {config.seconds:g} s)")
         result = run_isolated(config, **progress)
         if plan.note:
             result = result.model_copy(update={"note": plan.note})
@@ -93,8 +124,8 @@ def scout(
     if not ok:
         reasons = "; ".join(f"{r.workload}: {r.message}" for r in runs)
         raise UserError(f"nothing could be measured here ({reasons}).", "see gpuscout doctor.")
-    report = build_report(
-        runs, catalog, title=plan.title, epochs=plan.epochs, answers=plan.answers,
-        main=plan.measure[0][0], model=session(catalog, store),  # the store's GPU runs too
+    report = report_on(
+        runs, catalog, chosen, title=plan.title, answers=plan.answers,
+        constraints=plan.constraints, model=session(catalog, store),  # the store's GPU runs too
     )  # fmt: skip
     return ScoutResult(runs, report)

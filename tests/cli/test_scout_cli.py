@@ -5,6 +5,8 @@ code)."""
 
 from __future__ import annotations
 
+import re
+import shutil
 import warnings
 from datetime import datetime
 from pathlib import Path
@@ -25,20 +27,24 @@ def test_scout_measures_reports_summarises_and_publishes(
     res = run_cli("scout", "--measure", "mlp=2", "--html", str(html), "--md", str(md), "-q",
                   "--note", "ci <scout>", "--tensorboard", str(logdir), "--mlflow")  # fmt: skip
     assert res.code == 0, res.err
-    for text in ("measured here", "predicted, fastest 5", "checklist (the articles' rule)",
-                 "advice #1 (predicted)", f"report: {html}"):  # fmt: skip
+    assert res.out.startswith("For 20 epochs x 60,000 samples of mlp: ")  # the answer first
+    for text in ("measured here", "predicted, fastest 5", "checklist: The articles' checklist",
+                 "advice (predicted", "  #1 ", f"report: {html}"):  # fmt: skip
         assert text in res.out
     listed = run_cli("runs", "list", "--json", block_tf=True).json()
     assert [r["workload"] for r in listed] == ["mlp"] and listed[0]["status"] == "ok"
     page = html.read_text()
     assert page.count('<figure class="chart"') >= 3 and "ci &lt;scout&gt;" in page
     text = md.read_text()
-    assert "## Advice" in text
-    # The default job is epochs a user recognises, said as an assumption, not GPU-hours.
-    assert "job: 20 epochs of mlp (1.20 M samples)" in res.out
-    assert "assumption (default job for mlp: 20 epochs" in res.out
+    assert "## Options for this job, ranked (predicted)" in text
+    # The job no one named: epochs a user recognises, said as assumed, with how to change it.
+    assert "the job: 20 epochs x 60,000 samples of mlp (assumed: the first workload scout " in (
+        res.out
+    )
+    assert "name yours with --model FILE.py:FUNCTION --samples N --epochs E" in res.out
+    assert "its size: 20 epochs, as Keras' classic MNIST MLP example trains" in res.out
     # The checklist and advice #1 are set side by side with the reason they differ.
-    assert "why they differ: " in res.out or "agree" in res.out
+    assert "why they differ: " in res.out or "checklist and advice agree: " in res.out
     assert "never prices the job" in text or "agree" in text
     assert "## Sources" in text and "article 001, '性能对比测试" in text
     _published(logdir)
@@ -73,6 +79,41 @@ def _published(logdir: Path) -> None:
     end = datetime.fromisoformat(shown["created_at"]).timestamp()
     assert stamps[-1] == pytest.approx(end, abs=1.0)
     assert stamps[0] == pytest.approx(end - sum(steps[1:]), abs=1.0)
+
+
+def test_scout_with_your_model_is_the_whole_journey_in_one_command(tmp_path: Path) -> None:
+    """``scout --model`` measures your model here (and nothing else), predicts it on the
+    catalog, prices and ranks the job under the deadline and budget, and opens the summary and
+    the report with the answer. ``report`` then takes the same model; once its file is gone,
+    the report says so instead of failing."""
+    model = tmp_path / "my_model.py"
+    shutil.copy(Path(__file__).parents[1] / "data" / "user_models.py", model)
+    spec = f"{model}:compiled_regressor"
+    html, md, db = tmp_path / "report.html", tmp_path / "report.md", str(tmp_path / "s.sqlite")
+    job = ("--samples", "1200000", "--epochs", "50", "--deadline", "48h", "--budget", "2000")
+    res = run_cli("scout", "--model", spec, "--seconds", "2", *job, "--db", db, "-q",
+                  "--html", str(html), "--md", str(md))  # fmt: skip
+    assert res.code == 0, res.err
+    headline = res.out.splitlines()[0]
+    assert headline.startswith(f"For 50 epochs x 1,200,000 samples of your model {spec}: ")
+    assert "that meets the 48 h deadline and the $2,000 budget" in headline
+    listed = run_cli("runs", "list", "--json", "--db", db, block_tf=True).json()
+    assert [(r["workload"], r["status"]) for r in listed] == [(spec, "ok")]  # only yours
+    text = re.sub(r"\\(.)", r"\1", md.read_text())  # as a Markdown viewer shows it
+    assert text.splitlines()[2].startswith("**For 50 epochs x 1,200,000 samples of your model")
+    ranking = text.split("## Ranking")[1]
+    assert "| GeForce RTX 4090 | predicted |" in ranking  # your runs get GPU predictions
+    assert "(run 1) | measured |" in ranking
+    assert "predicted rows are for mixed_float16, batch 32 per GPU (as the job is priced)" in text
+    assert '<p id="headline" class="headline">For 50 epochs' in html.read_text()
+    # report takes the same model (traced once: the profile is cached)
+    again = run_cli("report", "--db", db, "--md", str(md), "--model", spec, *job)
+    assert again.code == 0, again.err
+    assert again.out.strip() == headline
+    model.unlink()  # moved away: the report says so, and needs no TensorFlow to say it
+    gone = run_cli("report", "--db", db, "--md", str(md), block_tf=True)
+    assert gone.code == 0, gone.err
+    assert f"its model file '{model}' is gone" in re.sub(r"\\(.)", r"\1", md.read_text())
 
 
 def test_scout_bad_input_is_one_line() -> None:

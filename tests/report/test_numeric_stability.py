@@ -18,6 +18,7 @@ import pytest
 from gpuscout.catalog import load_catalog
 from gpuscout.predict import session as prediction
 from gpuscout.predict.calibrate import Calibration, calibration_for
+from gpuscout.predict.job import JobSpec, resolve_job
 from gpuscout.report import document
 from gpuscout.report.markdown import render_markdown
 from gpuscout.store import Store
@@ -38,7 +39,9 @@ def _markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, factor: float) ->
     monkeypatch.setattr(prediction, "calibration_for", nudged)  # the one every command uses
     with Store(tmp_path / f"{factor}.sqlite") as store:
         runs = store.save_many(report_runs())
-    report = document.build_report(runs, load_catalog())
+    catalog = load_catalog()
+    job = resolve_job(JobSpec(workload="resnet50", epochs=90), catalog)  # priced and advised
+    report = document.build_report(runs, catalog, job=job)
     return render_markdown(report).replace(report.generated_at, "TIME")
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 from gpuscout.store import Store
 from tests.conftest import run_cli
+from tests.report.browser import CHROMIUM, DRIVER, MISSING, chromium, overlapping_labels
 from tests.report.runs import HOSTILE, report_runs
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden"
@@ -144,37 +144,13 @@ def test_report_errors_are_one_line(tmp_path: Path) -> None:
         assert len(res.err.strip().splitlines()) == 1 and "Traceback" not in res.err
 
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-
-
-@pytest.mark.skipif(
-    CHROMIUM is None or DRIVER is None,
-    reason="no headless browser: install Debian's chromium and chromium-driver (.ci/run does)",
-)
+@pytest.mark.skipif(CHROMIUM is None or DRIVER is None, reason=MISSING)
 def test_html_opens_in_chromium_and_draws_every_chart(written: dict[str, str]) -> None:
     from io import BytesIO
 
     from PIL import Image
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1200,1600",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
-    try:
+    with chromium(1200, 1600) as driver:
         driver.get(Path(written["html_path"]).as_uri())
         counts = driver.execute_script(
             "return Array.from(document.querySelectorAll('figure.chart')).map(f => ["
@@ -185,16 +161,18 @@ def test_html_opens_in_chromium_and_draws_every_chart(written: dict[str, str]) -
         scripts = driver.execute_script("return document.scripts.length;")
         text = driver.execute_script("return document.body.innerText;")
         errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+        overlaps = overlapping_labels(driver)
         png = driver.get_screenshot_as_png()
-    finally:
-        driver.quit()
     assert errors == []
     assert scripts == 0
     assert HOSTILE in text
+    title, first = [line for line in text.splitlines() if line.strip()][:2]  # the answer first
+    assert first.startswith("For 90 epochs x 1,281,167 images of resnet50: rent "), title
     assert sorted(c[0] for c in counts) == CHARTS
     for kind, svgs, marks, height in counts:
         assert svgs == 1 and height > 100, kind
         assert marks > 20, f"the {kind} chart has only {marks} drawn elements"
+    assert overlaps == []  # no two labels of a chart drawn over each other
     colours = Image.open(BytesIO(png)).convert("RGB").getcolors(maxcolors=1 << 16)
     assert colours is None or len(colours) > 50  # not a blank page
 

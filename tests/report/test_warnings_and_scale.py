@@ -14,6 +14,7 @@ from typing import Literal
 from rich.console import Console
 
 from gpuscout.catalog import load_catalog
+from gpuscout.predict.job import JobSpec, resolve_job
 from gpuscout.records import Interval, RunResult
 from gpuscout.report.document import build_report
 from gpuscout.report.scout_summary import print_summary
@@ -64,7 +65,9 @@ def test_report_shows_each_runs_warnings_and_no_ratio_without_an_interval(
 def test_scout_summary_shows_each_runs_warnings(tmp_path: Path) -> None:
     with Store(tmp_path / "s.sqlite") as store:
         runs = [store.get(r.id) for r in store.save_many([_short_resnet(), _run()])]
-    report = build_report(runs, load_catalog(), main="resnet50")
+    catalog = load_catalog()
+    job = resolve_job(JobSpec(workload="resnet50", epochs=90), catalog)
+    report = build_report(runs, catalog, job=job)
     console = Console(record=True, width=250)
     print_summary(report, runs, console)
     text = console.export_text()

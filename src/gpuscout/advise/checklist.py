@@ -11,18 +11,42 @@ answers differ: they answer different questions.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from gpuscout import articles
+from gpuscout.advise.memory import Transformer, memory_fit, transformer_bytes
 from gpuscout.errors import UserError
 from gpuscout.units import fmt_hours, fmt_usd
 
 QUESTIONS = articles.CHECKLIST_QUESTIONS
+# The articles' LoRA claim (article 002: "LoRA fine-tuning of a 7B model fits a 24 GB card"),
+# checked at a stated sequence length: at ``memory``'s default of 2048 tokens it does not fit.
+LORA_7B = Transformer(7e9, 32, 4096, 32, seq_len=512, batch=1, mode="lora")  # Llama-2-7B shape
+LORA_DEFAULT_SEQ_LEN = 2048  # gpuscout memory's default for an LLM
+LORA_GPU_GB = 24.0  # the RTX 4090's memory
+
+
+def lora_sentence() -> str:
+    """The articles' LoRA claim with the sequence length it holds at, computed by the same
+    functions ``gpuscout memory --mode lora`` uses, so the two never disagree."""
+    short = memory_fit(transformer_bytes(LORA_7B), LORA_GPU_GB)
+    at_default = replace(LORA_7B, seq_len=LORA_DEFAULT_SEQ_LEN)
+    long = memory_fit(transformer_bytes(at_default), LORA_GPU_GB)
+    fits = "fits" if short.verdict == "fits" else "does not fit"
+    long_fits = "fits" if long.verdict == "fits" else "does not fit on one"
+    return (
+        f"LoRA (rank {LORA_7B.lora_rank}) on a 7B model {fits} a {LORA_GPU_GB:g} GB RTX 4090 "
+        f"at sequence length {LORA_7B.seq_len} ({short.need_gb:.1f} GB, micro-batch "
+        f"{LORA_7B.batch}); at {LORA_DEFAULT_SEQ_LEN} it needs {long.need_gb:.1f} GB and "
+        f"{long_fits}"
+    )
+
+
 MISSED = (
     "memory fit: a 10B+ model does not fit one 80 GB GPU for full training (16 bytes per "
-    "parameter with Adam), while LoRA on a 7B model fits a 24 GB RTX 4090 — "
-    "run 'gpuscout memory'",
+    f"parameter with Adam), while {lora_sentence()} — run 'gpuscout memory --mode lora "
+    "--seq-len N'",
     "cost: the rule never prices the run; 'gpuscout cost' does",
     "deadline and speed: the rule ignores how fast each option finishes; 'gpuscout predict' "
     "and 'gpuscout advise --workload ... --deadline' account for it",
@@ -78,6 +102,26 @@ def quick(answers: list[bool]) -> QuickAnswer:
     )
 
 
+# The four questions as the one sentence a report can open with (articles.CHECKLIST_QUESTIONS).
+SHORT_QUESTIONS = (
+    f"over {articles.CHECKLIST_PARAMS / 1e9:g}B parameters?",
+    f"a training run over {articles.CHECKLIST_RUN_HOURS:g} h?",
+    "multi-tenant isolation or GPU sharing?",
+    "an inference SLA of 99.99 %?",
+)
+
+
+def rule_sentence(answer: QuickAnswer) -> str:
+    """The checklist and its answer in one sentence, for a reader who never read the articles:
+    "articles 000 and 002" and "1 x yes" mean nothing until the rule is said."""
+    return (
+        f"The articles' checklist asks four yes/no questions ({' '.join(SHORT_QUESTIONS)}) "
+        f"and says {articles.CHECKLIST_DATACENTER} for {articles.CHECKLIST_YES_FOR_DATACENTER} "
+        f"or more yes, else {articles.CHECKLIST_DEFAULT}: here {answer.yes_count} of "
+        f"{len(answer.answers)} yes, so {answer.recommendation}."
+    )
+
+
 class Option(Protocol):
     """What :func:`versus_advice` reads of a recommendation's option (``Candidate``)."""
 
@@ -90,6 +134,11 @@ class Option(Protocol):
 
 def _is_checklist_gpu(answer: str, gpu_id: str) -> bool:
     return gpu_id.startswith(articles.CHECKLIST_GPU_IDS.get(answer, ()))
+
+
+def agrees(answer: QuickAnswer, ranked: Sequence[Option]) -> bool:
+    """Whether the first recommended option is of the kind the checklist names."""
+    return bool(ranked) and _is_checklist_gpu(answer.recommendation, ranked[0].gpu)
 
 
 def versus_advice(answer: QuickAnswer, ranked: Sequence[Option], objective: str) -> str:

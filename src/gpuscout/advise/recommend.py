@@ -4,7 +4,13 @@ Pareto front of time against cost, and a ranking by the objective, each with its
 Speed, scaling and memory come from the one prediction session every command uses
 (``gpuscout.predict.session``: your stored GPU runs in its calibration, the fitted scaling
 model for several GPUs); money, energy, failures and delay from
-``price.cost``. Nothing is dropped silently: rejected options are counted by reason.
+``price.cost``, rentals priced per instance size and purchases from ``price.instances``.
+Nothing is dropped silently: rejected options are counted by reason.
+
+A budget is money paid, never the amortised cost per job (which let $8,000 of cards pass a
+$2,000 budget, and any owned option a $1 one): an owned option's purchase up front, a rented
+one's rental for the job. Ties at the top are judged on the objective's own uncertainty
+(``advise.ties``).
 """
 
 from __future__ import annotations
@@ -14,17 +20,19 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from gpuscout.advise.pareto import front
+from gpuscout.advise.ties import Objective, key, tie_note
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
-from gpuscout.predict import ranking, scaling
+from gpuscout.predict import scaling
 from gpuscout.predict.calibrate import range_note
 from gpuscout.predict.predictor import memory_needed
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session
-from gpuscout.price.cost import Assumptions, Option, cost_line
+from gpuscout.price.cost import Assumptions, CostLine, Option, cost_line
+from gpuscout.price.instances import HOST_NOTE, SINGLY, Purchase, Rental, purchase, rentals
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_usd
 
-Objective = Literal["cheapest", "fastest", "balanced"]
+__all__ = ["PRESETS", "Advice", "Candidate", "Objective", "Request", "advise", "dollars"]
 PRESETS: dict[str, dict[str, Any]] = {
     # The user segments of article 001 (gpuscout.articles), as constraints and an objective.
     "individual": {"objective": "cheapest", "owned": True, "require": set()},
@@ -47,6 +55,7 @@ class Request:
     providers: frozenset[str] | None = None
     counts: tuple[int, ...] = (1, 2, 4, 8)
     objective: Objective = "balanced"
+    label: str | None = None  # the job in words (predict.job.Job.label), else samples of W
 
 
 @dataclass
@@ -61,9 +70,24 @@ class Candidate:
     memory_gb: float
     pareto: bool = False
     reasons: list[str] = field(default_factory=list)
+    # Money paid, which a budget is compared with: an owned option's purchase before the job
+    # (``total_usd`` is the share of it amortised over this job), a rented one's rental for
+    # the job (hours, failure rework included, x $/h; a cost of delay is not paid).
+    upfront_usd: float | None = None  # owned
+    rental_usd: float | None = None  # rented
+    price_note: str = ""  # how the price was set (instance size, purchase price's source)
+
+    @property
+    def paid_basis(self) -> Literal["up-front", "rental"]:
+        return "up-front" if self.upfront_usd is not None else "rental"
+
+    @property
+    def paid_usd(self) -> float:
+        """The money the budget is compared with (see ``paid_basis``)."""
+        return self.upfront_usd if self.upfront_usd is not None else self.rental_usd or 0.0
 
     def to_json_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "paid_usd": self.paid_usd, "paid_basis": self.paid_basis}
 
 
 @dataclass
@@ -72,6 +96,7 @@ class Advice:
     pareto: list[Candidate]
     rejected: dict[str, int]
     assumptions: list[str]
+    budget_usd: float | None = None  # compared with each option's ``paid_usd``
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -79,7 +104,12 @@ class Advice:
             "pareto": [c.to_json_dict() for c in self.pareto],
             "rejected": self.rejected,
             "assumptions": self.assumptions,
-        }
+            "budget": None if self.budget_usd is None else {
+                "usd": self.budget_usd,
+                "compared_with": "paid_usd: an owned option's up-front purchase, a rented "
+                "option's rental for the job",
+            },
+        }  # fmt: skip
 
 
 def _check(req: Request) -> None:
@@ -91,19 +121,50 @@ def _check(req: Request) -> None:
         raise UserError("neither cloud nor owned options are allowed.", "allow one of them.")
 
 
-def _prices(catalog: Catalog, gpu: Gpu, req: Request) -> list[tuple[str, float | None]]:
-    """(provider, $ per GPU-hour) per cloud provider (cheapest each), and owned if allowed."""
-    out: list[tuple[str, float | None]] = []
+def _prices(catalog: Catalog, gpu: Gpu, count: int, req: Request) -> list[Rental | Purchase]:
+    """The ways to pay for ``count`` of ``gpu``: a rental per allowed provider, priced from
+    its instance sizes (``price.instances``), and buying them if owned hardware is allowed."""
+    out: list[Rental | Purchase] = []
     if req.cloud:
-        best: dict[str, float] = {}
-        for p in catalog.prices_for(gpu.id):
-            wanted = req.providers is None or p.provider in req.providers
-            if p.kind == "on_demand" and p.usd_per_gpu_hour and wanted:
-                best[p.provider] = min(best.get(p.provider, 1e9), p.usd_per_gpu_hour)
-        out += sorted(best.items())
-    if req.owned and gpu.launch_price_usd:
-        out.append(("owned", None))
+        out += rentals(catalog, gpu, count, req.providers)
+    bought = purchase(catalog, gpu, count) if req.owned else None
+    if bought is not None:
+        out.append(bought)
     return out
+
+
+def _candidate(
+    gpu: Gpu, count: int, sps: float, pay: Rental | Purchase, hours_one: float,
+    scaling_efficiency: float, need_gb: float, assumptions: Assumptions,
+) -> Candidate:  # fmt: skip
+    """One priced option: the job's time and cost on ``count`` GPUs paid for by ``pay``."""
+    bought = pay if isinstance(pay, Purchase) else None
+    rented = pay if isinstance(pay, Rental) else None
+    option = Option(
+        gpu_id=gpu.id,
+        count=count,
+        speedup=1.0,
+        scaling=scaling_efficiency,
+        tdp_w=gpu.board_power_w()[0],
+        consumer=gpu.market == "consumer",
+        provider=rented.provider if rented else "owned",
+        usd_per_hour=rented.usd_per_hour if rented else None,
+        purchase_usd=bought.usd if bought else None,
+    )
+    line: CostLine = cost_line(option, hours_one, assumptions)
+    return Candidate(
+        gpu=gpu.id,
+        count=count,
+        provider=option.provider,
+        hours=line.hours + line.rework_hours,
+        usd_per_hour=line.usd_per_hour,
+        total_usd=line.effective_usd,
+        samples_per_second=sps,
+        memory_gb=need_gb,
+        upfront_usd=bought.usd if bought else None,
+        rental_usd=None if bought else line.total_usd + line.rework_usd,
+        price_note=pay.how,
+    )
 
 
 def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
@@ -114,6 +175,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     need_gb = memory_needed(req.profile) / 1e9
     rejected: Counter[str] = Counter()
     feasible: list[Candidate] = []
+    over: list[Candidate] = []  # left out by the budget, for the note that says by what
     # counts one machine cannot hold, as the machines they run on: (layout, why) -> GPUs
     split: dict[tuple[int, int, str], list[str]] = {}
     for gpu in catalog.gpus.values():
@@ -131,47 +193,27 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         if not rows[0].fits_memory:
             rejected["does not fit in memory"] += len(rows)
             continue
-        prices = _prices(catalog, gpu, req)
-        if not prices:
-            rejected["no price (cloud) or purchase price (owned)"] += len(rows)
-            continue
+        hours_one = req.samples / one / 3600
         for row in rows:
-            for provider, per_gpu in prices:
-                hours_one = req.samples / one / 3600
-                option = Option(
-                    gpu_id=gpu.id,
-                    count=row.count,
-                    speedup=1.0,
-                    scaling=row.scaling_efficiency,
-                    tdp_w=gpu.board_power_w()[0],
-                    consumer=gpu.market == "consumer",
-                    provider=provider,
-                    usd_per_hour=None if per_gpu is None else per_gpu * row.count,
-                    purchase_usd=None if per_gpu is not None else
-                    (gpu.launch_price_usd or 0) * row.count,
-                    rent_usd_per_hour=None,
-                )  # fmt: skip
-                line = cost_line(option, hours_one, assumptions)
-                wall = line.hours + line.rework_hours
-                cand = Candidate(
-                    gpu=gpu.id,
-                    count=row.count,
-                    provider=provider,
-                    hours=wall,
-                    usd_per_hour=line.usd_per_hour,
-                    total_usd=line.effective_usd,
-                    samples_per_second=row.samples_per_second,
-                    memory_gb=need_gb,
-                )
-                if req.deadline_hours is not None and wall > req.deadline_hours:
+            prices = _prices(catalog, gpu, row.count, req)
+            if not prices:
+                rejected["no price (cloud) or purchase price (owned)"] += 1
+                continue
+            for pay in prices:
+                cand = _candidate(gpu, row.count, row.samples_per_second, pay, hours_one,
+                                  row.scaling_efficiency, need_gb, assumptions)  # fmt: skip
+                if req.deadline_hours is not None and cand.hours > req.deadline_hours:
                     rejected["misses the deadline"] += 1
                     continue
-                if req.budget_usd is not None and line.effective_usd > req.budget_usd:
-                    rejected["over budget"] += 1
+                if req.budget_usd is not None and cand.paid_usd > req.budget_usd:
+                    over.append(cand)
+                    rejected[_over(cand, req.budget_usd)] += 1
                     continue
                 feasible.append(cand)
     if not feasible:
         reasons = "; ".join(f"{n} {why}" for why, n in rejected.most_common())
+        if over:
+            reasons += "; " + _budget_note(over, req.budget_usd or 0.0, lead="cheapest ")
         raise UserError(
             f"no option meets the constraints ({reasons}).",
             "relax the deadline or budget, allow more GPUs or owned hardware, or drop a "
@@ -180,26 +222,27 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     best_front = front(feasible, lambda c: c.hours, lambda c: c.total_usd)
     for c in best_front:
         c.pareto = True
-    ranked = sorted(feasible, key=_key(req.objective, feasible))
+    ranked = sorted(feasible, key=key(req.objective, feasible))
     for c in ranked:
         _explain(c, req, catalog)
-    ties = _top_ties(ranked, req.objective, calibration.relative_error())
+    ties = tie_note(ranked, req.objective, calibration.relative_error())
     notes = [
-        f"job: {fmt_count(req.samples)} {req.unit} of {req.profile.workload} "
-        f"({req.profile.precision}, batch {req.profile.batch} per GPU)",
+        f"job: {req.label or f'{fmt_count(req.samples)} {req.unit} of {req.profile.workload}'}"
+        f" ({req.profile.precision}, batch {req.profile.batch} per GPU)",
         f"objective: {req.objective}; counts {', '.join(map(str, req.counts))}",
         *_split_note(split),
         *model.notes,
         calibration.describe(),
         range_note(calibration, req.profile),
-        f"memory: {need_gb:.1f} GB per GPU needed (weights, gradients, optimizer state, "
+        f"memory: {_gb(need_gb)} per GPU needed (weights, gradients, optimizer state, "
         "activations; from the compiled step)",
         *assumptions.describe().values(),
+        *_money_notes(req, feasible, over),
         # the energy of a GPU without a board power in its row: the assumed one, said once
         *dict.fromkeys(n for c in ranked if (n := catalog.gpus[c.gpu].board_power_w()[1])),
         *ties,
     ]
-    return Advice(ranked, best_front, dict(rejected), notes)
+    return Advice(ranked, best_front, dict(rejected), notes, req.budget_usd)
 
 
 def _split_note(split: dict[tuple[int, int, str], list[str]]) -> list[str]:
@@ -214,56 +257,84 @@ def _split_note(split: dict[tuple[int, int, str], list[str]]) -> list[str]:
     ]
 
 
-def _top_ties(ranked: list[Candidate], objective: Objective, relative: float) -> list[str]:
-    """The options at the top the model cannot tell apart: their predicted hours (and so their
-    costs, at fixed prices) differ by less than its out-of-sample error. Ranking one of them
-    first would claim a precision the predictions do not have."""
-    if len(ranked) < 2:
-        return []
-    score = _key(objective, ranked)
-    first = score(ranked[0])
-    value = first[0] if isinstance(first, tuple) else first
-    limit = ranking.threshold(relative)
-    tied: list[Candidate] = []
-    for c in ranked[1:12]:
-        if (c.gpu, c.count) == (ranked[0].gpu, ranked[0].count) or any(
-            (c.gpu, c.count) == (t.gpu, t.count) for t in tied
-        ):
-            continue  # the same prediction at another price: the prices tell them apart
-        other = score(c)
-        v = other[0] if isinstance(other, tuple) else other
-        if value > 0 and v / value < limit:
-            tied.append(c)
-    if not tied:
-        return []
-    names = ", ".join(f"{c.count} x {c.gpu} ({c.provider})" for c in [ranked[0], *tied])
-    return [
-        f"not distinguishable at the top: {names} are within x{limit:.2f} of each other on "
-        f"'{objective}', inside the predictions' out-of-sample error ({relative:.0%} on "
-        "relative speed): the order among them is not a finding; measure before committing"
+def dollars(usd: float) -> str:
+    """Money set against a budget, to the dollar (cents below $100): rounded to three
+    figures, $1,998 would print as $2,000 beside a $2,000 budget."""
+    return f"${usd:,.2f}" if usd < 100 else f"${usd:,.0f}"
+
+
+def _over(c: Candidate, budget: float) -> str:
+    """The reason an option is left out by the budget, saying which money exceeded it."""
+    what = "up-front purchase" if c.paid_basis == "up-front" else "job's rental"
+    return f"over budget: the {what} > ${budget:,.0f}"
+
+
+def _budget_note(over: list[Candidate], budget: float, lead: str = "") -> str:
+    """The cheapest option the budget left out, owned and rented: what it would pay."""
+    parts = []
+    for basis in ("up-front", "rental"):
+        mine = [c for c in over if c.paid_basis == basis]
+        if mine:
+            c = min(mine, key=lambda c: c.paid_usd)
+            parts.append(
+                f"{lead}{c.count} x {c.gpu} ({c.provider}): {basis} {dollars(c.paid_usd)} > "
+                f"budget ${budget:,.0f}"
+            )
+    return "; ".join(parts)
+
+
+def _money_notes(req: Request, feasible: list[Candidate], over: list[Candidate]) -> list[str]:
+    """How the options were priced and what a budget is compared with."""
+    notes = [
+        "rentals of n GPUs priced from the provider's n-GPU instance, else its smallest bigger "
+        f"instance (all of it paid for), else n x the 1-GPU price ({SINGLY}: the catalog lists "
+        "no instance with n GPUs)"
     ]
-
-
-def _key(objective: Objective, items: list[Candidate]) -> Any:
-    fastest = min(c.hours for c in items)
-    cheapest = min(c.total_usd for c in items)
-    if objective == "cheapest":
-        return lambda c: (c.total_usd, c.hours)
-    if objective == "fastest":
-        return lambda c: (c.hours, c.total_usd)
-    return lambda c: (c.hours / fastest) * (c.total_usd / cheapest)
+    singly = sorted({f"{c.gpu} ({c.provider})" for c in feasible
+                     if c.count > 1 and SINGLY in c.price_note})  # fmt: skip
+    if singly:
+        notes.append(f"n x the 1-GPU price ({SINGLY}) for several of: {', '.join(singly)}")
+    if req.owned:
+        notes.append(
+            "owned options paid up front at the catalog's cheapest new or used price, else the "
+            f"launch MSRP, x the GPU count ({HOST_NOTE}); their 'total' is the share amortised "
+            "over this job"
+        )
+    if req.budget_usd is not None:
+        left = f"; left out: {_budget_note(over, req.budget_usd, 'cheapest ')}" if over else ""
+        notes.append(
+            f"budget ${req.budget_usd:,.0f} compared with money paid: an owned option's up-front "
+            "purchase, a rented option's rental for the job (hours, failure rework included, x "
+            f"$/h; a cost of delay is not paid), not the amortised cost per job{left}"
+        )
+    return notes
 
 
 def _explain(c: Candidate, req: Request, catalog: Catalog) -> None:
     gpu = catalog.gpus[c.gpu]
+    budget = req.budget_usd
     c.reasons.append(f"{fmt_hours(c.hours)} at {fmt_rate(c.samples_per_second)} {req.unit}/s")
-    c.reasons.append(f"{fmt_usd(c.total_usd)} ({c.provider}, ${c.usd_per_hour:,.2f}/h)")
+    if c.upfront_usd is not None:
+        c.reasons.append(
+            f"{fmt_usd(c.total_usd)} for this job, amortised (owned, ${c.usd_per_hour:,.2f}/h)"
+        )
+        within = f" ≤ budget ${budget:,.0f}" if budget is not None else ""
+        c.reasons.append(f"up-front {dollars(c.upfront_usd)}{within} ({c.price_note})")
+    else:
+        c.reasons.append(
+            f"{fmt_usd(c.total_usd)} ({c.provider}, ${c.usd_per_hour:,.2f}/h: {c.price_note})"
+        )
+        if budget is not None:
+            c.reasons.append(f"rental {dollars(c.paid_usd)} ≤ budget ${budget:,.0f}")
     if req.deadline_hours is not None:
         c.reasons.append(f"meets the {req.deadline_hours:g} h deadline")
-    if req.budget_usd is not None:
-        c.reasons.append(f"within the ${req.budget_usd:,.0f} budget")
-    c.reasons.append(f"fits: {c.memory_gb:.1f} GB of {gpu.memory_gb:g} GB")
+    c.reasons.append(f"fits: {_gb(c.memory_gb)} of {gpu.memory_gb:g} GB")
     if c.pareto:
         c.reasons.append("on the time-cost Pareto front: nothing is both faster and cheaper")
     for feature in sorted(req.require):
         c.reasons.append(f"has {feature}")
+
+
+def _gb(gb: float) -> str:
+    """Memory needed, in GB, with a small model's MB said as such (not "0.0 GB")."""
+    return f"{gb:.1f} GB" if gb >= 0.1 else f"{gb * 1e3:.2g} MB"

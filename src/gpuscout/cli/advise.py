@@ -6,54 +6,92 @@ import argparse
 import sys
 from typing import Any
 
+from gpuscout.catalog.models import FEATURES
+from gpuscout.cli.job_args import add_job_options
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
     BATCH,
     BUDGET_USD,
     DEADLINE,
-    EPOCHS,
     GPU_COUNT_CHOICES,
     HEADS,
     HIDDEN,
     LAYERS,
     LORA_RANK,
     PARAMS,
-    SAMPLES,
     SEQ_LEN,
     TOP,
 )
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
+from gpuscout.workloads import WORKLOADS
+
+# advise.recommend.PRESETS in words (importing it here would slow every command's start; a
+# test checks the two agree)
+PRESET_WORDS = {
+    "individual": "cheapest, owned GPUs considered",
+    "sme": "cheapest, cloud only",
+    "large-model": "fastest, cloud only, with nvlink and ecc",
+    "production": "balanced, cloud only, with ecc",
+}
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "advise", help="which GPU: the articles' checklist, or a full recommendation"
+        "advise",
+        help="which GPU: the articles' checklist, or a full recommendation",
+        description="Which GPU to train a job on. --quick: the four yes/no questions of the "
+        "articles this tool started from (gpuscout.articles). Otherwise a recommendation: "
+        "every catalog GPU and GPU count predicted for the job (a built-in workload or your "
+        "own model), priced for rent or purchase, filtered by deadline and budget, ranked.",
+        epilog="e.g. gpuscout advise --model my_model.py:build --samples 1200000 --epochs 50 "
+        "--deadline 48h --budget 2000",
     )
     p.add_argument(
         "--quick",
         action="store_true",
         help="the four-question checklist of articles 000 and 002 (gpuscout.articles)",
     )
-    p.add_argument("--answers", help="yes/no x4 in order, e.g. yes,no,yes,no (else asked)")
-    p.add_argument("--workload", help="a built-in workload for the full recommendation")
-    p.add_argument("--epochs", type=EPOCHS)
-    p.add_argument("--samples", type=SAMPLES)
-    p.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
-    p.add_argument("-b", "--batch-size", type=BATCH)
-    p.add_argument("--deadline", type=DEADLINE, help="e.g. 48h, 2d")
-    p.add_argument("--budget", type=BUDGET_USD, metavar="USD")
-    p.add_argument("--require", default="", help="features, e.g. ecc,nvlink,mig")
+    p.add_argument(
+        "--answers",
+        help="the checklist's four yes/no answers in order, e.g. yes,no,yes,no (else asked)",
+    )
+    add_job_options(
+        p.add_argument_group("the job (one of --workload, --model, --from-run; and its size)"),
+        "a built-in workload: " + ", ".join(WORKLOADS),
+    )
+    p.add_argument(
+        "--deadline", type=DEADLINE,
+        help="the job must end within this time, e.g. 48h, 2d (default: no deadline)",
+    )  # fmt: skip
+    p.add_argument(
+        "--budget", type=BUDGET_USD, metavar="USD",
+        help="money you can pay, in US dollars: a rental's cost for the job, or an owned "
+        "option's purchase up front (default: no budget)",
+    )  # fmt: skip
+    p.add_argument(
+        "--require", default="",
+        help="features every option must have, comma list: " + ", ".join(FEATURES),
+    )  # fmt: skip
     p.add_argument("--owned", action="store_true", help="also consider buying the GPUs")
     p.add_argument("--no-cloud", action="store_true", help="owned hardware only")
     p.add_argument("--provider", default="", help="only these cloud providers, e.g. aws,lambda")
-    p.add_argument("--objective", choices=("cheapest", "fastest", "balanced"))
-    p.add_argument("--preset", choices=("individual", "sme", "large-model", "production"))
     p.add_argument(
-        "--counts", type=GPU_COUNT_CHOICES, default="1,2,4,8", help="GPU counts to consider"
-    )
-    p.add_argument("--top", type=TOP, default=5, help="how many to rank")
+        "--objective", choices=("cheapest", "fastest", "balanced"),
+        help="how to rank: cheapest (lowest cost of the job), fastest (shortest time), "
+        "balanced (time x cost, each against the best option's; the default)",
+    )  # fmt: skip
+    p.add_argument(
+        "--preset", choices=tuple(PRESET_WORDS),
+        help="a ready set of --objective, --owned and --require for a kind of team (article "
+        "001's): " + "; ".join(f"{k}: {v}" for k, v in PRESET_WORDS.items()),
+    )  # fmt: skip
+    p.add_argument(
+        "--counts", type=GPU_COUNT_CHOICES, default="1,2,4,8",
+        help="GPU counts to consider, comma list (default 1,2,4,8)",
+    )  # fmt: skip
+    p.add_argument("--top", type=TOP, default=5, help="how many options to rank (default 5)")
     p.add_argument(
         "--db", help="results database, whose GPU runs calibrate the predictions (default: "
         "GPUSCOUT_DB or the user data dir)",
@@ -62,21 +100,72 @@ def register(sub: Any) -> None:
     add_catalog_arg(p)
     p.set_defaults(handler=run_advise)
 
-    m = sub.add_parser("memory", help="does training fit in GPU memory (Keras workload or LLM)")
-    m.add_argument("--gpu", action="append", default=[], help="GPUs to check (default: all)")
-    m.add_argument("--workload", help="a built-in workload (memory from the compiled step)")
-    m.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
-    m.add_argument("-b", "--batch-size", type=BATCH)
-    m.add_argument("--params", type=PARAMS, help="LLM parameters, e.g. 7e9")
-    m.add_argument("--layers", type=LAYERS)
-    m.add_argument("--hidden", type=HIDDEN)
-    m.add_argument("--heads", type=HEADS)
+    from gpuscout.cli.parser import gpu_names, precision_help  # memory's own (cheap) imports
+
+    m = sub.add_parser(
+        "memory",
+        help="does training fit in GPU memory (Keras workload or LLM)",
+        description="Does training fit in one GPU's memory, and if not, on how many GPUs with "
+        "the model states sharded (ZeRO-3/FSDP)? Either a built-in workload, its memory "
+        "counted from the compiled step (weights, gradients, optimizer state, activations), "
+        "or a transformer LLM described by --params, --layers, --hidden and --heads, trained "
+        "in full, with LoRA or with QLoRA (standard estimates, printed by component). Every "
+        "catalog GPU is checked unless --gpu names some.",
+        epilog="e.g. gpuscout memory --params 7e9 --layers 32 --hidden 4096 --heads 32 "
+        "--mode lora --gpu rtx-4090,a100-80gb-sxm",
+    )
+    m.add_argument(
+        "--gpu", type=gpu_names, action="append", default=[],
+        help="GPUs to check, a comma list and/or repeated, e.g. --gpu rtx-4090,h100-sxm "
+        "(default: all, every catalog GPU)",
+    )  # fmt: skip
+    m.add_argument(
+        "--workload",
+        help=f"a built-in workload ({', '.join(WORKLOADS)}): memory from its compiled step; "
+        "without it, describe an LLM with --params, --layers, --hidden and --heads",
+    )
+    m.add_argument(
+        "--precision", choices=PRECISIONS, default="mixed_float16",
+        help=precision_help("mixed_float16", "; with --workload only: an LLM is counted with "
+                            "16-bit weights and gradients and fp32 Adam state"),
+    )  # fmt: skip
+    m.add_argument(
+        "-b", "--batch-size", type=BATCH,
+        help="with --workload: samples per GPU (default: the workload's); an LLM takes "
+        "--micro-batch",
+    )  # fmt: skip
+    m.add_argument("--params", type=PARAMS,
+                   help="LLM parameters, e.g. 7e9 (with --layers, --hidden, --heads)")  # fmt: skip
+    m.add_argument("--layers", type=LAYERS,
+                   help="LLM transformer layers (blocks), e.g. 32 for a 7B model")  # fmt: skip
+    m.add_argument("--hidden", type=HIDDEN,
+                   help="LLM hidden size (d_model), e.g. 4096 for a 7B model")  # fmt: skip
+    m.add_argument("--heads", type=HEADS,
+                   help="LLM attention heads, e.g. 32; they size the attention scores kept "
+                   "for the backward pass")  # fmt: skip
     m.add_argument("--seq-len", type=SEQ_LEN,
-                   help="sequence length (an LLM: default 2048; a workload: its own)")  # fmt: skip
-    m.add_argument("--micro-batch", type=BATCH, default=1)
-    m.add_argument("--mode", choices=("full", "lora", "qlora"), default="full")
-    m.add_argument("--lora-rank", type=LORA_RANK, default=16)
-    m.add_argument("--checkpointing", action="store_true", help="activation checkpointing")
+                   help="sequence length in tokens (an LLM: default 2048; a workload: its "
+                   "own)")  # fmt: skip
+    m.add_argument("--micro-batch", type=BATCH, default=1,
+                   help="LLM sequences per GPU per step (default 1); activations grow with "
+                   "it")  # fmt: skip
+    m.add_argument(
+        "--mode", choices=("full", "lora", "qlora"), default="full",
+        help="how an LLM is trained: full (every weight: 16 bytes a parameter for 16-bit "
+        "weights and gradients, fp32 master weights and Adam's two moments; the default), lora "
+        "(16-bit frozen weights, low-rank adapters trained), qlora (4-bit frozen weights, "
+        "adapters trained)",
+    )  # fmt: skip
+    m.add_argument(
+        "--lora-rank", type=LORA_RANK, default=16,
+        help="rank of the adapters on the four attention projections, with --mode lora or "
+        "qlora (default 16)",
+    )  # fmt: skip
+    m.add_argument(
+        "--checkpointing", action="store_true",
+        help="activation checkpointing: keep only each layer's input and recompute the rest "
+        "in the backward pass (less memory, more compute)",
+    )  # fmt: skip
     m.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(m)
     m.set_defaults(handler=run_memory)
@@ -85,9 +174,10 @@ def register(sub: Any) -> None:
 def run_advise(args: argparse.Namespace) -> int:
     if args.quick:
         return _quick(args)
-    if not args.workload:
+    if not (args.workload or args.model or args.from_run):
         raise UserError(
-            "say what to advise on: --quick for the checklist, or --workload W --epochs E.",
+            "say what to advise on: --quick for the checklist, or a job: --workload W, "
+            "--model FILE.py:FUNCTION or --from-run ID, with its size.",
             "e.g. gpuscout advise --workload resnet50 --epochs 90 --deadline 48h --budget 2000.",
         )
     return _full(args)
@@ -118,16 +208,14 @@ def _quick(args: argparse.Namespace) -> int:
 
 def _full(args: argparse.Namespace) -> int:
     from gpuscout.advise import PRESETS, Request, advise
-    from gpuscout.catalog import FEATURES, load_catalog
-    from gpuscout.predict.profile_trace import get_profile
+    from gpuscout.advise.headline import headline
+    from gpuscout.catalog import load_catalog
+    from gpuscout.cli.job_args import job_spec
+    from gpuscout.predict.job import resolve_job
     from gpuscout.predict.session import session
     from gpuscout.price import Assumptions
-    from gpuscout.workloads import get_workload
 
     catalog = load_catalog(args.catalog)
-    workload = get_workload(args.workload, own_model=False)
-    if (args.epochs is None) == (args.samples is None):
-        raise UserError("the job needs --epochs or --samples (one of them).", None)
     preset = PRESETS.get(args.preset or "", {})
     require = {f for f in args.require.split(",") if f} | set(preset.get("require", set()))
     for feature in require:
@@ -144,13 +232,11 @@ def _full(args: argparse.Namespace) -> int:
         raise UserError(f"--counts '{args.counts}' is not a list of numbers.", None) from None
     if any(c < 1 for c in counts):
         raise UserError("GPU counts must be >= 1.", "e.g. --counts 1,2,4,8.")
-    batch = args.batch_size or workload.default_batch_gpu
-    profile = get_profile(workload.name, workload.resolve({}), batch, args.precision)
-    samples = args.samples or args.epochs * workload.epoch_samples
+    job = resolve_job(job_spec(args), catalog)
     request = Request(
-        profile=profile,
-        samples=samples,
-        unit=workload.epoch_unit,
+        profile=job.profile,
+        samples=job.samples,
+        unit=job.unit,
         deadline_hours=args.deadline,
         budget_usd=args.budget,
         require=frozenset(require),
@@ -159,28 +245,37 @@ def _full(args: argparse.Namespace) -> int:
         providers=providers,
         counts=counts,
         objective=args.objective or preset.get("objective", "balanced"),
+        label=job.label,
     )
     # the predictions every command makes: your stored GPU runs in the calibration
     result = advise(request, session(catalog, args.db), Assumptions())
+    answer = headline(result, request, job.label)  # against every option, before --top
     result.ranked = result.ranked[: args.top]
     if args.preset:
         result.assumptions.insert(0, f"preset '{args.preset}': {preset}")
+    result.assumptions[:0] = list(job.assumptions)
     if args.json:
-        print_json(result.to_json_dict(), default=sorted)
+        print_json({"headline": answer, **result.to_json_dict()}, default=sorted)
         return 0
     from gpuscout.report.advise_table import print_advice
     from gpuscout.report.console import stdout_console
 
-    print_advice(result, stdout_console())
+    console = stdout_console()
+    console.print(answer, highlight=False, markup=False)
+    print_advice(result, console)
     return 0
 
 
 def run_memory(args: argparse.Namespace) -> int:
     from gpuscout.advise import Transformer, memory_fit, transformer_bytes
     from gpuscout.catalog import load_catalog
+    from gpuscout.cli.parser import comma_items
 
     catalog = load_catalog(args.catalog)
-    gpus = [catalog.resolve(g).gpu for g in args.gpu] or list(catalog.gpus.values())
+    # '--gpu a,b', '--gpu a --gpu b' or both, as predict --gpus takes them; 'all': the default
+    names = comma_items(args.gpu, "--gpu", "rtx-4090,h100-sxm")
+    picked = {g.id: g for g in (catalog.resolve(n).gpu for n in names if n != "all")}
+    gpus = list(picked.values()) if names and "all" not in names else list(catalog.gpus.values())
     if args.workload:
         from gpuscout.limits import check_fits_a_gpu
         from gpuscout.predict.profile_trace import get_profile

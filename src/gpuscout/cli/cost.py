@@ -7,17 +7,15 @@ from dataclasses import replace
 from typing import Any
 
 from gpuscout.articles import COST_EXAMPLE_GPU_HOURS, REFERENCE_GPU
+from gpuscout.cli.job_args import add_job_options
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
-    BATCH,
     CHECKPOINT_HOURS,
-    EPOCHS,
     FAILURES_PER_1000_GPU_H,
     FRACTION,
     GPU_HOURS,
     PURCHASE_USD,
     RESTART_MINUTES,
-    SAMPLES,
     SCALING_EFFICIENCY,
     SPEEDUP,
     USD_PER_DAY,
@@ -27,25 +25,35 @@ from gpuscout.cli.parser import (
 )
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
-from gpuscout.run_settings import PRECISIONS
+from gpuscout.workloads import WORKLOADS
 
 DEFAULT_OPTIONS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("cost", help="time and money of a training job across GPUs and providers")
+    p = sub.add_parser(
+        "cost",
+        help="time and money of a training job across GPUs and providers",
+        description="Time and money of one training job on each option (GPU x count x "
+        "provider, or owned GPUs): rental or energy and amortised purchase, the rework "
+        "failures cost, and what waiting costs you. Speeds are predicted (the same as "
+        "predict, advise and report) unless --speedup gives them; every assumption is "
+        "printed and can be set.",
+        epilog="e.g. gpuscout cost --model my_model.py:build --samples 1200000 --epochs 50",
+    )
     p.add_argument(
         "--example", choices=("articles",),
         help="the cost table of article 001 (see gpuscout.articles), with its own speed and "
         "scaling figures",
     )  # fmt: skip
-    job = p.add_argument_group("the job (one of)")
-    job.add_argument("--gpu-hours", type=GPU_HOURS, help="GPU-hours on the reference GPU")
-    job.add_argument("--workload", help="a built-in workload, with --epochs or --samples")
-    job.add_argument("--epochs", type=EPOCHS)
-    job.add_argument("--samples", type=SAMPLES)
-    p.add_argument("--precision", choices=PRECISIONS, default="mixed_float16")
-    p.add_argument("-b", "--batch-size", type=BATCH)
+    job = p.add_argument_group(
+        "the job: --gpu-hours, or one of --workload, --model, --from-run with its size"
+    )
+    job.add_argument(
+        "--gpu-hours", type=GPU_HOURS,
+        help="the job as GPU-hours on the reference GPU (--reference), e.g. 1000",
+    )  # fmt: skip
+    add_job_options(job, "a built-in workload: " + ", ".join(WORKLOADS))
     p.add_argument(
         "--reference", default=REFERENCE_GPU,
         help=f"the GPU the job is measured on (default {REFERENCE_GPU}, the articles')",
@@ -56,24 +64,58 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="SPEC",
-        help="GPU[xCOUNT][@PROVIDER|@owned][=USD_PER_HOUR], repeatable "
+        help="an option to price: GPU[xCOUNT][@PROVIDER|@owned][=USD_PER_HOUR], repeatable "
         f"(default: {DEFAULT_OPTIONS}, x1 and x8)",
     )
-    p.add_argument("--speedup", type=SPEEDUP, action="append", default=[], metavar="GPU=X")
+    p.add_argument(
+        "--speedup", type=SPEEDUP, action="append", default=[], metavar="GPU=X",
+        help="a GPU's speed against the reference GPU, in place of the prediction, e.g. "
+        "a100-40gb=1.78 (comma list or repeated)",
+    )  # fmt: skip
     p.add_argument(
         "--scaling", type=SCALING_EFFICIENCY, action="append", default=[],
         metavar="N=EFF|GPUxN=EFF",
+        help="scaling efficiency of N GPUs against linear, in place of the fitted scaling "
+        "model, e.g. 4=0.68 or rtx-3090x4=0.68 (comma list or repeated)",
     )  # fmt: skip
-    p.add_argument("--purchase", type=PURCHASE_USD, action="append", default=[], metavar="GPU=USD")
+    p.add_argument(
+        "--purchase", type=PURCHASE_USD, action="append", default=[], metavar="GPU=USD",
+        help="what one GPU costs you to buy, in US dollars, for owned options, e.g. "
+        "rtx-4090=1599 (default: the catalog's price; comma list or repeated)",
+    )  # fmt: skip
     a = p.add_argument_group("assumptions (defaults are printed with the result)")
-    a.add_argument("--power-utilization", type=FRACTION)
-    a.add_argument("--usd-per-kwh", type=USD_PER_KWH)
-    a.add_argument("--amortize-years", type=YEARS)
-    a.add_argument("--owned-utilization", type=FRACTION)
-    a.add_argument("--checkpoint-hours", type=CHECKPOINT_HOURS)
-    a.add_argument("--restart-minutes", type=RESTART_MINUTES)
-    a.add_argument("--failures-consumer", type=FAILURES_PER_1000_GPU_H, metavar="PER_1000_GPU_H")
-    a.add_argument("--failures-datacenter", type=FAILURES_PER_1000_GPU_H, metavar="PER_1000_GPU_H")
+    a.add_argument(
+        "--power-utilization", type=FRACTION,
+        help="the share of its TDP a GPU draws while training, e.g. 0.8",
+    )  # fmt: skip
+    a.add_argument(
+        "--usd-per-kwh", type=USD_PER_KWH,
+        help="your electricity price, US dollars per kWh (owned GPUs; 0: free to you)",
+    )  # fmt: skip
+    a.add_argument(
+        "--amortize-years", type=YEARS,
+        help="years an owned GPU is paid off over, e.g. 3",
+    )  # fmt: skip
+    a.add_argument(
+        "--owned-utilization", type=FRACTION,
+        help="the share of those years an owned GPU trains (its idle time is paid too), e.g. 0.5",
+    )  # fmt: skip
+    a.add_argument(
+        "--checkpoint-hours", type=CHECKPOINT_HOURS,
+        help="hours between checkpoints: a failure loses half of one on average (0: none lost)",
+    )  # fmt: skip
+    a.add_argument(
+        "--restart-minutes", type=RESTART_MINUTES,
+        help="minutes to restart after a failure",
+    )  # fmt: skip
+    a.add_argument(
+        "--failures-consumer", type=FAILURES_PER_1000_GPU_H, metavar="PER_1000_GPU_H",
+        help="failures per 1,000 GPU-hours on consumer cards (no ECC)",
+    )  # fmt: skip
+    a.add_argument(
+        "--failures-datacenter", type=FAILURES_PER_1000_GPU_H, metavar="PER_1000_GPU_H",
+        help="failures per 1,000 GPU-hours on data-centre cards",
+    )  # fmt: skip
     a.add_argument("--no-failures", action="store_true", help="leave failures out")
     a.add_argument("--delay-usd-per-day", type=USD_PER_DAY, help="what a day of waiting costs you")
     p.add_argument(
@@ -106,20 +148,16 @@ def _assumptions(args: argparse.Namespace) -> Any:
 
 
 def _job(args: argparse.Namespace, model: Any, reference: Any) -> Any:
-    """The job to price: GPU-hours on the reference GPU, or a workload's samples predicted."""
-    from gpuscout.predict.profile_trace import get_profile
+    """The job to price: GPU-hours on the reference GPU, or a job's samples predicted."""
+    from gpuscout.cli.job_args import job_spec
+    from gpuscout.predict.job import resolve_job
     from gpuscout.price.options import gpu_hours_job, workload_job
-    from gpuscout.workloads import get_workload
 
-    if not args.workload:
+    spec = job_spec(args)
+    if not spec.given:
         return gpu_hours_job(args.gpu_hours, reference)
-    workload = get_workload(args.workload, own_model=False)
-    if (args.epochs is None) == (args.samples is None):
-        raise UserError("a workload job needs --epochs or --samples (one of them).", None)
-    samples = args.samples or args.epochs * workload.epoch_samples
-    batch = args.batch_size or workload.default_batch_gpu
-    profile = get_profile(workload.name, workload.resolve({}), batch, args.precision)
-    return workload_job(model, profile, samples, workload.epoch_unit, reference)
+    job = resolve_job(spec, model.catalog)
+    return workload_job(model, job.profile, job.samples, job.unit, reference, job.label)
 
 
 def run_cost(args: argparse.Namespace) -> int:
@@ -152,9 +190,11 @@ def run_cost(args: argparse.Namespace) -> int:
         args.no_failures = True
         claimed = {(r.gpu_id, r.count): (r.claimed_hours, r.claimed_total_usd) for r in rows}
     reference = catalog.resolve(args.reference).gpu
-    if (args.gpu_hours is None) == (args.workload is None):
+    named = [args.workload, args.model, args.from_run]
+    if (args.gpu_hours is None) == all(n is None for n in named):
         raise UserError(
-            "say what the job is: --gpu-hours H (on the reference GPU) or --workload W.",
+            "say what the job is: --gpu-hours H (on the reference GPU), or --workload W, "
+            "--model FILE.py:FUNCTION or --from-run ID with its size.",
             "e.g. --gpu-hours 1000 --reference rtx-3090, or --workload resnet50 --epochs 90.",
         )
     # Everything the user typed is checked before anything is predicted or priced, so a

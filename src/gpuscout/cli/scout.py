@@ -8,25 +8,40 @@ from pathlib import Path
 from typing import Any
 
 from gpuscout.cli.bench import add_note_arg, add_publish_args
-from gpuscout.cli.parser import MEASURE_PLAN, add_backend_option
+from gpuscout.cli.parser import MEASURE_PLAN, SECONDS, add_backend_option
 from gpuscout.cli.report import add_job_args
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.records import BenchConfig
 
+DEFAULT_MEASURE = "resnet50=60,mlp=15"
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "scout", help="the main job: measure here, predict the catalog, price, advise, report"
+        "scout",
+        help="the main job: measure here, predict the catalog, price, advise, report",
+        description="The whole journey in one command: measure your model (--model) or the "
+        "articles' workloads on this machine, predict every catalog GPU for them, price the "
+        "job on each option (rented or bought), rank the options under your deadline and "
+        "budget, and write report.html. The summary and the report open with the answer: "
+        "the option recommended, its time and cost, and why.",
+        epilog="e.g. gpuscout scout --model my_model.py:build --samples 1200000 --epochs 50 "
+        "--deadline 48h --budget 2000",
     )
     p.add_argument(
-        "--measure", type=MEASURE_PLAN, default="resnet50=60,mlp=15", metavar="W=SECONDS,...",
-        help="workloads to measure and each one's time budget (default resnet50=60,mlp=15)",
+        "--measure", type=MEASURE_PLAN, metavar="W=SECONDS,...",
+        help=f"built-in workloads to measure here and each one's time budget (default "
+        f"{DEFAULT_MEASURE}; with --model, only your model unless this is given)",
+    )  # fmt: skip
+    p.add_argument(
+        "--seconds", type=SECONDS,
+        help="how long to measure your model (--model) here, in seconds (default 60)",
     )  # fmt: skip
     p.add_argument("--html", type=Path, default=Path("report.html"), metavar="FILE",
                    help="the HTML report (default report.html)")  # fmt: skip
     p.add_argument("--md", type=Path, metavar="FILE", help="also a Markdown report")
     add_backend_option(p, "measures")
-    add_job_args(p)
+    add_job_args(p, "the first workload measured is assumed (with --epochs: that many of it)")
     add_note_arg(p)
     add_publish_args(p)
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
@@ -43,22 +58,35 @@ def run_scout(args: argparse.Namespace) -> int:
     from gpuscout.cli.bench import check_publish, publish
     from gpuscout.cli.paths import check_output_files
     from gpuscout.cli.progress import BenchProgress
-    from gpuscout.cli.report import write
+    from gpuscout.cli.report import constraints, job_spec, write
+    from gpuscout.measure.benchmark import check
     from gpuscout.report.console import stdout_console
     from gpuscout.report.scout_summary import print_summary
-    from gpuscout.scout import ScoutPlan, parse_measure, scout
+    from gpuscout.scout import MODEL_SECONDS, ScoutPlan, parse_measure, scout
     from gpuscout.store import Store
 
-    plan = ScoutPlan(
-        measure=parse_measure(args.measure), epochs=args.epochs, answers=args.answers,
-        note=args.note, backend=args.backend,
-    )  # fmt: skip
-    if plan.backend != "tensorflow":  # what it cannot measure fails now, not after minutes
-        from gpuscout.measure.benchmark import check
+    catalog = load_catalog(args.catalog)
+    spec = job_spec(args, args.backend)
+    if args.seconds is not None and spec.model is None:
+        from gpuscout.errors import UserError
 
+        raise UserError(
+            "--seconds is how long to measure your model: it needs --model.",
+            "add --model FILE.py:FUNCTION, or time workloads with --measure.",
+        )
+    measure = args.measure or (None if spec.model else DEFAULT_MEASURE)
+    plan = ScoutPlan(
+        measure=parse_measure(measure) if measure else (), model=spec.model,
+        model_seconds=args.seconds or MODEL_SECONDS, model_batch=args.batch_size, job=spec,
+        constraints=constraints(args, catalog), answers=args.answers, note=args.note,
+        backend=args.backend,
+    )  # fmt: skip
+    # what cannot be measured fails now, not after minutes (a model file is checked here)
+    if plan.model:
+        check(BenchConfig(model=plan.model, seconds=plan.model_seconds, backend=plan.backend))
+    if plan.backend != "tensorflow":
         for workload, seconds in plan.measure:
             check(BenchConfig(workload=workload, seconds=seconds, backend=plan.backend))
-    catalog = load_catalog(args.catalog)
     check_publish(args)
     # before the minutes of measuring: a folder or an unwritable place fails now, not after
     check_output_files([(args.html, "--html"), (args.md, "--md")])

@@ -11,17 +11,19 @@ import io
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuscout.advise.recommend import Advice
 from gpuscout.report.chart_data import Curve, Timeline
-from gpuscout.report.document import Ranking, RankRow
+from gpuscout.report.ranking import Ranking, RankRow
 from gpuscout.text import printable
+from gpuscout.units import fmt_rate
 
 MEASURED = "#d95f02"  # orange: measured here
 PREDICTED = "#7570b3"  # violet: predicted from the catalog
 FRONT = "#1b9e77"
 MAX_MEASURED_BARS = 15  # measured runs drawn in a ranking chart; the table lists them all
+SMALL = 0.02  # a throughput under this share of the chart's longest bar is written, not drawn
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -70,50 +72,122 @@ def _chart_rows(ranking: Ranking) -> tuple[list[RankRow], str]:
 
 
 def ranking_chart(ranking: Ranking) -> str:
-    """Horizontal bars of throughput (log scale), ranges as error bars, measured in orange."""
+    """Horizontal bars of throughput on a linear scale, ranges as error bars, measured in
+    orange. Linear, because a log scale makes a B200 look like a T4; a row too slow for a
+    visible bar at that scale (a CPU beside data-center GPUs) is written as its number."""
     drawn, left_out = _chart_rows(ranking)
     rows = list(reversed(drawn))
+    top = max(r.high if r.high is not None else r.samples_per_second for r in rows)
     with _figure(7.5, 0.28 * len(rows) + 1.2) as (fig, (ax,)):
-        ys = range(len(rows))
-        values = [r.samples_per_second for r in rows]
-        colors = [MEASURED if r.kind == "measured" else PREDICTED for r in rows]
+        bars = [(y, r) for y, r in enumerate(rows) if r.samples_per_second >= SMALL * top]
+        values = [r.samples_per_second for _, r in bars]
         err = [
-            [v - (r.low if r.low is not None else v) for v, r in zip(values, rows, strict=True)],
-            [(r.high if r.high is not None else v) - v for v, r in zip(values, rows, strict=True)],
-        ]
-        ax.barh(list(ys), values, color=colors, xerr=err, ecolor="#333333", capsize=2)
-        ax.set_yticks(list(ys), [_label(f"{r.gpu} [{r.kind}]") for r in rows])
-        ax.set_xscale("log")
-        ax.set_xlabel(f"{ranking.unit}/s, log scale (bars: range)")
+            [r.samples_per_second - (r.low if r.low is not None else r.samples_per_second)
+             for _, r in bars],
+            [(r.high if r.high is not None else r.samples_per_second) - r.samples_per_second
+             for _, r in bars],
+        ]  # fmt: skip
+        ax.barh(
+            [y for y, _ in bars], values, xerr=err, ecolor="#333333", capsize=2,
+            color=[MEASURED if r.kind == "measured" else PREDICTED for _, r in bars],
+        )  # fmt: skip
+        for y, r in enumerate(rows):
+            if r.samples_per_second < SMALL * top:
+                ax.annotate(
+                    _label(f"{fmt_rate(r.samples_per_second)} {ranking.unit}/s (too few for a bar "
+                           "at this scale)"), (0, y), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=8,
+                    color=MEASURED if r.kind == "measured" else PREDICTED,
+                )  # fmt: skip
+        ax.set_yticks(list(range(len(rows))), [_label(f"{r.gpu} [{r.kind}]") for r in rows])
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_xlim(0, top * 1.04)
+        ax.set_xlabel(f"{ranking.unit}/s (bars: range)")
         ax.set_title(_label(f"{ranking.workload}: training throughput{left_out}"))
         return _svg(fig)
 
 
 def cost_chart(advice: Advice) -> str:
-    """Every feasible option's time against its cost (log-log), the Pareto front joined."""
+    """Every feasible option's time against its cost (log-log), the Pareto front joined and
+    its options named beside their points, where a name fits without covering another."""
     everyone = advice.ranked
     front = sorted(advice.pareto, key=lambda c: c.hours)
     with _figure(7.5, 4.2) as (fig, (ax,)):
         ax.scatter(
             [c.hours for c in everyone], [c.total_usd for c in everyone],
-            s=12, color=PREDICTED, alpha=0.5, label="option (GPU x count @ provider)",
+            s=12, color=PREDICTED, alpha=0.5, label="an option (GPUs x count, where)",
         )  # fmt: skip
         ax.plot(
-            [c.hours for c in front], [c.total_usd for c in front],
-            marker="o", color=FRONT, label="Pareto front",
+            [c.hours for c in front], [c.total_usd for c in front], marker="o", color=FRONT,
+            label="nothing else is both faster and cheaper",
         )  # fmt: skip
-        for c in front:
-            ax.annotate(
-                _label(f"{c.count}x {c.gpu} @ {c.provider}"), (c.hours, c.total_usd),
-                textcoords="offset points", xytext=(4, 4), fontsize=7,
-            )  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _plain_log_ticks(ax.xaxis, [c.hours for c in everyone])
+        _plain_log_ticks(ax.yaxis, [c.total_usd for c in everyone])
         ax.set_xlabel("hours to finish (log)")
         ax.set_ylabel("total cost, USD (log)")
-        ax.set_title("time vs cost, predicted")
-        ax.legend(loc="upper right")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=2, frameon=False)
+        unnamed = _name_points(fig, ax, [(f"{c.count}x {c.gpu} @ {c.provider}", c.hours,
+                                          c.total_usd) for c in front])  # fmt: skip
+        ax.set_title(
+            "time vs cost, predicted"
+            + (f" ({unnamed} of the front unnamed for room: see the table)" if unnamed else "")
+        )
         return _svg(fig)
+
+
+def _plain_log_ticks(axis: Any, values: list[float]) -> None:
+    """A log axis read as plain numbers (0.5, 1, 2, 5, 10) rather than powers of ten, 1-2-5
+    a decade over a short range and one a decade over a long one, so the labels never crowd
+    (matplotlib's minor labels, 2x10^1 3x10^1 ..., collide on a short axis)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    positive = [v for v in values if v > 0]
+    decades = math.log10(max(positive) / min(positive)) if positive else 0.0
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if decades <= 3 else (1.0,)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+# Where a point's name may go, in points from it: right, left, above, below, then further.
+LABEL_SPOTS = (
+    (5, 3, "left", "bottom"), (5, -3, "left", "top"), (-5, 3, "right", "bottom"),
+    (-5, -3, "right", "top"), (0, 8, "center", "bottom"), (0, -8, "center", "top"),
+    (12, 12, "left", "bottom"), (12, -12, "left", "top"), (-12, 12, "right", "bottom"),
+    (-12, -12, "right", "top"),
+)  # fmt: skip
+
+
+def _name_points(fig: Figure, ax: Axes, points: list[tuple[str, float, float]]) -> int:
+    """Name each point beside it at the first spot where the name stays inside the plot and
+    covers neither another name nor a named point; the layout is fixed first, so the spots
+    tried are where the page shows them. Returns how many found no room."""
+    from matplotlib.transforms import Bbox
+
+    fig.draw_without_rendering()  # lay out first (the legend, the ticks), then keep it
+    fig.set_layout_engine("none")
+    inside = ax.get_window_extent()
+    taken = []
+    for _, x, y in points:  # each named point's marker, a few pixels each way
+        px, py = ax.transData.transform((x, y))
+        taken.append(Bbox.from_extents(px - 4, py - 4, px + 4, py + 4))
+    unnamed = 0
+    for text, x, y in points:
+        for dx, dy, ha, va in LABEL_SPOTS:
+            far = {"arrowstyle": "-", "color": "#999999", "lw": 0.5} if abs(dy) > 8 else None
+            label = ax.annotate(_label(text), (x, y), xytext=(dx, dy), textcoords="offset points",
+                                ha=ha, va=va, fontsize=7, arrowprops=far)  # fmt: skip
+            box = label.get_window_extent()
+            fits = inside.x0 <= box.x0 and box.x1 <= inside.x1
+            fits = fits and inside.y0 <= box.y0 and box.y1 <= inside.y1
+            if fits and not any(box.overlaps(b) for b in taken):
+                taken.append(box)
+                break
+            label.remove()
+        else:
+            unnamed += 1
+    return unnamed
 
 
 def scaling_chart(curves: list[Curve]) -> str:

@@ -1,64 +1,47 @@
 """What a report says, assembled once from stored runs and the catalog; renderers only lay it out.
 
 The HTML and the Markdown report show the same tables because both render this one record.
-Measured and predicted values never share a row: every ranking row says which it is, and a
-measured row says the set-up it was measured with, since it is rarely the articles' set-up
-(the articles: :mod:`gpuscout.articles`).
+It opens with the answer: one line (:mod:`gpuscout.advise.headline`) naming the option
+recommended for the job, its time and cost and why; then the job and how it was chosen, the
+articles' checklist in one sentence, the ranked options, and the rankings
+(:mod:`gpuscout.report.ranking`; the articles: :mod:`gpuscout.articles`).
+
+The job is given, never picked here: ``gpuscout.assemble`` resolves the one the user named
+(or the one assumed, said with how to change it) and traces user models, which needs
+TensorFlow; a report only reads the result.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
+from typing import Any
 
 from gpuscout import articles
-from gpuscout.advise.checklist import QUESTIONS, QuickAnswer, quick, versus_advice
+from gpuscout.advise.checklist import (
+    QUESTIONS,
+    QuickAnswer,
+    agrees,
+    quick,
+    rule_sentence,
+    versus_advice,
+)
+from gpuscout.advise.headline import headline, no_option
 from gpuscout.advise.recommend import Advice, Request, advise
-from gpuscout.catalog import Catalog, Gpu
+from gpuscout.catalog import Catalog
 from gpuscout.errors import UserError
-from gpuscout.predict.profile import Profile, cached
+from gpuscout.predict.job import Job
+from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session, session
 from gpuscout.price import Assumptions
-from gpuscout.records import FIT_PREFIX, RunResult, impossible_value
+from gpuscout.records import RunResult, impossible_value
 from gpuscout.report.chart_data import Curve, Timeline, measured_curves, predicted_curves, timeline
+from gpuscout.report.ranking import REFERENCE, Ranking, RankRow, Traced, rank
 from gpuscout.report.summary import Summary
-from gpuscout.units import fmt_count, fmt_hours
+from gpuscout.units import fmt_hours
 
-REFERENCE = articles.REFERENCE_GPU  # relative speeds are against it
-PREDICT_PRECISION = articles.BENCHMARK_PRECISION  # the predicted rows' set-up
-Kind = Literal["measured", "predicted"]
-
-
-@dataclass(frozen=True)
-class RankRow:
-    """One line of the ranking table article 001 drew, measured or predicted."""
-
-    gpu: str
-    kind: Kind
-    setup: str
-    samples_per_second: float
-    low: float | None
-    high: float | None
-    epoch_seconds: float | None
-    relative: float | None
-    ecc: str
-    mig: str
-    nvlink: str
-    run_id: int | None = None
-    # What the run's own warnings say about a measured row, and why a figure is left out:
-    # a result is never shown without them (``runs show`` lists the same).
-    warnings: tuple[str, ...] = ()
-    relative_note: str = ""  # shown instead of ``relative`` when it was not computed
-
-
-@dataclass(frozen=True)
-class Ranking:
-    workload: str
-    unit: str
-    epoch_samples: int  # 0: not known (a ScoutCallback run's epoch is not told)
-    reference: str
-    rows: list[RankRow]
+__all__ = ["RankRow", "Ranking", "Report", "Traced", "build_report"]
 
 
 @dataclass
@@ -67,11 +50,16 @@ class Report:
     generated_at: str
     runs: list[RunResult]
     rankings: list[Ranking]
-    job: str = ""
+    # The answer in one line (advise.headline), or why there is none; the report opens with it.
+    headline: str = ""
+    job: str = ""  # the job in words ("50 epochs x 1,200,000 samples of your model cnn.py")
+    job_note: str = ""  # how the job was chosen: assumed (and how to change it), or given
     advice: Advice | None = None
     quick: QuickAnswer | None = None
     quick_basis: list[str] = field(default_factory=list)
+    quick_sentence: str = ""  # the checklist and its answer in one sentence
     quick_vs_advice: str = ""  # why the checklist and advice #1 differ (or that they agree)
+    quick_agrees: bool = False  # the first recommended option is of the checklist's kind
     # Who "the articles" are: one citation per article (gpuscout.articles).
     sources: list[str] = field(default_factory=articles.sources)
     curves: list[Curve] = field(default_factory=list)
@@ -84,143 +72,6 @@ class Report:
     def inference_runs(self) -> list[RunResult]:
         """Runs of ``bench --mode inference``: their latency tables, apart from the ranking."""
         return [r for r in self.runs if r.inference is not None]
-
-
-class Features(TypedDict):
-    ecc: str
-    mig: str
-    nvlink: str
-
-
-def _features(gpu: Gpu | None) -> Features:
-    """The production features of a ranking row: ECC, MIG, NVLink."""
-    if gpu is None:
-        return {"ecc": "-", "mig": "-", "nvlink": "-"}
-    return {
-        "ecc": "yes" if gpu.ecc else "no" if gpu.ecc is not None else "?",
-        "mig": f"{gpu.mig_max_instances}x" if gpu.mig_max_instances else "no",
-        "nvlink": f"{gpu.nvlink_gb_per_s_total:g} GB/s" if gpu.nvlink_gb_per_s_total else "no",
-    }
-
-
-def _setup(run: RunResult) -> str:
-    text = f"{run.precision}, batch {run.per_replica_batch}"
-    if run.replicas > 1:
-        text += f" x {run.replicas} replicas"
-    return text + (", XLA" if run.xla else "")
-
-
-def _ranking(
-    workload_name: str,
-    runs: list[RunResult],
-    model: Session,
-    notes: list[str],
-) -> tuple[Ranking | None, Profile | None]:
-    from gpuscout.workloads import WORKLOADS
-
-    workload = WORKLOADS.get(workload_name)
-    ok = [
-        r
-        for r in runs
-        if r.status == "ok" and r.samples_per_second is not None and r.mode == "train"
-    ]
-    steps_only = [
-        str(r.id)
-        for r in runs
-        if r.status == "ok" and r.samples_per_second is None and r.mode == "train"
-    ]
-    if steps_only:  # ScoutCallback without batch_size: a rate per step is not one per sample
-        notes.append(
-            f"{workload_name}: run{'s' if len(steps_only) > 1 else ''} {', '.join(steps_only)} "
-            "not ranked: no batch size was given, "
-            "so it measured steps/s, not samples/s (ScoutCallback(batch_size=...) measures both)"
-        )
-    catalog = model.catalog
-    reference = catalog.resolve(REFERENCE).gpu
-    rows: list[RankRow] = []
-    profile = None
-    ref_sps = None
-    epoch = ok[0].epoch_samples if ok and ok[0].epoch_samples else None
-    unit = ok[0].epoch_unit if ok else "samples"
-    if workload is not None:
-        epoch, unit = workload.epoch_samples, workload.epoch_unit
-        # shipped or cached only: computing a profile needs TensorFlow, and a report never does
-        profile = cached(
-            workload.name, workload.resolve({}), workload.default_batch_gpu, PREDICT_PRECISION
-        )
-    if profile is not None and epoch:
-        predicted, common = model.predict(
-            profile, list(catalog.gpus.values()), [1], reference=reference, epoch_samples=epoch
-        )
-        # neighbours closer than the model's out-of-sample error are not ranked, said once
-        notes += [f"{workload_name}: {n}" for n in common if n.startswith("not distinguishable")]
-        ref_sps = next(p.samples_per_second for p in predicted if p.gpu == reference.id)
-        for p in sorted(predicted, key=lambda p: -p.samples_per_second):
-            if not p.fits_memory:
-                continue
-            gpu = catalog.gpus[p.gpu]
-            rows.append(
-                RankRow(
-                    gpu=gpu.name,
-                    kind="predicted",
-                    setup=f"{profile.precision}, batch {profile.batch}",
-                    samples_per_second=p.samples_per_second,
-                    low=p.low,
-                    high=p.high,
-                    epoch_seconds=p.epoch_seconds,
-                    relative=p.relative_speed,
-                    **_features(gpu),
-                )
-            )
-        notes.append(
-            f"{workload_name}: predicted rows are for {profile.precision}, batch "
-            f"{profile.batch} per GPU (the set-up of article 001's ranking)"
-        )
-    elif workload is None and workload_name.startswith(FIT_PREFIX):
-        notes.append(
-            f"'{workload_name}' is your own model, timed by ScoutCallback in model.fit: the "
-            "report predicts no GPUs for it (ScoutCallback(batch_size=...) prints predictions "
-            "when training ends)"
-        )
-    elif workload is None:
-        notes.append(
-            f"'{workload_name}' is your own model: the report predicts no GPUs for it "
-            "(gpuscout predict --model traces it with TensorFlow)"
-        )
-    for run in ok:
-        assert run.samples_per_second is not None
-        found = catalog.find_device(str(run.env.get("device_name") or ""))
-        sps = run.samples_per_second
-        warnings = tuple(run.warnings)
-        relative = sps.median / ref_sps if ref_sps else None
-        relative_note = ""
-        if relative is not None and (sps.ci_low is None or sps.ci_high is None):
-            # a ratio from a median whose interval is unknown would look as sure as any other
-            relative, relative_note = None, "not computed"
-            warnings += (
-                f"the ratio to {reference.name} is not computed: this run's interval is "
-                "undefined (too few measured steps); measure longer for one",
-            )
-        rows.append(
-            RankRow(
-                gpu=f"{run.device} (run {run.id})",
-                kind="measured",
-                setup=_setup(run),
-                samples_per_second=sps.median,
-                low=sps.ci_low,
-                high=sps.ci_high,
-                epoch_seconds=run.epoch_seconds or (epoch / sps.median if epoch else None),
-                relative=relative,
-                run_id=run.id,
-                warnings=warnings,
-                relative_note=relative_note,
-                **_features(found),
-            )
-        )
-    if not rows:
-        return None, profile
-    rows.sort(key=lambda r: -r.samples_per_second)
-    return Ranking(workload_name, unit, epoch or 0, reference.name, rows), profile
 
 
 def _quick(
@@ -250,21 +101,25 @@ def build_report(
     catalog: Catalog,
     *,
     title: str = "gpuscout report",
-    epochs: float | None = None,
+    job: Job | None = None,
+    job_note: str = "",
     answers: list[bool] | None = None,
     assumptions: Assumptions | None = None,
-    main: str | None = None,
+    constraints: Mapping[str, Any] | None = None,
+    traced: Mapping[str, Traced] | None = None,
     summary: Summary | None = None,
     model: Session | None = None,
 ) -> Report:
-    """The report on ``runs``: rankings per workload, the job priced and advised for the
-    main workload (``main``, else the most common among the runs), scaling curves and monitor
-    timelines. ``summary``: a large store's runs beyond ``runs`` (then its newest), counted
-    and aggregated per workload, device and precision instead of shown one by one.
+    """The report on ``runs``: rankings per workload, ``job`` priced and advised (none: the
+    report says ``job_note``, why there is no job), scaling curves and monitor timelines.
 
+    ``constraints``: the advice's deadline, budget, owned, ... (``advise.Request``'s fields).
+    ``traced``: per workload or model spec among the runs, the profile its GPU rows are
+    predicted from, or why there is none (``gpuscout.assemble.trace_models``); built-in
+    workloads not in it use their shipped profile. ``summary``: a large store's runs beyond
+    ``runs`` (then its newest), counted and aggregated instead of shown one by one.
     ``model``: the prediction session (``gpuscout.predict.session``) every prediction of the
-    report goes through, as ``predict``'s do: ``report`` and ``scout`` make it from the whole
-    store; without one, it is made from ``runs``."""
+    report goes through, as ``predict``'s do; without one, it is made from ``runs``."""
     runs, notes = _possible(runs)
     if not runs:
         raise UserError(
@@ -275,8 +130,6 @@ def build_report(
     for run in runs:
         if run.mode == "train":
             by_workload.setdefault(run.workload, []).append(run)
-    if main is None and by_workload:
-        main = max(by_workload, key=lambda name: len(by_workload[name]))
     # One fit for every prediction in the report, the one every command uses.
     model = model or session(catalog, runs=runs)
     report = Report(title, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), runs, [])
@@ -287,20 +140,19 @@ def build_report(
             f"charts, runs table); all {summary.total:,} are counted in the "
             "aggregate table (pick runs with --runs)"
         )
-    main_profile = None
     for name, members in by_workload.items():
-        ranking, profile = _ranking(name, members, model, notes)
+        ranking, _ = rank(name, members, model, notes, (traced or {}).get(name))
         if ranking is not None:
             report.rankings.append(ranking)
-        if name == main:
-            main_profile = profile
     report.curves = measured_curves(runs)
     report.timelines = [t for t in map(timeline, runs) if t is not None]
-    if main_profile is not None:
-        report.curves += predicted_curves(main_profile, model)
-        _price(report, main_profile, model, epochs, answers, assumptions or Assumptions(), notes)
-    elif main is not None:
-        notes.append(f"no cost or advice: '{main}' has no profile to predict other GPUs from")
+    # how the job was chosen, and what was assumed about it (a model's batch), said with it
+    report.job_note = "; ".join(n for n in (job_note, *(job.assumptions if job else ())) if n)
+    if job is not None:
+        report.curves += predicted_curves(job.profile, model)
+        _price(report, job, model, answers, assumptions or Assumptions(), constraints, notes)
+    else:
+        report.headline = f"No recommendation: {job_note or 'no job to price'}."
     if report.advice is None:  # the advice states the calibration with its own assumptions
         notes += [*model.notes, model.calibration.describe()]
     report.assumptions = notes + (report.advice.assumptions if report.advice else [])
@@ -309,42 +161,38 @@ def build_report(
 
 def _price(
     report: Report,
-    profile: Profile,
+    job: Job,
     model: Session,
-    epochs: float | None,
     answers: list[bool] | None,
     assumptions: Assumptions,
+    constraints: Mapping[str, Any] | None,
     notes: list[str],
 ) -> None:
-    from gpuscout.workloads import WORKLOADS
-
-    workload = WORKLOADS[profile.workload]
-    ref_row = model.option(profile, model.catalog.resolve(REFERENCE).gpu)
-    if epochs is None:
-        epochs = workload.default_epochs
-        notes.append(
-            f"default job for {workload.name}: {workload.default_epochs_why} (price another "
-            "with --epochs N)"
-        )
-    samples = epochs * workload.epoch_samples
-    report.job = (
-        f"{epochs:g} epochs of {workload.name} ({fmt_count(samples)} {workload.epoch_unit})"
-    )
-    hours_reference = samples / ref_row.samples_per_second / 3600
+    """The job priced on every option, ranked, and said in one line; with the checklist."""
+    ref_row = model.option(job.profile, model.catalog.resolve(REFERENCE).gpu)
+    report.job = job.label
+    notes += [f"the job: {job.label}", *job.assumptions]  # with the rest, as advise says them
+    hours_reference = job.samples / ref_row.samples_per_second / 3600
     if hours_reference < 1 / 60:
         notes.append(
             f"the job takes {fmt_hours(hours_reference)} on one {REFERENCE} (predicted): on any "
             "GPU it costs next to nothing, so the choice hardly matters for it; price a longer "
             "job with --epochs N"
         )
-    report.quick, report.quick_basis = _quick(profile, hours_reference, answers)
-    request = Request(profile=profile, samples=samples, unit=workload.epoch_unit)
+    report.quick, report.quick_basis = _quick(job.profile, hours_reference, answers)
+    report.quick_sentence = rule_sentence(report.quick)
+    request = Request(
+        profile=job.profile, samples=job.samples, unit=job.unit, **dict(constraints or {})
+    )
     try:
         report.advice = advise(request, model, assumptions)
     except UserError as exc:  # e.g. fits no GPU: the report says so instead of failing
         notes.append(f"no full recommendation: {exc.problem}")
+        report.headline = no_option(job.label, exc.problem)
         return
+    report.headline = headline(report.advice, request, job.label)
     report.quick_vs_advice = versus_advice(report.quick, report.advice.ranked, request.objective)
+    report.quick_agrees = agrees(report.quick, report.advice.ranked)
 
 
 def _possible(runs: list[RunResult]) -> tuple[list[RunResult], list[str]]:

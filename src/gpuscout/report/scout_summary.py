@@ -1,5 +1,8 @@
-"""The terminal summary ``gpuscout scout`` ends with: what was measured, where this machine
-stands among the catalog's GPUs, and the advice, each line marked measured or predicted."""
+"""The terminal summary ``gpuscout scout`` ends with, the answer first: one line with the
+option recommended for the job, its time and cost and why (``advise.headline``); the job and
+how it was chosen; the articles' checklist in one sentence and whether it agrees; the top
+options; then what was measured and where this machine stands among the catalog's GPUs. Each
+line is marked measured or predicted."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from gpuscout.text import printable
 from gpuscout.units import fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 
 TOP = 5
+ADVICE_TOP = 3
 
 
 def _measured_table(runs: list[RunResult]) -> Table:
@@ -42,6 +46,34 @@ def _text(value: str) -> Text:
     return Text(printable(value))
 
 
+def print_answer(report: Report, console: Console) -> None:
+    """The headline, the job, the checklist in a sentence and the top options: what a user
+    who asked "which GPU?" reads first."""
+
+    def say(line: str, style: str = "") -> None:  # as text: names are never rich markup
+        # one logical line each, never broken by rich: the terminal wraps it, a pipe keeps it
+        console.print(Text(printable(line), style=style), soft_wrap=True)
+
+    say(report.headline, "bold")
+    if report.job:
+        say(f"the job: {report.job}" + (f" ({report.job_note})" if report.job_note else ""))
+    elif report.job_note:
+        say(f"the job: {report.job_note}")
+    if report.quick:
+        say(f"checklist: {report.quick_sentence}")
+    if report.quick_vs_advice:
+        label = "checklist and advice agree:" if report.quick_agrees else "why they differ:"
+        say(f"{label} {report.quick_vs_advice}")
+    if report.advice:
+        say("advice (predicted; 'on the front': nothing else is both faster and cheaper):")
+        for i, c in enumerate(report.advice.ranked[:ADVICE_TOP], 1):
+            front = ", on the front" if c.pareto else ""
+            say(
+                f"  #{i} {c.count} x {c.gpu} ({c.provider}): "
+                f"{fmt_hours(c.hours)}, {fmt_usd(c.total_usd)}{front}"
+            )
+
+
 def print_summary(report: Report, runs: list[RunResult], console: Console) -> None:
     def say(line: str) -> None:  # as text: names and messages are never rich markup
         console.print(Text(printable(line)))
@@ -49,6 +81,7 @@ def print_summary(report: Report, runs: list[RunResult], console: Console) -> No
     def warn(line: str) -> None:
         console.print(Text("warning: ", style="yellow") + Text(printable(line)))
 
+    print_answer(report, console)
     console.print(_measured_table(runs))
     for r in runs:  # a result's warnings travel with it, as ``runs show`` lists them
         for warning in r.warnings:
@@ -82,22 +115,6 @@ def print_summary(report: Report, runs: list[RunResult], console: Console) -> No
                     f"{ranking.reference} on {ranking.workload}: {row.relative_note} (its "
                     "interval is undefined: too few measured steps)"
                 )
-    if report.job:
-        say(f"job: {report.job}")
-    if report.quick:
-        say(
-            f"checklist (the articles' rule): {report.quick.yes_count} x yes -> "
-            f"{report.quick.recommendation}"
-        )
-    if report.advice:
-        for i, c in enumerate(report.advice.ranked[:3], 1):
-            front = ", on the time-cost Pareto front" if c.pareto else ""
-            say(
-                f"advice #{i} (predicted): {c.count} x {c.gpu} ({c.provider}): "
-                f"{fmt_hours(c.hours)}, {fmt_usd(c.total_usd)}{front}"
-            )
-    if report.quick_vs_advice:
-        say(f"why they differ: {report.quick_vs_advice}")
     for line in report.assumptions:
-        if line.startswith(("default job", "the job takes")):  # what the job is, and its size
+        if line.startswith(("the job takes", "'")):  # the job's size; a model not predicted
             say(f"assumption ({line})")

@@ -1,0 +1,85 @@
+"""The answer in one line: the option recommended for the stated job, its time and cost, and
+the one or two reasons that decided it.
+
+Every command that advises (``advise``, ``scout``, ``report``) opens with this line, worded
+here once, so a user reads the same answer wherever it is printed. A ranked table answers
+"which options, in what order"; a user who asked "which GPU?" wants the first row as a
+sentence, with why it won over the rest, before any table.
+"""
+
+from __future__ import annotations
+
+from gpuscout.advise.recommend import Advice, Candidate, Request
+from gpuscout.units import fmt_hours, fmt_usd
+
+# A job this short costs next to nothing anywhere: the choice hardly matters, and saying so is
+# the honest reason (a report once advised renting 8 GPUs for a 958 ms job).
+TRIVIAL_HOURS = 1 / 60
+BALANCED_WORDS = "best balance of time and cost (lowest hours x dollars)"
+
+
+def option_words(c: Candidate) -> str:
+    """'rent 1 x rtx-4090 on runpod' or 'buy 2 x rtx-4090'."""
+    if c.provider == "owned":
+        return f"buy {c.count} x {c.gpu}"
+    return f"rent {c.count} x {c.gpu} on {c.provider}"
+
+
+def cost_words(c: Candidate) -> str:
+    """The time and the money, owned options' purchase said apart from the job's share."""
+    if c.provider == "owned" and c.upfront_usd is not None:
+        return (
+            f"{fmt_hours(c.hours)}, {fmt_usd(c.upfront_usd)} up front "
+            f"({fmt_usd(c.total_usd)} of it for this job)"
+        )
+    return f"{fmt_hours(c.hours)}, {fmt_usd(c.total_usd)}"
+
+
+def _constraints(req: Request) -> str:
+    """' that meets the 48 h deadline and the $2,000 budget' (or '')."""
+    parts = []
+    if req.deadline_hours is not None:
+        parts.append(f"the {req.deadline_hours:g} h deadline")
+    if req.budget_usd is not None:
+        parts.append(f"the ${req.budget_usd:,.0f} budget")
+    return f" that meets {' and '.join(parts)}" if parts else ""
+
+
+def reasons(advice: Advice, req: Request) -> list[str]:
+    """Why the first option won: what the objective picked (said as what it is: cheapest,
+    fastest, or the best time x cost) within the constraints; then that nothing beats it on
+    both time and cost (the Pareto front, in words), or that the job is too short to matter."""
+    best, options = advice.ranked[0], advice.ranked
+    cheapest = best.total_usd <= min(c.total_usd for c in options)
+    fastest = best.hours <= min(c.hours for c in options)
+    within = _constraints(req)
+    if cheapest and fastest:
+        first = f"fastest and cheapest option{within}"
+    elif req.objective == "cheapest" or (req.objective == "balanced" and cheapest):
+        first = f"cheapest option{within}"
+    elif req.objective == "fastest" or (req.objective == "balanced" and fastest):
+        first = f"fastest option{within}"
+    else:
+        first = f"{BALANCED_WORDS}{within}"
+    if best.hours < TRIVIAL_HOURS:
+        return [first, "the job takes under a minute, so the choice hardly matters"]
+    if best.pareto:
+        return [first, "nothing else is both faster and cheaper"]
+    return [first]
+
+
+def headline(advice: Advice, req: Request, job: str) -> str:
+    """'For 50 epochs x 1,200,000 samples of your model cnn.py: rent 1 x rtx-4090 on runpod —
+    6.1 h, $4.20; cheapest option that meets the 48 h deadline; nothing else is both faster
+    and cheaper'. ``job``: the job in words (``predict.job.Job.label``)."""
+    best = advice.ranked[0]
+    why = "; ".join(reasons(advice, req))
+    return f"For {job}: {option_words(best)} — {cost_words(best)}; {why}"
+
+
+def no_option(job: str, why: str) -> str:
+    """The line when nothing can be recommended, and why (what the constraints left out)."""
+    return f"For {job}: no recommendation — {why}"
+
+
+__all__ = ["cost_words", "headline", "no_option", "option_words", "reasons"]
