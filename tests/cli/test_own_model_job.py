@@ -100,3 +100,17 @@ def test_what_a_new_user_gets_wrong_is_one_line() -> None:
         (("advise", "--from-run", "7", "--epochs", "1"), "no results database"),
     ]  # fmt: skip
     assert_user_errors(cases)
+
+
+def test_the_presets_help_says_what_each_preset_sets() -> None:
+    """advise's --preset help is written out (importing the presets would slow every
+    command's start): it must say what advise.recommend.PRESETS does."""
+    from gpuscout.advise.recommend import PRESETS
+    from gpuscout.cli.advise import PRESET_WORDS
+
+    assert set(PRESET_WORDS) == set(PRESETS)
+    for name, preset in PRESETS.items():
+        words = PRESET_WORDS[name]
+        assert words.startswith(preset["objective"])
+        assert ("owned GPUs considered" in words) == preset["owned"]
+        assert all(feature in words for feature in preset["require"])

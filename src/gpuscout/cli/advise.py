@@ -6,14 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from gpuscout.catalog.models import FEATURES
-from gpuscout.cli.job_args import add_job_options
+from gpuscout.cli.job_args import add_advice_options, add_job_size, add_job_source
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
     BATCH,
-    BUDGET_USD,
-    DEADLINE,
-    GPU_COUNT_CHOICES,
     HEADS,
     HIDDEN,
     LAYERS,
@@ -57,39 +53,14 @@ def register(sub: Any) -> None:
         "--answers",
         help="the checklist's four yes/no answers in order, e.g. yes,no,yes,no (else asked)",
     )
-    add_job_options(
-        p.add_argument_group("the job (one of --workload, --model, --from-run; and its size)"),
-        "a built-in workload: " + ", ".join(WORKLOADS),
-    )
-    p.add_argument(
-        "--deadline", type=DEADLINE,
-        help="the job must end within this time, e.g. 48h, 2d (default: no deadline)",
-    )  # fmt: skip
-    p.add_argument(
-        "--budget", type=BUDGET_USD, metavar="USD",
-        help="money you can pay, in US dollars: a rental's cost for the job, or an owned "
-        "option's purchase up front (default: no budget)",
-    )  # fmt: skip
-    p.add_argument(
-        "--require", default="",
-        help="features every option must have, comma list: " + ", ".join(FEATURES),
-    )  # fmt: skip
-    p.add_argument("--owned", action="store_true", help="also consider buying the GPUs")
-    p.add_argument("--no-cloud", action="store_true", help="owned hardware only")
-    p.add_argument("--provider", default="", help="only these cloud providers, e.g. aws,lambda")
-    p.add_argument(
-        "--objective", choices=("cheapest", "fastest", "balanced"),
-        help="how to rank: cheapest (lowest cost of the job), fastest (shortest time), "
-        "balanced (time x cost, each against the best option's; the default)",
-    )  # fmt: skip
+    job = p.add_argument_group("the job (one of --workload, --model, --from-run; and its size)")
+    add_job_source(job, "a built-in workload: " + ", ".join(WORKLOADS))
+    add_job_size(job)
+    add_advice_options(p.add_argument_group("what the advice must respect"), None)
     p.add_argument(
         "--preset", choices=tuple(PRESET_WORDS),
         help="a ready set of --objective, --owned and --require for a kind of team (article "
         "001's): " + "; ".join(f"{k}: {v}" for k, v in PRESET_WORDS.items()),
-    )  # fmt: skip
-    p.add_argument(
-        "--counts", type=GPU_COUNT_CHOICES, default="1,2,4,8",
-        help="GPU counts to consider, comma list (default 1,2,4,8)",
     )  # fmt: skip
     p.add_argument("--top", type=TOP, default=5, help="how many options to rank (default 5)")
     p.add_argument(
@@ -210,42 +181,17 @@ def _full(args: argparse.Namespace) -> int:
     from gpuscout.advise import PRESETS, Request, advise
     from gpuscout.advise.headline import headline
     from gpuscout.catalog import load_catalog
-    from gpuscout.cli.job_args import job_spec
+    from gpuscout.cli.job_args import constraints, job_spec
     from gpuscout.predict.job import resolve_job
     from gpuscout.predict.session import session
     from gpuscout.price import Assumptions
 
     catalog = load_catalog(args.catalog)
     preset = PRESETS.get(args.preset or "", {})
-    require = {f for f in args.require.split(",") if f} | set(preset.get("require", set()))
-    for feature in require:
-        if feature not in FEATURES:
-            raise UserError(f"unknown feature '{feature}'.", f"use: {', '.join(FEATURES)}.")
-    providers = frozenset(p for p in args.provider.lower().split(",") if p) or None
-    known = {p.provider for p in catalog.prices}
-    for p in providers or ():
-        if p not in known:
-            raise UserError(f"unknown provider '{p}'.", f"use: {', '.join(sorted(known))}.")
-    try:
-        counts = tuple(int(c) for c in args.counts.split(","))
-    except ValueError:
-        raise UserError(f"--counts '{args.counts}' is not a list of numbers.", None) from None
-    if any(c < 1 for c in counts):
-        raise UserError("GPU counts must be >= 1.", "e.g. --counts 1,2,4,8.")
+    wanted = constraints(args, catalog, preset)
     job = resolve_job(job_spec(args), catalog)
     request = Request(
-        profile=job.profile,
-        samples=job.samples,
-        unit=job.unit,
-        deadline_hours=args.deadline,
-        budget_usd=args.budget,
-        require=frozenset(require),
-        owned=args.owned or bool(preset.get("owned")),
-        cloud=not args.no_cloud,
-        providers=providers,
-        counts=counts,
-        objective=args.objective or preset.get("objective", "balanced"),
-        label=job.label,
+        profile=job.profile, samples=job.samples, unit=job.unit, label=job.label, **wanted
     )
     # the predictions every command makes: your stored GPU runs in the calibration
     result = advise(request, session(catalog, args.db), Assumptions())

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpuscout.articles import COST_EXAMPLE_GPU_HOURS, REFERENCE_GPU
-from gpuscout.cli.job_args import add_job_options
+from gpuscout.cli.job_args import add_job_size, add_job_source
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
     CHECKPOINT_HOURS,
@@ -53,7 +53,8 @@ def register(sub: Any) -> None:
         "--gpu-hours", type=GPU_HOURS,
         help="the job as GPU-hours on the reference GPU (--reference), e.g. 1000",
     )  # fmt: skip
-    add_job_options(job, "a built-in workload: " + ", ".join(WORKLOADS))
+    add_job_source(job, "a built-in workload: " + ", ".join(WORKLOADS))
+    add_job_size(job)
     p.add_argument(
         "--reference", default=REFERENCE_GPU,
         help=f"the GPU the job is measured on (default {REFERENCE_GPU}, the articles')",

@@ -1,33 +1,57 @@
-"""The options that name a training job, shared by ``advise`` and ``cost`` (and what
-``scout``/``report`` may share): what trains (a workload, your model, a stored run) and how
-much of it. Parsing only: ``gpuscout.predict.job.resolve_job`` gives them their meaning."""
+"""The options that name a training job and the advice's constraints, shared by ``advise``,
+``cost``, ``report`` and ``scout``, so the four read the same words the same way: what trains
+(a workload, your model, a stored run), how much of it, and what the advice must respect.
+Parsing and checking only: ``gpuscout.predict.job.resolve_job`` gives a job its meaning."""
 
 from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpuscout.cli.parser import BATCH, EPOCHS, RUN_ID, SAMPLES, STEPS, model_spec
+from gpuscout.catalog.models import FEATURES
+from gpuscout.cli.parser import (
+    BATCH,
+    BUDGET_USD,
+    DEADLINE,
+    EPOCHS,
+    GPU_COUNT_CHOICES,
+    RUN_ID,
+    SAMPLES,
+    STEPS,
+    model_spec,
+)
+from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
 
+if TYPE_CHECKING:
+    from gpuscout.predict.job import JobSpec
 
-def add_job_options(group: Any, workload_help: str) -> None:
-    """--workload / --model / --from-run, the job's size, its batch and precision."""
-    group.add_argument("--workload", help=workload_help)
+OBJECTIVES = ("cheapest", "fastest", "balanced")
+
+
+def add_job_source(group: Any, workload_help: str | None) -> None:
+    """--workload (where ``workload_help`` is given), --model and --from-run."""
+    if workload_help is not None:
+        group.add_argument("--workload", help=workload_help)
     group.add_argument(
         "--model", type=model_spec, metavar="FILE.py:FUNCTION",
         help="your own Keras model: a file and the function that builds (and compiles) it, "
-        "or FILE.keras; traced once with TensorFlow, then cached",
+        "or FILE.keras; traced once with TensorFlow, then cached; give its size with "
+        "--samples (and --epochs) or --steps",
     )  # fmt: skip
     group.add_argument(
         "--from-run", type=RUN_ID, metavar="ID",
         help="the set-up of a stored run (its workload or model, batch per GPU, precision)",
     )  # fmt: skip
+
+
+def add_job_size(group: Any, epochs_default: str = "") -> None:
+    """The job's size (--epochs, --samples, --steps), its batch per GPU and precision."""
     group.add_argument(
         "--epochs", type=EPOCHS,
         help="epochs to train: of --samples samples each, or of the workload's own epoch "
-        "(resnet50: 1,281,167 images)",
+        f"(resnet50: 1,281,167 images){epochs_default}",
     )  # fmt: skip
     group.add_argument(
         "--samples", type=SAMPLES,
@@ -40,32 +64,114 @@ def add_job_options(group: Any, workload_help: str) -> None:
     )  # fmt: skip
     group.add_argument(
         "-b", "--batch-size", type=BATCH,
-        help="batch per GPU (default: the workload's; 32 for your model; a run's own)",
+        help="the job's batch per GPU (default: the workload's; 32 for your model; a run's own)",
     )  # fmt: skip
     group.add_argument(
         "--precision", choices=PRECISIONS, default="mixed_float16",
-        help="fp32 (TF32 tensor cores on Ampere and newer), mixed_float16 or mixed_bfloat16 "
-        "(default mixed_float16; a stored run's own with --from-run)",
+        help="the job's precision on the GPUs predicted: fp32 (TF32 tensor cores on Ampere "
+        "and newer), mixed_float16 or mixed_bfloat16 (default mixed_float16; a stored run's "
+        "own with --from-run)",
     )  # fmt: skip
 
 
-def job_spec(args: argparse.Namespace) -> Any:
-    """The JobSpec the options give (a stored run read from ``args.db``)."""
+def add_advice_options(group: Any, objective_default: str | None = "balanced") -> None:
+    """What the advice must respect and how it ranks (``advise.Request``'s fields)."""
+    group.add_argument(
+        "--deadline", type=DEADLINE,
+        help="the job must end within this time, e.g. 48h, 2d (default: no deadline)",
+    )  # fmt: skip
+    group.add_argument(
+        "--budget", type=BUDGET_USD, metavar="USD",
+        help="money you can pay, in US dollars: a rental's cost for the job, or an owned "
+        "option's purchase up front (default: no budget)",
+    )  # fmt: skip
+    group.add_argument("--owned", action="store_true", help="also consider buying the GPUs")
+    group.add_argument("--no-cloud", action="store_true", help="owned hardware only")
+    group.add_argument(
+        "--require", default="",
+        help="features every option must have, comma list: " + ", ".join(FEATURES),
+    )  # fmt: skip
+    group.add_argument(
+        "--provider", default="", help="only these cloud providers, comma list, e.g. aws,lambda"
+    )
+    group.add_argument(
+        "--objective", choices=OBJECTIVES, default=objective_default,
+        help="how to rank: cheapest (lowest cost of the job), fastest (shortest time), "
+        "balanced (time x cost, each against the best option's; the default)",
+    )  # fmt: skip
+    group.add_argument(
+        "--counts", type=GPU_COUNT_CHOICES, default="1,2,4,8",
+        help="GPU counts to consider, comma list (default 1,2,4,8)",
+    )  # fmt: skip
+
+
+def constraints(
+    args: argparse.Namespace, catalog: Any, preset: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The advice's constraints (``advise.Request``'s fields), a ``--preset``'s merged in,
+    checked: a feature or provider that does not exist is one line naming it."""
+    preset = preset or {}
+    require = frozenset(f.strip() for f in args.require.lower().split(",") if f.strip())
+    for feature in sorted(require):
+        if feature not in FEATURES:
+            raise UserError(f"unknown feature '{feature}' in --require.",
+                            f"use: {', '.join(FEATURES)}.")  # fmt: skip
+    providers = frozenset(p.strip() for p in args.provider.lower().split(",") if p.strip())
+    known = {p.provider for p in catalog.prices}
+    for provider in sorted(providers):
+        if provider not in known:
+            raise UserError(f"unknown provider '{provider}' in --provider.",
+                            f"use: {', '.join(sorted(known))}.")  # fmt: skip
+    owned = args.owned or bool(preset.get("owned"))
+    if args.no_cloud and not owned:
+        raise UserError("--no-cloud leaves no option to rank.", "add --owned to buy the GPUs.")
+    return {
+        "deadline_hours": args.deadline,
+        "budget_usd": args.budget,
+        "require": require | frozenset(preset.get("require", ())),
+        "owned": owned,
+        "cloud": not args.no_cloud,
+        "providers": providers or None,
+        "counts": tuple(int(c) for c in args.counts.split(",")),
+        "objective": args.objective or preset.get("objective", "balanced"),
+    }
+
+
+def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
+    """The job the options name (``--job``, where a command has it, read as a workload,
+    run:ID or a model spec); a stored run read from ``args.db``."""
     from gpuscout.predict.job import JobSpec
 
+    workload, model = getattr(args, "workload", None), args.model
+    run_id = args.from_run
+    text = (getattr(args, "job", None) or "").strip()
+    if text.lower().startswith("run:"):
+        try:
+            run_id = RUN_ID(text[4:])
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(
+                f"--job '{text}': the run id {exc}.", "e.g. --job run:7 (gpuscout runs list)."
+            ) from None
+    elif text.endswith(".keras") or ".py:" in text:
+        model = model_spec(text)
+    elif text:
+        from gpuscout.workloads import get_workload
+
+        workload = get_workload(text, own_model=False).name
     run = None
-    if args.from_run is not None:
+    if run_id is not None:
         from gpuscout.store import Store
 
         with Store(args.db, readonly=True) as store:
-            run = store.get(args.from_run)
+            run = store.get(run_id)
     return JobSpec(
-        workload=args.workload,
-        model=args.model,
+        workload=workload,
+        model=model,
         run=run,
         epochs=args.epochs,
         samples=math.ceil(args.samples) if args.samples is not None else None,
         steps=args.steps,
         batch_size=args.batch_size,
         precision=args.precision,
+        backend=backend,
     )

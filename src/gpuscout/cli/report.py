@@ -8,24 +8,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuscout import articles
-from gpuscout.cli.parser import (
-    BATCH,
-    BUDGET_USD,
-    DEADLINE,
-    EPOCHS,
-    GPU_COUNT_CHOICES,
-    RUN_ID,
-    SAMPLES,
-    STEPS,
-    model_spec,
+from gpuscout.cli.job_args import (
+    add_advice_options,
+    add_job_size,
+    add_job_source,
+    constraints,
+    job_spec,
 )
 from gpuscout.cli.runs import parse_ids
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
-from gpuscout.run_settings import PRECISIONS
 
 if TYPE_CHECKING:
-    from gpuscout.predict.job import JobSpec
     from gpuscout.report.summary import Summary
 
 
@@ -41,8 +35,6 @@ def _answers(text: str) -> list[bool]:
 def add_job_args(p: argparse.ArgumentParser, default_job: str) -> None:
     """The job a report prices, the advice's constraints (as ``advise`` names them) and the
     checklist's answers; shared with ``scout``. ``default_job``: what is assumed without one."""
-    from gpuscout.catalog import FEATURES
-
     job = p.add_argument_group(
         "the job priced and advised", f"Without --job, --model or --from-run: {default_job}, "
         "said in the report with how to change it.",
@@ -53,145 +45,16 @@ def add_job_args(p: argparse.ArgumentParser, default_job: str) -> None:
         help="the job: a built-in workload (e.g. resnet50), a stored run's set-up (run:7), or "
         "your model (FILE.py:FUNCTION, as --model)",
     )  # fmt: skip
-    which.add_argument(
-        "--model", type=model_spec, metavar="FILE.py:FUNCTION",
-        help="your own Keras model: a file and the function that builds (and compiles) it, "
-        "or FILE.keras; traced once with TensorFlow, then cached; give its size with "
-        "--samples (and --epochs) or --steps",
-    )  # fmt: skip
-    which.add_argument(
-        "--from-run", type=RUN_ID, metavar="ID",
-        help="the set-up of a stored run (its workload or model, batch per GPU, precision)",
-    )  # fmt: skip
-    job.add_argument(
-        "--epochs", type=EPOCHS,
-        help="epochs to train: of --samples samples each, or of the workload's own epoch "
-        "(default: the workload's usual run, e.g. 90 for resnet50; printed as an assumption)",
-    )  # fmt: skip
-    job.add_argument(
-        "--samples", type=SAMPLES,
-        help="with --epochs: the dataset's size (samples an epoch; needed for your own "
-        "model); alone: the samples of the whole job",
-    )  # fmt: skip
-    job.add_argument(
-        "--steps", type=STEPS,
-        help="or the job as optimizer steps, each of one GPU's batch (--batch-size)",
-    )  # fmt: skip
-    job.add_argument(
-        "-b", "--batch-size", type=BATCH,
-        help="the job's batch per GPU (default: the workload's; 32 for your model; a run's own)",
-    )  # fmt: skip
-    job.add_argument(
-        "--precision", choices=PRECISIONS, default="mixed_float16",
-        help="the job's precision on the GPUs predicted: fp32 (TF32 tensor cores on Ampere "
-        "and newer), mixed_float16 or mixed_bfloat16 (default mixed_float16; a stored run's "
-        "own with --from-run)",
-    )  # fmt: skip
-    advice = p.add_argument_group("the advice's constraints (as gpuscout advise takes them)")
-    advice.add_argument(
-        "--deadline", type=DEADLINE,
-        help="the job must end within this time, e.g. 48h, 2d (default: no deadline)",
-    )  # fmt: skip
-    advice.add_argument(
-        "--budget", type=BUDGET_USD, metavar="USD",
-        help="money you can pay, in US dollars: a rental's cost for the job, or an owned "
-        "option's purchase up front (default: no budget)",
-    )  # fmt: skip
-    advice.add_argument("--owned", action="store_true", help="also consider buying the GPUs")
-    advice.add_argument("--no-cloud", action="store_true", help="owned hardware only")
-    advice.add_argument(
-        "--require", default="",
-        help="features every option must have, comma list: " + ", ".join(FEATURES),
-    )  # fmt: skip
-    advice.add_argument(
-        "--provider", default="", help="only these cloud providers, comma list, e.g. aws,lambda"
-    )
-    advice.add_argument(
-        "--objective", choices=("cheapest", "fastest", "balanced"), default="balanced",
-        help="how to rank: cheapest (lowest cost of the job), fastest (shortest time), "
-        "balanced (time and cost weighed together; the default)",
-    )  # fmt: skip
-    advice.add_argument(
-        "--counts", type=GPU_COUNT_CHOICES, default="1,2,4,8",
-        help="GPU counts to consider, comma list (default 1,2,4,8)",
-    )  # fmt: skip
+    add_job_source(which, None)
+    add_job_size(job, "; default: the workload's usual run, e.g. 90 for resnet50, printed as an "
+                 "assumption")  # fmt: skip
+    add_advice_options(p.add_argument_group("the advice's constraints (as gpuscout advise "
+                                            "takes them)"))  # fmt: skip
     p.add_argument(
         "--answers", type=_answers,
         help="the checklist's four yes/no answers, e.g. no,yes,no,no (default: from the job, "
         "and 'no' for isolation and SLA, said in the report)",
     )  # fmt: skip
-
-
-def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
-    """The job the options name: ``--job`` read as a workload, run:ID or a model spec; a
-    stored run read from ``args.db``."""
-    import math
-
-    from gpuscout.predict.job import JobSpec
-
-    workload, model, run_id = None, args.model, args.from_run
-    if args.job is not None:
-        text = args.job.strip()
-        if text.lower().startswith("run:"):
-            try:
-                run_id = RUN_ID(text[4:])
-            except argparse.ArgumentTypeError as exc:
-                raise UserError(
-                    f"--job '{text}': the run id {exc}.", "e.g. --job run:7 (gpuscout runs list)."
-                ) from None
-        elif text.endswith(".keras") or ".py:" in text:
-            model = model_spec(text)
-        else:
-            from gpuscout.workloads import get_workload
-
-            workload = get_workload(text, own_model=False).name
-    run = None
-    if run_id is not None:
-        from gpuscout.store import Store
-
-        with Store(args.db, readonly=True) as store:
-            run = store.get(run_id)
-    return JobSpec(
-        workload=workload,
-        model=model,
-        run=run,
-        epochs=args.epochs,
-        samples=math.ceil(args.samples) if args.samples is not None else None,
-        steps=args.steps,
-        batch_size=args.batch_size,
-        precision=args.precision,
-        backend=backend,
-    )
-
-
-def constraints(args: argparse.Namespace, catalog: Any) -> dict[str, Any]:
-    """The advice's constraints (``advise.Request``'s fields), checked as ``advise`` checks
-    them: a feature or provider that does not exist is one line naming it."""
-    from gpuscout.catalog import FEATURES
-
-    require = frozenset(f.strip() for f in args.require.lower().split(",") if f.strip())
-    for feature in sorted(require):
-        if feature not in FEATURES:
-            raise UserError(f"unknown feature '{feature}' in --require.",
-                            f"use: {', '.join(FEATURES)}.")  # fmt: skip
-    providers = frozenset(p.strip() for p in args.provider.lower().split(",") if p.strip())
-    known = {p.provider for p in catalog.prices}
-    for provider in sorted(providers):
-        if provider not in known:
-            raise UserError(f"unknown provider '{provider}' in --provider.",
-                            f"use: {', '.join(sorted(known))}.")  # fmt: skip
-    if args.no_cloud and not args.owned:
-        raise UserError("--no-cloud leaves no option to rank.", "add --owned to buy the GPUs.")
-    return {
-        "deadline_hours": args.deadline,
-        "budget_usd": args.budget,
-        "require": require,
-        "owned": args.owned,
-        "cloud": not args.no_cloud,
-        "providers": providers or None,
-        "counts": tuple(int(c) for c in args.counts.split(",")),
-        "objective": args.objective,
-    }
 
 
 def register(sub: Any) -> None:

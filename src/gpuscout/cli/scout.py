@@ -56,9 +56,10 @@ def run_scout(args: argparse.Namespace) -> int:
 
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.bench import check_publish, publish
+    from gpuscout.cli.job_args import constraints, job_spec
     from gpuscout.cli.paths import check_output_files
     from gpuscout.cli.progress import BenchProgress
-    from gpuscout.cli.report import constraints, job_spec, write
+    from gpuscout.cli.report import write
     from gpuscout.measure.benchmark import check
     from gpuscout.report.console import stdout_console
     from gpuscout.report.scout_summary import print_summary
