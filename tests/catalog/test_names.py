@@ -100,3 +100,17 @@ def test_driver_device_names(cat: Catalog, device_name: str, gpu: str) -> None:
 
 def test_unknown_device_has_no_peak(cat: Catalog) -> None:
     assert cat.find_device("NVIDIA GeForce GTX 1080") is None
+
+
+@pytest.mark.parametrize("word", ["a", "to", "only", "grace cpu", "low", "profile"])
+def test_a_form_factors_prose_names_no_gpu(cat: Catalog, word: str) -> None:
+    """GH200's form factor is "Superchip (NVLink-C2C to a Grace CPU)": its words made 'a' the
+    GH200 (an audit of 'a=1.4x b' judged a GH200). Only a form factor's interface names it."""
+    with pytest.raises(UserError):
+        cat.resolve(word)
+
+
+@pytest.mark.parametrize(("name", "gpu"), [("h100 pcie", "h100-pcie"), ("v100 sxm2 32gb",
+                          "v100-sxm2-32gb"), ("gh200 superchip", "gh200")])  # fmt: skip
+def test_a_form_factors_interface_still_names_it(cat: Catalog, name: str, gpu: str) -> None:
+    assert cat.resolve(name).gpu.id == gpu

@@ -18,6 +18,9 @@ from gpuscout.catalog.models import Gpu
 from gpuscout.errors import UserError, closest
 
 _NOISE = frozenset({"nvidia", "geforce", "tesla", "gpu", "card"})
+# What of a form factor names the part ("SXM4", "PCIe"): its other words ("Superchip (NVLink-C2C
+# to a Grace CPU)", "PCIe card (AWS G5 only)") would let "a" or "only" resolve to one GPU.
+_FORM = re.compile(r"pcie|sxm\d*|nvl\d*|superchip")
 
 
 def tokens(text: str) -> tuple[str, ...]:
@@ -60,7 +63,7 @@ class Resolver:
             for name, convention in names:
                 self._exact.setdefault(_key(name), []).append((gpu, convention))
                 toks.update(tokens(name))
-            toks.update(tokens(gpu.form_factor))
+            toks.update(t for t in tokens(gpu.form_factor) if _FORM.fullmatch(t))
             toks.update(t[:3] for t in list(toks) if re.fullmatch(r"sxm\d", t))  # sxm4 -> sxm
             self._tokens[gpu.id] = frozenset(toks)
 
