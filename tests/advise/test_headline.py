@@ -69,7 +69,7 @@ def test_an_owned_option_says_its_purchase_apart_from_the_jobs_share() -> None:
     req = Request(profile=profile, samples=1.0, unit="images", owned=True, budget_usd=2000.0)
     owned = _option("rtx-4090", 6.0, 4.2, "owned", pareto=True, upfront_usd=1599.0)
     line = headline(Advice([owned], [owned], {}, []), req, "the job")
-    assert line.startswith("For the job: buy 1 x rtx-4090 — 6.00 h, $1,600 up front ($4.20 of it")
+    assert line.startswith("For the job: buy 1 x rtx-4090 — 6.00 h, $1,599 up front ($4.20 of it")
     assert no_option("the job", "nothing fits").startswith("For the job: no recommendation")
 
 

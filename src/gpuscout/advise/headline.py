@@ -29,7 +29,7 @@ def cost_words(c: Candidate) -> str:
     """The time and the money, owned options' purchase said apart from the job's share."""
     if c.provider == "owned" and c.upfront_usd is not None:
         return (
-            f"{fmt_hours(c.hours)}, {fmt_usd(c.upfront_usd)} up front "
+            f"{fmt_hours(c.hours)}, ${c.upfront_usd:,.0f} up front "
             f"({fmt_usd(c.total_usd)} of it for this job)"
         )
     return f"{fmt_hours(c.hours)}, {fmt_usd(c.total_usd)}"
