@@ -15,7 +15,10 @@ from gpuscout.run_settings import Loop, Precision
 
 SCHEMA_VERSION = 1
 
-Status = Literal["ok", "oom", "error"]
+# "diverged": timed, but the training broke (a NaN/Inf loss, a loss grown by orders of
+# magnitude; gpuscout.measure.loss_check): kept with its speed, and, like every status but
+# "ok", left out of calibration, rankings and summaries.
+Status = Literal["ok", "oom", "error", "diverged"]
 # The framework a run was measured through: Keras 3 on TensorFlow (every run before the JAX
 # backend, which is what a stored run without the field reads as) or on JAX.
 Backend = Literal["tensorflow", "jax"]

@@ -25,6 +25,7 @@ import numpy as np
 from gpuscout.diagnose.analysis import timing_of
 from gpuscout.diagnose.records import SoakConfig, SoakReport, Timing
 from gpuscout.measure.benchmark import check
+from gpuscout.measure.loss_check import nonfinite_text
 from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.measure.runner import STALL_S, run_child
 from gpuscout.measure.stats import summarize
@@ -183,7 +184,7 @@ def judge(raw: dict[str, Any], config: SoakConfig, monitor: MonitorSummary | Non
         reasons.append(f"the run failed: {raw['error']}")
     bad = int(raw.get("bad_losses", 0))
     if bad:
-        reasons.append(f"the loss became NaN/Inf at step {raw.get('first_bad_step')}")
+        reasons.append(nonfinite_text(None, raw.get("first_bad_step")))
     elif steps:
         evidence.append(f"loss finite at every one of {steps:,} steps")
     drift = noise = undecided = None

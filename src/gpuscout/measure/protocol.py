@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gpuscout.measure.loss_check import LossWatch
 from gpuscout.measure.stats import TARGET_REL_CI, StepSummary, detect_warmup, summarize
 
 # The phase a backend reports while it builds the model: the runner gives it its own deadline
@@ -58,6 +59,9 @@ class Outcome:
     summary: StepSummary  # of the measured steps only
     stop_reason: str  # "converged" | "budget" | "steps" | "chief" (told by the chief worker)
     elapsed_s: float
+    # Why the training itself is broken (a NaN/Inf loss, divergence), naming the step; None
+    # when it is not, or when the loop gave no loss (see gpuscout.measure.loss_check).
+    broken: str | None = None
 
     @property
     def measured_times(self) -> tuple[float, ...]:
@@ -92,6 +96,7 @@ class Protocol:
         self._last_check = float("-inf")
         self._stop_at: int | None = None  # --steps: the step count to stop at, once known
         self._last_found: int | None = None  # the latest warm-up detection
+        self.losses = LossWatch()  # fed by observe_loss: the loop's own fetched loss
         if rule.fixed_steps is not None and rule.fixed_warmup is not None:
             self._stop_at = rule.fixed_warmup + rule.fixed_steps
 
@@ -157,12 +162,24 @@ class Protocol:
                 return self._finish(last, n - last, "budget", elapsed)
         return None
 
-    def run(self, step: Callable[[], object]) -> Outcome:
-        """Call ``step`` (which must return only once the device is done) until told to stop."""
+    def observe_loss(self, loss: object) -> None:
+        """One step's loss, already on the host (or ready: a finished step's scalar), read
+        outside the timed step; None (a loop that gives no loss) is ignored."""
+        if loss is not None:
+            self.losses.add(loss)  # type: ignore[arg-type]
+
+    def run(self, step: Callable[[], object], returns_loss: bool = False) -> Outcome:
+        """Call ``step`` (which must return only once the device is done) until told to stop.
+
+        ``returns_loss``: what ``step`` returns is its loss, read after its time is taken.
+        """
         while True:
             t0 = self.clock()
-            step()
-            outcome = self.add(self.clock() - t0)
+            loss = step()
+            dt = self.clock() - t0
+            if returns_loss:
+                self.observe_loss(loss)
+            outcome = self.add(dt)
             if outcome is not None:
                 return outcome
 
@@ -184,6 +201,7 @@ class Protocol:
             summary=summarize(self.times[warmup : warmup + measured]),
             stop_reason=reason,
             elapsed_s=elapsed,
+            broken=self.losses.verdict(),
         )
 
 

@@ -24,6 +24,7 @@ from gpuscout import interrupts
 from gpuscout.errors import GpuscoutError, UserError
 from gpuscout.measure.benchmark import INTERRUPTED, NOT_RECORDED, NOT_RESOLVED, check, failed
 from gpuscout.measure.monitor import Monitor, attach, start_monitor
+from gpuscout.measure.process_group import EXIT_GRACE_S, end_group, has_exited, kill_group
 from gpuscout.measure.protocol import BUILDING, Progress, StopRule
 from gpuscout.records import BenchConfig, MonitorSummary, RunResult
 from gpuscout.scale import distribute
@@ -39,6 +40,8 @@ RESEND_S = 1.0
 # gets the --seconds budget, and at least BUILD_MIN_S (building a built-in
 # workload takes a few seconds on a CPU; the first trace and compile come later, in the steps).
 BUILD_MIN_S = 30.0
+# How often a silent child is checked for having exited (with its pipe held open by another).
+_EXIT_CHECK_S = 1.0
 
 
 @dataclass
@@ -69,6 +72,10 @@ def run_child(
     gets INTERRUPT_GRACE_S in all to stop (its progress does not extend that), is sent SIGINT
     again if it goes on reporting (it missed the first), then is killed; a second Ctrl-C kills
     it at once.
+    Its last message (a result, report or error) ends the reading: the child's whole process
+    group (whatever the user's code forked or left running, see
+    :mod:`gpuscout.measure.process_group`) is ended EXIT_GRACE_S later at most, on every path,
+    and the message is returned to be stored.
     ``deadlines``: phase -> (seconds until the child's next word, why it failed if none came),
     for phases that can block for ever (a worker waiting for others that never connect).
     A signal that was received but swallowed before (see :mod:`gpuscout.interrupts`) stops
@@ -95,7 +102,11 @@ def run_child(
     stop = _Stopping(proc)
     limit = _Limit(stall_s, "")
     unread = bytearray()
-    messages = _messages(read_fd, lambda: limit.seconds, unread)
+
+    def exited() -> bool:
+        return has_exited(proc.pid)
+
+    messages = _messages(read_fd, lambda: limit.seconds, unread, exited)
     final: dict[str, Any] = {}
     windows: dict[str, MonitorSummary] = {}
     failure: str | None = None
@@ -122,6 +133,7 @@ def run_child(
                         raise KeyboardInterrupt  # one that on_message's code swallowed
                 else:
                     final = message
+                    break  # its last word: a forked worker may hold the pipe open for ever
             break
         except _Stalled:
             if stop.interrupted:
@@ -135,22 +147,18 @@ def run_child(
                     "driver, or a step slower than that)"
                 )
                 failure += "; the measuring process was killed"
-            proc.kill()
+            kill_group(proc)
             break
         except KeyboardInterrupt:
             if stop.interrupted:  # a second Ctrl-C: stop waiting for the child
-                proc.kill()
+                kill_group(proc)
                 break
             stop.begin()
             # A total limit from now: the child's progress (it may have missed the signal)
             # must not extend it, as it would a silence limit.
-            messages = _messages(read_fd, stop.seconds_left, unread)
+            messages = _messages(read_fd, stop.seconds_left, unread, exited)
     os.close(read_fd)
-    try:
-        code = proc.wait(timeout=INTERRUPT_GRACE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        code = proc.wait()
+    code = end_group(proc, EXIT_GRACE_S if final else INTERRUPT_GRACE_S)
     if not final and failure is None:
         failure = INTERRUPTED if stop.interrupted else _death(code)
     return ChildRun(final, failure, stop.interrupted, monitor, windows)
@@ -319,8 +327,14 @@ class _Stalled(Exception):
     pass
 
 
-def _messages(fd: int, stall_s: Callable[[], float], buffer: bytearray) -> Iterator[dict[str, Any]]:
-    """JSON lines from the child until it closes the pipe; _Stalled after ``stall_s()``
+def _messages(
+    fd: int,
+    stall_s: Callable[[], float],
+    buffer: bytearray,
+    exited: Callable[[], bool] = lambda: False,
+) -> Iterator[dict[str, Any]]:
+    """JSON lines from the child until it closes the pipe, or has exited and said all it
+    wrote (a process it forked may hold the pipe open after it); _Stalled after ``stall_s()``
     seconds of silence (asked again before each wait: the allowed silence depends on the phase),
     or at once when it is 0 (an interrupted child's time is up, however much it still says).
 
@@ -336,9 +350,15 @@ def _messages(fd: int, stall_s: Callable[[], float], buffer: bytearray) -> Itera
         seconds = stall_s()
         if seconds <= 0:
             raise _Stalled
-        ready, _, _ = select.select([fd], [], [], seconds)
-        if not ready:
-            raise _Stalled
+        silent_until = time.monotonic() + seconds
+        ready: list[int] = []
+        while not ready:  # in slices, to notice a child that exited
+            left = silent_until - time.monotonic()
+            if left <= 0:
+                raise _Stalled
+            ready, _, _ = select.select([fd], [], [], min(left, _EXIT_CHECK_S))
+            if not ready and exited():
+                return
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             return

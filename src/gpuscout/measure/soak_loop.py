@@ -8,13 +8,13 @@ reported like a finished run. A backend supplies one synchronised step that retu
 
 from __future__ import annotations
 
-import math
 import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from gpuscout.measure.benchmark import is_oom
+from gpuscout.measure.loss_check import finite
 from gpuscout.measure.stats import detect_warmup
 
 MAX_WARMUP_STEPS = 2000
@@ -55,7 +55,7 @@ class SoakLoop:
                 loss = step()
                 now = time.perf_counter()
                 self._record(now - t0, now - self.start, loss)
-                if not math.isfinite(loss):
+                if not finite(loss):
                     break  # the run is ruined: the verdict says where
                 if now - last_progress >= PROGRESS_EVERY_S:
                     last_progress = now
@@ -71,7 +71,7 @@ class SoakLoop:
     def _record(self, dt: float, at: float, loss: float) -> None:
         self.steps += 1
         self.elapsed = at
-        if not math.isfinite(loss):
+        if not finite(loss):
             self.bad_losses += 1
             self.first_bad_step = self.first_bad_step or self.steps
         if not self.warmup_done:

@@ -323,13 +323,14 @@ def _loop(jax: Any, t: Trainable, protocol: Protocol) -> Outcome:
     box = [t.state]
     batches = batches_of(t)
 
-    def one_step() -> None:
+    def one_step() -> Any:
         x, y = next(batches)
         box[0], loss = t.step(box[0], x, y)
         jax.block_until_ready((box[0], loss))
+        return loss  # ready: the protocol reads it to the host after the step's time is taken
 
     try:
-        return protocol.run(one_step)
+        return protocol.run(one_step, returns_loss=True)
     finally:
         host_data.close_iterator(batches)
 

@@ -44,10 +44,11 @@ class _FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
             self.last = time.perf_counter()
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-        if logs and "loss" in logs:
-            float(logs["loss"])  # fetch the loss: the step has finished
+        loss = float(logs["loss"]) if logs and "loss" in logs else None  # the step has finished
         self.sync()
-        outcome = self.protocol.add(time.perf_counter() - self.last)
+        took = time.perf_counter() - self.last
+        self.protocol.observe_loss(loss)  # fit's running mean: NaN and divergence show in it
+        outcome = self.protocol.add(took)
         # Restart the clock after the protocol's own bookkeeping, so that it is never counted
         # in a step (in gpuscout's own loop it falls between steps anyway).
         self.last = time.perf_counter()

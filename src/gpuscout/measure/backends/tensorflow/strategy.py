@@ -129,12 +129,13 @@ def distributed_loop(
         per_replica = strategy.run(step_on_batch, args=(x, y))
         return strategy.reduce("SUM", per_replica, axis=None)
 
-    def one_step() -> None:
-        train_step(iterator).numpy()
+    def one_step() -> Any:
+        loss = train_step(iterator).numpy()  # the sum of the replicas' (divided) losses
         sync()
+        return loss
 
     if replicas.workers == 1:
-        return protocol.run(one_step)
+        return protocol.run(one_step, returns_loss=True)
 
     @tf.function  # type: ignore[untyped-decorator]
     def agree(flag: Any) -> Any:
@@ -143,8 +144,10 @@ def distributed_loop(
     chief = replicas.plan.is_chief
     while True:
         t0 = time.perf_counter()
-        one_step()
-        outcome = protocol.add(time.perf_counter() - t0)
+        loss = one_step()
+        took = time.perf_counter() - t0
+        protocol.observe_loss(loss)
+        outcome = protocol.add(took)
         says_stop = 1.0 if chief and outcome is not None else 0.0
         if float(agree(tf.constant(says_stop)).numpy()) > 0:
             return outcome if outcome is not None else protocol.conclude()

@@ -65,11 +65,12 @@ def custom_loop(
 
     iterator = iter(dataset)
 
-    def one_step() -> None:
-        train_step(iterator).numpy()
+    def one_step() -> Any:
+        loss = train_step(iterator).numpy()  # the fetch that synchronises the step
         sync()
+        return loss
 
-    return protocol.run(one_step)
+    return protocol.run(one_step, returns_loss=True)
 
 
 __all__ = ["custom_loop", "fit_loop", "train_step_function"]

@@ -1,0 +1,106 @@
+"""A broken training is not a benchmark: NaN/Inf and diverging losses give status "diverged".
+
+Issue 31: ``bench`` stored "ok" for a model whose loss was NaN from the first step and for one
+at a learning rate of 1e6. The rule is :mod:`gpuscout.measure.loss_check`'s, shared with soak.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from gpuscout.measure.loss_check import GROWTH_LIMIT, LossWatch, finite, nonfinite_text
+from gpuscout.measure.protocol import Protocol, StopRule
+from gpuscout.records import RunResult
+from tests.conftest import run_cli
+
+MODELS = Path(__file__).parent.parent / "data" / "broken_models.py"
+FAST = ("--steps", "5", "--warmup-steps", "1", "-b", "8")
+
+
+def _watch(*losses: float) -> LossWatch:
+    watch = LossWatch()
+    for loss in losses:
+        watch.add(loss)
+    return watch
+
+
+def test_a_falling_or_flat_loss_is_a_training() -> None:
+    assert _watch(2.3, 2.1, 1.7, 1.6).verdict() is None
+    assert _watch(1e-6, 2e-6, 0.5).verdict() is None  # near zero, below the floor
+    assert _watch().verdict() is None  # a loop that gave no loss
+
+
+def test_a_nan_or_inf_loss_names_its_step() -> None:
+    text = _watch(float("nan"), 1.0).verdict()
+    assert text is not None and text.startswith("the loss became NaN at step 1 (of 2 steps")
+    text = _watch(1.0, 1.1, float("inf")).verdict()
+    assert text is not None and "the loss became Inf at step 3" in text
+
+
+def test_a_loss_grown_by_orders_of_magnitude_is_divergence() -> None:
+    just_over = 1.0 * GROWTH_LIMIT * 1.01
+    text = _watch(1.0, 50.0, just_over).verdict()
+    assert text is not None and "diverged" in text and "from step 3 on" in text
+    assert _watch(1.0, GROWTH_LIMIT * 0.99).verdict() is None  # under the limit
+    assert _watch(1.0, 5e4, 2.0).verdict() is None  # the last loss decides: it recovered
+    both = _watch(1.0, 1e9, float("nan")).verdict()
+    assert both is not None
+    assert "grew more than 1000 x from step 2 on, then the loss became NaN at step 3" in both
+
+
+def test_soak_and_bench_share_the_check() -> None:
+    assert not finite(float("nan")) and not finite(float("-inf")) and finite(0.0)
+    assert nonfinite_text(None, 7) == "the loss became NaN/Inf at step 7"
+
+
+def test_the_protocol_reads_the_loss_outside_the_timed_step() -> None:
+    """The loss is read after the step's time is taken: the fake clock moves only in steps,
+    and float() of the loss moves it too; the step times stay exactly one tick."""
+    now = [0.0]
+
+    class Loss:
+        def __float__(self) -> float:
+            now[0] += 100.0  # a slow read would show in a step time
+            return math.nan
+
+    def step() -> Loss:
+        now[0] += 1.0
+        return Loss()
+
+    rule = StopRule(budget_s=None, fixed_steps=3, fixed_warmup=1)
+    outcome = Protocol(rule, clock=lambda: now[0]).run(step, returns_loss=True)
+    assert outcome.times == (1.0, 1.0, 1.0, 1.0)
+    assert outcome.broken is not None and "NaN at step 1 (of 4 steps" in outcome.broken
+    plain = Protocol(rule, clock=lambda: now[0]).run(step)  # a loop without a loss
+    assert plain.broken is None
+
+
+@pytest.mark.parametrize(
+    ("builder", "says"),
+    [("nan_from_the_first_step", "the loss became NaN at step 1"), ("diverges", "learning rate")],
+)
+def test_bench_stores_a_broken_training_as_diverged(
+    builder: str, says: str, tmp_path: Path
+) -> None:
+    db = tmp_path / "runs.sqlite"
+    r = run_cli("bench", "--model", f"{MODELS}:{builder}", *FAST, "--db", str(db), "--json")
+    assert r.code == 1, r.err
+    out = r.json()
+    assert out["status"] == "diverged" and says in out["message"]
+    assert out["measured_steps"] == 5 and out["samples_per_second"]  # the timing is kept
+    assert f"failed (diverged): {out['message']}" in r.err
+    status, text = sqlite3.connect(db).execute("select status, result_json from runs").fetchone()
+    assert status == "diverged"
+    assert RunResult.model_validate(json.loads(text)).message == out["message"]
+
+
+def test_a_nan_loss_is_noticed_on_jax(tmp_path: Path) -> None:
+    pytest.importorskip("jax")
+    model = f"{MODELS}:nan_from_the_first_step"
+    r = run_cli("bench", "--backend", "jax", "--model", model, *FAST, "--db", str(tmp_path / "r"))
+    assert r.code == 1 and "failed (diverged): the loss became NaN at step 1" in r.err, r.err
