@@ -47,6 +47,7 @@ class Comparison:
     b: RunResult
     differences: list[Difference] = field(default_factory=list)
     speedup: Interval | None = None  # b's samples/s over a's; None when not comparable
+    out_of_range: bool = False  # comparable, but the ratio is no finite number (a bogus speed)
 
     @property
     def comparable(self) -> bool:
@@ -96,8 +97,21 @@ def compare(a: RunResult, b: RunResult) -> Comparison:
     ]
     result = Comparison(a, b, differences)
     if result.comparable and a.samples_per_second and b.samples_per_second:
-        return Comparison(a, b, differences, ratio(b.samples_per_second, a.samples_per_second))
+        r: Interval | None
+        try:
+            r = ratio(b.samples_per_second, a.samples_per_second)
+        except (OverflowError, ZeroDivisionError, ValueError):
+            r = None  # an interval bound that overflows exp(): no finite ratio either
+        if r is None or not _finite_positive(r.median):  # 1e308 over 1e-3: never shown
+            return Comparison(a, b, differences, None, out_of_range=True)
+        if not (_finite_positive(r.ci_low) and _finite_positive(r.ci_high)):
+            r = Interval(median=r.median, ci_low=None, ci_high=None)
+        return Comparison(a, b, differences, r)
     return result
+
+
+def _finite_positive(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
 
 
 def _tf32(run: RunResult) -> str:

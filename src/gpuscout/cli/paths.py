@@ -46,13 +46,59 @@ def check_output_file(path: Path, flag: str) -> None:
     Path(probe).unlink(missing_ok=True)
 
 
-def check_output_files(pairs: list[tuple[Path | None, str]]) -> None:
+COMPANIONS = ("", "-wal", "-shm", "-journal")  # SQLite's files beside a database
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same absolute and resolved path, or (both
+    existing) the same device and inode, which a symlink, a hard link or ``..`` cannot hide."""
+    try:
+        if Path(os.path.abspath(a)) == Path(os.path.abspath(b)) or a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except (OSError, RuntimeError):  # a symlink loop names no file, so not the store
+        return False
+
+
+def _names(store: Path) -> list[Path]:
+    """The store's path as given and as resolved: SQLite names its -wal and -shm files after
+    the file a symlink leads to."""
+    try:
+        return [store.expanduser(), store.expanduser().resolve()]
+    except (OSError, RuntimeError):
+        return [store.expanduser()]
+
+
+def check_not_the_store(path: Path, flag: str, db: Path | str | None = None) -> None:
+    """UserError (one line) when ``path`` is the results database or one of its SQLite
+    companions: a report written there replaces every stored run ("wrote o.db"). Both the
+    ``--db`` given and the default store (GPUSCOUT_DB, the user data dir) are guarded."""
+    from gpuscout.store import default_target
+    from gpuscout.store.engines import is_url
+
+    target = path.expanduser()
+    for store in dict.fromkeys(str(s) for s in (db, default_target()) if s is not None):
+        if is_url(store):
+            continue
+        for extra in COMPANIONS:
+            if any(_same(target, Path(f"{base}{extra}")) for base in _names(Path(store))):
+                what = "the results database" + (f"'s {extra[1:]} file" if extra else "")
+                raise UserError(
+                    f"{flag} '{path}' is {what} ('{store}'); writing there would destroy "
+                    "every stored run.",
+                    f"pass another file to {flag}.",
+                )
+
+
+def check_output_files(pairs: list[tuple[Path | None, str]], db: Path | str | None = None) -> None:
     """:func:`check_output_file` for each ``(path, flag)`` given; ``None`` paths are skipped,
-    and two flags naming the same file are refused (the second would overwrite the first)."""
+    a path that is the results database (``db``, else the default store) is refused, and two
+    flags naming the same file are refused (the second would overwrite the first)."""
     seen: dict[Path, str] = {}
     for path, flag in pairs:
         if path is None:
             continue
+        check_not_the_store(path, flag, db)
         check_output_file(path, flag)
         key = Path(os.path.abspath(path.expanduser()))
         if key in seen:

@@ -171,6 +171,8 @@ def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point]
             reason = f"'{run.workload}' is not a built-in workload"
         elif run.replicas > 1:
             reason = f"it ran on {run.replicas} devices; calibration models one GPU"
+        elif run.mfu is not None and run.mfu > 1:
+            reason = f"its MFU is {run.mfu:.0%}, above 100 %: its peak or its figures are wrong"
         else:
             profile = profile_for(run.workload, run.config.dims, run.batch_size, run.precision)
             if profile is None:
@@ -188,8 +190,46 @@ def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point]
         tf32 = ran_with_tf32(run.env, run.config.tf32)
         points.append(Point(gpu, profile, measured, "stored", label, run.workload,
                             run.batch_size, stack=STORED, tf32=tf32, run_id=run.id))  # fmt: skip
+    points = _screened(points, catalog, left_out)
     notes = [
         f"not in the calibration: your run{'s' if len(ids) > 1 else ''} {', '.join(ids)} ({why})"
         for why, ids in left_out.items()
     ]
     return points, notes
+
+
+def screen_factor() -> float:
+    """How far off the published rows' prediction a stored run may be and still be fitted to:
+    twice the widest end of the model's widest band (a workload no published row validates,
+    x1.5 today, so x3). A run further off than twice what a whole unseen source is off is a
+    mistake (a wrong batch, a bogus import), not a software stack: fitted, one such run moved
+    every prediction from its store by 18 %."""
+    from gpuscout.predict.out_of_sample import shipped
+
+    low, high = shipped().unvalidated
+    return 2 * max(1 / low, high)
+
+
+def _screened(points: list[Point], catalog: Catalog, left_out: dict[str, list[str]]) -> list[Point]:
+    """The points within :func:`screen_factor` of the published rows' own fit; each other is
+    added to ``left_out`` with its figures, so a run left out is named and why."""
+    if not points:
+        return points
+    from gpuscout.predict.calibrate import calibration_for, modelled
+
+    base = calibration_for(catalog)  # published rows (and your catalog files) alone
+    limit = screen_factor()
+    kept = []
+    for p in points:
+        predicted = modelled(base, p)
+        ratio = p.measured / predicted
+        if 1 / limit <= ratio <= limit:
+            kept.append(p)
+            continue
+        why = (
+            f"{p.workload}: it measured {p.measured:,.4g} samples/s where the published rows "
+            f"alone predict {predicted:,.4g} on {p.gpu.id}, more than {limit:.1f}x off "
+            "(twice the model's widest band): a wrong figure, not a measurement to fit"
+        )
+        left_out.setdefault(why, []).append(str(p.run_id))
+    return kept

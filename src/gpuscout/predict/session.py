@@ -161,7 +161,7 @@ def stored_runs(store: Store | str | Path | None = None) -> list[RunResult]:
 
 
 def _gpu_runs(store: Store) -> list[RunResult]:
-    return [store.get(row.id) for row in store.list() if row.status == "ok" and _on_gpu(row.device)]
+    return store.load([r.id for r in store.list() if r.status == "ok" and _on_gpu(r.device)])
 
 
 def session(

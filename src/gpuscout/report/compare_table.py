@@ -64,5 +64,11 @@ def print_comparison(c: Comparison, console: Console) -> None:
                 "libraries and compiler go with it",
                 highlight=False,
             )
+    elif c.out_of_range:
+        console.print(
+            f"comparable, but the speed of run {b.id} over run {a.id} is no finite number "
+            "(one of their stored speeds is wrong: see gpuscout runs show); not ranked.",
+            highlight=False,
+        )
     else:
         console.print("comparable, but one of them has no measured speed.", highlight=False)

@@ -23,11 +23,32 @@ def _mode(target: Path) -> int:
         return 0o666 & ~umask
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _is_sqlite(target: Path) -> bool:
+    """Whether ``target`` is an existing SQLite database: the last guard of a store, whatever
+    path (a link, ``GPUSCOUT_DB`` set differently) led here, since no report is one."""
+    if not target.is_file():  # a FIFO would block the read; a folder is said elsewhere
+        return False
+    try:
+        with open(target, "rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
 def write_whole(path: Path, text: str, flag: str) -> None:
     """Write ``text`` to ``path`` atomically; a path that cannot be written is the user's."""
     target = path.expanduser()
     if target.is_dir():
         raise UserError(f"{flag} '{path}' is a folder.", "pass a file name, e.g. report.html.")
+    if _is_sqlite(target):
+        raise UserError(
+            f"{flag} '{path}' is a SQLite database (a results store?); a report or an export "
+            "never replaces one.",
+            f"pass another file to {flag}.",
+        )
     tmp_name = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,6 @@ so two gpuscouts opening a new database at once migrate it once.
 from __future__ import annotations
 
 import builtins
-import json
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -39,6 +38,15 @@ from gpuscout.store.engines import (
     sqlite_engine,
     sqlite_readonly_engine,
 )
+from gpuscout.store.reading import (
+    UnreadableRun,
+    check_not_a_loop,
+    closing,
+    foreign_refusal,
+    identity,
+    parse_run,
+    say_skipped,
+)
 from gpuscout.store.rows import RunRow, insert_batch
 from gpuscout.store.unsaved import unsaved_file
 
@@ -55,8 +63,12 @@ class Store:
     is an error rather than a new database. ``readonly=True`` (``runs list``, ``report``,
     ...): never creates a file, never writes, and reads a database that may not be written;
     a missing file is "no results database at PATH", so a typo in ``--db`` is said, not
-    shown as an empty store. A database it creates is announced on stderr (``announce``)
-    when the first run is stored in it, so a typo in ``--db`` is seen the first time.
+    shown as an empty store. Read-only also means never migrating nor adding tables: a file
+    with no tables at all (0 bytes) reads as a store with no runs, another program's SQLite
+    database is refused, and an older gpuscout store is read as it is. A database it creates
+    is announced on stderr (``announce``) when the first run is stored in it, so a typo in
+    ``--db`` is seen the first time. ``adopt=False`` (``runs import`` without ``--yes``):
+    another program's SQLite database is refused rather than given gpuscout's tables.
     """
 
     def __init__(
@@ -66,12 +78,16 @@ class Store:
         readonly: bool = False,
         create: bool = True,
         announce: bool = True,
+        adopt: bool = True,
     ) -> None:
         if target is None:
             target = default_target()
         self.path: Path | None = None
         self.readonly = readonly
         self.created = False
+        self.empty = False  # read-only: a database with no tables at all, so no runs
+        self._columns: set[str] | None = None  # read-only, an older schema: its run columns
+        self._identity: tuple[int, int] | None = None  # the SQLite file opened (dev, inode)
         sqlite_ro = False
         if is_url(target):
             url = postgres_url(str(target))
@@ -80,14 +96,19 @@ class Store:
         else:
             self.path = Path(target)
             self.where = str(self.path)
-            sqlite_ro = check_sqlite_path(self.path, readonly, create and not readonly)
+            check_not_a_loop(self.path)
+            sqlite_ro = check_sqlite_path(self.path, readonly, create and not readonly) or readonly
             if sqlite_ro:
                 self.engine = sqlite_readonly_engine(self.path)
             else:
                 self.created = not self.path.exists()
                 self.engine = sqlite_engine(self.path)
+        adopt_fix = "pass --yes to add them, or another --db."
         try:
-            if sqlite_ro:
+            if not adopt and self.path is not None and self.path.exists():  # before WAL mode
+                with closing(sqlite_readonly_engine(self.path)) as ro, ro.connect() as conn:
+                    self._refuse_foreign(conn, adopt_fix)
+            if readonly:  # SQLite or PostgreSQL: nothing created, nothing migrated
                 self._check_version_readonly()
             else:
                 with self.engine.begin() as conn:
@@ -95,7 +116,9 @@ class Store:
                         conn.execute(
                             text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK}
                         )
-                    self._check_version(schema.current_version(conn))
+                    self._check_version(self._version(conn))
+                    if not adopt:
+                        self._refuse_foreign(conn, adopt_fix)
                     schema.migrate(conn)
                 if not readonly:
                     self._probe_write()
@@ -112,6 +135,25 @@ class Store:
             self.engine.dispose()
             raise
         self._announce = announce and self.created
+        if self.path is not None and not sqlite_ro:
+            self._identity = identity(self.path)
+
+    def _version(self, conn: Any) -> int:
+        """The stored schema version; a value that is not one is one line naming it."""
+        try:
+            return schema.current_version(conn)
+        except schema.BadVersion as exc:
+            raise UserError(
+                f"the database '{self.where}' has a schema version gpuscout cannot read: "
+                f"{ascii(exc.value)[:60]} (in its gpuscout_meta table).",
+                "restore it from a backup or a 'runs export', or pass another --db.",
+            ) from None
+
+    def _refuse_foreign(self, conn: Any, fix: str) -> None:
+        """Another program's SQLite database (tables, none of them gpuscout's) is not ours to
+        add tables to: refused, naming its tables and what gpuscout would add."""
+        if self._version(conn) == 0:
+            foreign_refusal(self.where, schema.other_tables(conn), fix)
 
     def _announce_new(self) -> None:
         """Say once, when the first run is in, that the database is new, and where: a typo in
@@ -133,14 +175,33 @@ class Store:
             )
 
     def _check_version_readonly(self) -> None:
+        """Read as it is: nothing created, nothing migrated (the next write upgrades it)."""
         with self.engine.connect() as conn:
-            version = schema.current_version(conn)
-        self._check_version(version)
-        if version < schema.LATEST:
+            version = self._version(conn)
+            self._check_version(version)
+            if version == 0:
+                self._refuse_foreign(conn, "pass a gpuscout results database with --db.")
+                self.empty = True  # no tables at all (an empty file): no runs
+            elif version < schema.LATEST:
+                self._columns = schema.run_columns(conn)
+
+    def _stored_columns(self, skip: tuple[str, ...] = ()) -> builtins.list[Any]:
+        """The runs table's columns this database has, less ``skip``."""
+        return [
+            c
+            for c in schema.runs.c
+            if c.name not in skip and (self._columns is None or c.name in self._columns)
+        ]
+
+    def _check_same_file(self) -> None:
+        """The path must still name the SQLite file opened: a store removed or replaced
+        meanwhile (a builder, a cleanup job) would take the run into an unlinked file."""
+        gone = self.path is not None and identity(self.path) != self._identity
+        if self._identity is not None and gone:
             raise UserError(
-                f"the database '{self.where}' has schema v{version}, older than this gpuscout "
-                f"reads (v{schema.LATEST}), and is read-only, so it cannot be upgraded.",
-                "make it writable once (any gpuscout command upgrades it), or pass another --db.",
+                f"the database '{self.where}' was removed or replaced while the run was "
+                "measured, so the run was not stored there.",
+                "check what removed it (a --model builder, a cleanup job)",
             )
 
     def _probe_write(self) -> None:
@@ -179,6 +240,7 @@ class Store:
         all (disk full, locked past the busy timeout, permissions changed, server down), it is
         written to an import file instead and the error names that file."""
         try:
+            self._check_same_file()
             return self.save_many([result])[0]
         except UserError as exc:
             kept = unsaved_file(result, self.where)
@@ -248,13 +310,16 @@ class Store:
 
     def count(self) -> int:
         """How many runs are stored (``runs list`` says how many it did not show)."""
+        if self.empty:
+            return 0
         with self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(schema.runs)).scalar() or 0)
 
     def list(self, limit: int | None = None) -> list[RunRow]:
         """The runs' list columns, newest first: never their JSON, steps or timelines."""
-        raw = ("result_json", "step_times_json", "monitor_json")
-        cols = [c for c in schema.runs.c if c.name not in raw]
+        if self.empty:
+            return []
+        cols = self._stored_columns(("result_json", "step_times_json", "monitor_json"))
         query = select(*cols).order_by(schema.runs.c.id.desc())
         if limit:
             query = query.limit(limit)
@@ -264,14 +329,10 @@ class Store:
     def rows(self, ids: Sequence[int]) -> builtins.list[RunRow]:
         """The list rows of these ids (in the order given); UserError naming every unknown id."""
         r = schema.runs.c
-        cols = [
-            c
-            for c in schema.runs.c
-            if c.name not in ("result_json", "step_times_json", "monitor_json")
-        ]
+        cols = self._stored_columns(("result_json", "step_times_json", "monitor_json"))
         found: dict[int, RunRow] = {}
         with self.engine.connect() as conn:
-            for i in range(0, len(ids), IMPORT_BATCH):
+            for i in range(0, len(ids) if not self.empty else 0, IMPORT_BATCH):
                 chunk = list(ids[i : i + IMPORT_BATCH])
                 for row in conn.execute(select(*cols).where(r.id.in_(chunk))):
                     found[row.id] = RunRow(**row._mapping)
@@ -307,18 +368,30 @@ class Store:
         return deleted
 
     def get(self, run_id: int) -> RunResult:
-        r = schema.runs.c
-        query = select(r.result_json, r.step_times_json, r.monitor_json).where(r.id == run_id)
-        with self.engine.connect() as conn:
-            row = conn.execute(query).first()
+        """One run in full; :class:`UnreadableRun` (one line, with the ``runs delete`` that
+        removes it) when what is stored for it does not parse."""
+        row = None
+        if not self.empty:
+            raw = ("result_json", "step_times_json", "monitor_json")
+            cols = [c for c in self._stored_columns() if c.name in raw]
+            with self.engine.connect() as conn:
+                row = conn.execute(select(*cols).where(schema.runs.c.id == run_id)).first()
         if row is None:
             raise UserError(
                 f"no run with id {run_id} in '{self.where}'.", "see gpuscout runs list."
             )
-        result = RunResult.model_validate(json.loads(row.result_json))
-        return result.model_copy(
-            update={
-                "step_times_s": json.loads(row.step_times_json),
-                "monitor_timeline": json.loads(row.monitor_json or "{}"),
-            }
-        )
+        return parse_run(run_id, self.where, row)
+
+    def load(self, ids: Iterable[int]) -> builtins.list[RunResult]:
+        """These runs in full, in the order given, skipping any that does not parse: each is
+        named on stderr with the ``runs delete`` that removes it, so one damaged row never
+        keeps the others from an export, a report or a prediction."""
+        good: builtins.list[RunResult] = []
+        skipped: builtins.list[UnreadableRun] = []
+        for i in ids:
+            try:
+                good.append(self.get(i))
+            except UnreadableRun as exc:
+                skipped.append(exc)
+        say_skipped(skipped)
+        return good

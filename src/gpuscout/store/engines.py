@@ -4,6 +4,7 @@ and PostgreSQL URLs. The store itself (``db.Store``) only asks for an engine."""
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -11,11 +12,15 @@ from typing import Any
 
 import platformdirs
 from sqlalchemy import URL, Engine, create_engine, event, make_url
-from sqlalchemy.exc import ArgumentError
 
 from gpuscout.errors import UserError
 
 BUSY_TIMEOUT_MS = 30_000
+CONNECT_TIMEOUT_S = 10.0
+STATEMENT_TIMEOUT_S = 60.0
+MAX_TIMEOUT_S = 86_400
+CONNECT_TIMEOUT_ENV = "GPUSCOUT_DB_TIMEOUT"
+STATEMENT_TIMEOUT_ENV = "GPUSCOUT_DB_STATEMENT_TIMEOUT"
 WRITABLE_FIX = (
     "make it writable (its permissions and its folder's), or pass another --db / GPUSCOUT_DB."
 )
@@ -42,18 +47,69 @@ def is_url(target: str | Path) -> bool:
 
 
 def postgres_url(text: str) -> URL:
-    """A PostgreSQL URL with the psycopg (v3) driver named; anything else is refused."""
+    """A PostgreSQL URL with the psycopg (v3) driver named; anything else is refused.
+
+    A ``password=`` query parameter is moved into the URL's password, so that every message
+    that shows the URL (``render_as_string(hide_password=True)``) masks it wherever the user
+    wrote it; libpq receives it the same either way."""
     try:
         url = make_url(text)
-    except ArgumentError:
+    except ValueError:  # ArgumentError is one; a non-numeric port is a bare ValueError
         url = None
     if url is None or url.get_backend_name() != "postgresql":
         shown = text.split("://")[0]
         raise UserError(
-            f"--db '{shown}://...' is not a database gpuscout can use.",
+            f"--db '{shown}://...' is not a database gpuscout can use (or its port is not a "
+            "number).",
             "pass a SQLite file path, or postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE.",
         )
+    query = dict(url.query)
+    if "password" in query:
+        password = query.pop("password")
+        url = url.set(password=password if isinstance(password, str) else password[-1])
+        url = url.set(query=query)
     return url.set(drivername="postgresql+psycopg")
+
+
+def shown_url(url: URL) -> str:
+    """The URL as every message shows it: the password masked, the driver not named."""
+    return url.set(drivername=url.get_backend_name()).render_as_string(hide_password=True)
+
+
+def _seconds(name: str, text: str, where: str) -> float:
+    """A timeout in seconds from the URL or the environment, refused in one line if it is not
+    a positive finite number (a typo must not silently mean "wait forever")."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT_S:
+        raise UserError(
+            f"{name} '{text}' ({where}) is not a timeout gpuscout can use.",
+            f"give a number of seconds above 0 and at most {MAX_TIMEOUT_S:,}.",
+        )
+    return value
+
+
+def postgres_timeouts(url: URL) -> tuple[float, float]:
+    """(connect, statement) timeouts in seconds: a server that accepts the connection and never
+    answers must end a command with a line, not hang it. The URL's own ``connect_timeout``
+    (libpq's name) wins over ``GPUSCOUT_DB_TIMEOUT``; ``GPUSCOUT_DB_STATEMENT_TIMEOUT`` bounds
+    each statement on the server (the largest import's is far below the default)."""
+    shown = shown_url(url)
+    given = url.query.get("connect_timeout")
+    if isinstance(given, str):
+        connect = _seconds("connect_timeout", given, f"in {shown}")
+    else:
+        env = os.environ.get(CONNECT_TIMEOUT_ENV)
+        connect = (
+            _seconds(CONNECT_TIMEOUT_ENV, env, "from the environment") if env else CONNECT_TIMEOUT_S
+        )
+    env = os.environ.get(STATEMENT_TIMEOUT_ENV)
+    statement = (
+        _seconds(STATEMENT_TIMEOUT_ENV, env, "from the environment") if env else STATEMENT_TIMEOUT_S
+    )
+    return connect, statement
 
 
 def postgres_engine(url: URL) -> Engine:
@@ -64,7 +120,45 @@ def postgres_engine(url: URL) -> Engine:
             "PostgreSQL needs the psycopg driver, which is not installed.",
             "pip install 'psycopg[binary]'.",
         ) from None
-    return create_engine(url, pool_pre_ping=True)
+    connect_s, statement_s = postgres_timeouts(url)
+    shown = shown_url(url)
+    # libpq counts connect_timeout in whole seconds (at least 2); the statement timeout is set
+    # per session, so a query the server never finishes is cancelled by the server itself.
+    query = {k: v for k, v in url.query.items() if k != "connect_timeout"}
+    engine = create_engine(
+        url.set(query=query),
+        pool_pre_ping=True,
+        connect_args={
+            "connect_timeout": max(2, math.ceil(connect_s)),
+            "options": f"-c statement_timeout={round(statement_s * 1000)}",
+        },
+    )
+
+    @event.listens_for(engine, "handle_error")
+    def _timeouts(context: Any) -> UserError | None:
+        return _timeout_error(context.original_exception, shown, connect_s, statement_s)
+
+    return engine
+
+
+def _timeout_error(
+    exc: BaseException, shown: str, connect_s: float, statement_s: float
+) -> UserError | None:
+    """A timeout said as one line naming the server and the limit; other errors unchanged."""
+    from psycopg import errors
+
+    if isinstance(exc, errors.ConnectionTimeout):
+        waited, what, env = connect_s, "the connection", CONNECT_TIMEOUT_ENV
+        fix = f"{env}=SECONDS or the URL's connect_timeout"
+    elif isinstance(exc, errors.QueryCanceled) and "statement timeout" in str(exc):
+        waited, what, env = statement_s, "a statement", STATEMENT_TIMEOUT_ENV
+        fix = f"{env}=SECONDS"
+    else:
+        return None
+    return UserError(
+        f"the database at {shown} did not answer within {waited:g} s ({what}).",
+        f"check that the server is up and reachable, or allow longer with {fix}.",
+    )
 
 
 def sqlite_engine(path: Path) -> Engine:

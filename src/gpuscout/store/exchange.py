@@ -4,9 +4,10 @@ The JSON file is the runs in full (each run's result as ``bench --json`` prints 
 step times and monitor timeline) inside an envelope that names the format and its version, so
 a file from a newer gpuscout is refused rather than guessed at. Importing reads a file someone
 else made: each run is validated (every field, every number finite, and what the values mean:
-ordered intervals, positive rates and times, real dates; see ``records.impossible_value``) as
-it is read, one run at a time, and stored in the same single transaction, so a bad run
-anywhere leaves the database as it was, and a 10,000-run file needs memory for a batch only.
+ordered intervals, positive rates and times, real dates; see ``records.impossible_value``; and
+figures that agree with each other, ``consistency.py``) as it is read, one run at a time,
+and stored in the same single transaction, so a bad run anywhere leaves the database as it
+was, and a 10,000-run file needs memory for a batch only.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuscout.errors import UserError
 from gpuscout.records import SCHEMA_VERSION, RunResult, impossible_value
+from gpuscout.store.consistency import contradiction
 
 _M = TypeVar("_M", bound=BaseModel)
 FORMAT = "gpuscout-runs"
@@ -157,7 +159,7 @@ def iter_runs(path: Path) -> Iterator[RunResult]:
             fields = strict.model_dump(mode="python")
             del item, strict
             run = RunResult.model_validate({**fields, "id": None})  # a new id on insert
-            bad = impossible_value(run)
+            bad = impossible_value(run) or contradiction(run)
             if bad:
                 raise UserError(
                     f"'{name}': {where}: field '{bad[0]}': {bad[1]}; nothing was imported.",

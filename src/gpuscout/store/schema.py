@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    inspect,
     select,
 )
 
@@ -101,12 +102,42 @@ MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = (
 LATEST = MIGRATIONS[-1][0]
 
 
+class BadVersion(ValueError):
+    """The stored schema version is not a whole number (a hand-edited or damaged store): the
+    store names it in one line rather than let ``int()`` end the command in a traceback."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(repr(value))
+        self.value = value
+
+
 def current_version(conn: Connection) -> int:
-    """The database's schema version; 0 for an empty database."""
+    """The database's schema version; 0 for an empty database. :class:`BadVersion` when the
+    stored value is not a whole number >= 0 (read as text: a store edited by hand may hold
+    anything there)."""
     if not conn.dialect.has_table(conn, "gpuscout_meta"):
         return 0
     value = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
-    return int(value) if value is not None else 0
+    if value is None:
+        return 0
+    text = str(value).strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 9:
+        raise BadVersion(value)
+    return int(text)
+
+
+def other_tables(conn: Connection) -> list[str]:
+    """Tables in the database that are not gpuscout's: a non-empty list means another
+    program's database, which a read must leave alone and a write must not adopt unasked."""
+    ours = {meta.name, runs.name}
+    names = inspect(conn).get_table_names()
+    return sorted(n for n in names if n not in ours and not n.startswith("sqlite_"))
+
+
+def run_columns(conn: Connection) -> set[str]:
+    """The runs table's columns as stored (an older schema has fewer): a read-only store
+    reads an old database as it is, the added columns taking their migration defaults."""
+    return {c["name"] for c in inspect(conn).get_columns("runs")}
 
 
 def migrate(conn: Connection) -> int:
