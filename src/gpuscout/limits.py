@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from gpuscout.errors import UserError
+from gpuscout.ranges import float_in, int_in
 
 if TYPE_CHECKING:
     from gpuscout.catalog import Catalog
@@ -32,6 +33,14 @@ MAX_WORKERS = 256
 # Devices of one machine, for --devices N and device numbers in --devices CPU:0,CPU:1: a CPU
 # device numbered N splits the host into N + 1 devices (JAX), so a typo must not ask for 100,000.
 MAX_DEVICES = 1_024
+
+# The ranges of the options whose numbers a claims file gives too (audit/claims.py checks its
+# cells against them; cli/parser.py declares the options): declared once, here, below both.
+EPOCH_SAMPLES = int_in(1, 10**15)  # the largest corpora are ~1.5e13 tokens
+SEQ_LEN = int_in(1, 10**7)  # ten million tokens: past any context length in use
+CLAIM_GPUS = int_in(1, 10**6)  # a million GPUs: past the largest cluster
+EPOCH_SECONDS = float_in(1e-3, 1e9)  # a millisecond to 31 years per epoch
+SAMPLES_PER_SECOND = float_in(1e-6, 1e12)  # per claim, all its GPUs together
 
 Dims = Mapping[str, int]
 

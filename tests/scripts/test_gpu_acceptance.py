@@ -21,20 +21,41 @@ import gpu_acceptance_check as acceptance  # noqa: E402
     reason="needs pip install 'gpuscout[jax]'",
 )
 def test_the_acceptance_script_runs_end_to_end_on_a_cpu(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHON": sys.executable}
+    """On a loaded machine, with the CPU peak cached far too low (as one measured while the
+    machine was busy: issue 31 saw 172.6 % MFU): the run measures the peak again, raises the
+    cache, and MFU stays at most 100 %, said to be an estimate."""
+    from importlib import metadata
+
+    from gpuscout.measure import environment
+
+    cache = tmp_path / "cache"
+    (cache / "gpuscout").mkdir(parents=True)
+    key = f"{environment.cpu_model()}|{os.cpu_count()}|jax{metadata.version('jax')}|mixed_bfloat16"
+    (cache / "gpuscout" / "cpu_peaks.json").write_text(json.dumps({key: 1e6}))
+    env = {**os.environ, "PYTHON": sys.executable, "XDG_CACHE_HOME": str(cache)}
     script = str(ROOT / "scripts" / "gpu_acceptance.sh")
-    proc = subprocess.run(["bash", script, str(tmp_path), "--cpu"], capture_output=True,
-                          text=True, env=env, timeout=600)  # fmt: skip
+    out = tmp_path / "out"
+    load = subprocess.Popen([sys.executable, "-c", "while True: pass"])  # a busy neighbour
+    try:
+        proc = subprocess.run(["bash", script, str(out), "--cpu"], capture_output=True,
+                              text=True, env=env, timeout=600)  # fmt: skip
+    finally:
+        load.kill()
+        load.wait()
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
-    summary = (tmp_path / "summary.md").read_text()
+    run = json.loads((out / "mlp.json").read_text())
+    assert 0 < run["mfu"] <= 1 and run["peak_source"].startswith("estimate: measured matmul")
+    assert "measured again after a run exceeded" in run["peak_source"]
+    assert json.loads((cache / "gpuscout" / "cpu_peaks.json").read_text())[key] > 1e6
+    summary = (out / "summary.md").read_text()
     assert "All checks passed." in summary and "skipped: --cpu" in summary
     for name in ("mlp",):
-        run = json.loads((tmp_path / f"{name}.json").read_text())
+        run = json.loads((out / f"{name}.json").read_text())
         assert run["backend"] == "jax" and run["status"] == "ok" and run["measured_steps"] == 20
-    sweep = json.loads((tmp_path / "inference.json").read_text())
+    sweep = json.loads((out / "inference.json").read_text())
     assert sweep["mode"] == "inference" and sweep["backend"] == "jax"
     assert [p["batch_size"] for p in sweep["inference"]["points"]] == [1, 8]
-    checks = json.loads((tmp_path / "checks.json").read_text())
+    checks = json.loads((out / "checks.json").read_text())
     assert set(checks) == {"mlp", "inference"}
     assert ["p99 with interval", True] in [c[:2] for c in checks["inference"]]
 

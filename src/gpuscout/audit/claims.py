@@ -102,7 +102,7 @@ def _claim(path: Path, line: int, cells: dict[str, str]) -> Claim:
     )
 
 
-# The same ranges as the CLI's options of the same names (declared once, in cli/parser.py), so
+# The same ranges as the CLI's options of the same names (declared once, in limits.py), so
 # a claims file cannot pass what --epoch-seconds refuses: 'inf' said "plausible, 0 % MFU" and
 # 1e-300 s per epoch printed Infinity in the JSON (issue 17).
 _RANGES = {
@@ -117,12 +117,13 @@ _RANGES = {
 def _num(where: str, cells: dict[str, str], column: str) -> float | None:
     import argparse
 
-    from gpuscout.cli import parser
+    from gpuscout import limits
+    from gpuscout.ranges import IntRange
 
     text = cells.get(column, "")
     if not text:
         return None
-    check = getattr(parser, _RANGES[column])
+    check = getattr(limits, _RANGES[column])
     try:
         value = float(text)
     except ValueError:
@@ -133,7 +134,7 @@ def _num(where: str, cells: dict[str, str], column: str) -> float | None:
             "correct the cell.",
         )
     try:
-        if isinstance(check, parser.IntRange):
+        if isinstance(check, IntRange):
             if not (math.isfinite(value) and check.low <= value <= check.high):
                 raise argparse.ArgumentTypeError(
                     f"must be a whole number {check.bounds()}, got {text}"

@@ -8,8 +8,11 @@ import re
 import sys
 from typing import Any, NoReturn
 
+from gpuscout import limits
 from gpuscout.errors import UserError
 from gpuscout.limits import MAX_DEVICES
+from gpuscout.ranges import FloatRange, IntRange, Range, float_in, int_in
+from gpuscout.ranges import finite as _finite
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -22,87 +25,6 @@ class OneLineParser(argparse.ArgumentParser):
             file=sys.stderr,
         )
         sys.exit(2)
-
-
-class Range:
-    """An argparse type whose values are bounded, finite numbers declared in this module.
-
-    Every numeric option of the CLI takes one of these (``tests/cli/test_option_ranges.py``
-    walks the parser and fails on a numeric option without one), so a new option cannot
-    accept ``inf``, ``nan`` or a 300-digit number by default, and every range reads the same
-    in its error: "must be above X and at most Y, got Z".
-    """
-
-    def __call__(self, text: str) -> Any:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
-
-    def bounds(self) -> str:
-        """The range in words, as its error says it ("above 0 and at most 1e+06")."""
-        raise NotImplementedError
-
-
-def _g(value: float) -> str:
-    return f"{value:g}"
-
-
-def _finite(text: str) -> float:
-    """``text`` as a finite number: 'inf' and 'nan' parse as floats but mean nothing here."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
-    return value
-
-
-class FloatRange(Range):
-    """A finite number from ``low`` to ``high``; each end excluded or included as declared."""
-
-    def __init__(
-        self, low: float, high: float, *, low_included: bool = False, high_included: bool = True
-    ) -> None:
-        assert math.isfinite(low) and math.isfinite(high) and low < high
-        self.low, self.high = low, high
-        self.low_included, self.high_included = low_included, high_included
-        self.__name__ = f"number {self.bounds()}"  # argparse names a type by it
-
-    def bounds(self) -> str:
-        below = f"at least {_g(self.low)}" if self.low_included else f"above {_g(self.low)}"
-        above = f"at most {_g(self.high)}" if self.high_included else f"below {_g(self.high)}"
-        return f"{below} and {above}"
-
-    def contains(self, value: float) -> bool:
-        low_ok = value >= self.low if self.low_included else value > self.low
-        high_ok = value <= self.high if self.high_included else value < self.high
-        return low_ok and high_ok
-
-    def __call__(self, text: str) -> float:
-        value = _finite(text)
-        if not self.contains(value):
-            raise argparse.ArgumentTypeError(f"must be {self.bounds()}, got {text}")
-        return value
-
-
-class IntRange(Range):
-    """A whole number from ``low`` to ``high``, both included."""
-
-    def __init__(self, low: int, high: int) -> None:
-        assert low < high
-        self.low, self.high = low, high
-        self.__name__ = f"whole number {self.bounds()}"
-
-    def bounds(self) -> str:
-        return f"at least {self.low:,} and at most {self.high:,}"
-
-    def __call__(self, text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:  # also 'inf', '1e3' and numbers of more than 4300 digits
-            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-        if not self.low <= value <= self.high:
-            raise argparse.ArgumentTypeError(f"must be a whole number {self.bounds()}, got {text}")
-        return value
 
 
 class IntListRange(Range):
@@ -262,18 +184,6 @@ def devices(text: str) -> str:
     return text
 
 
-def float_in(
-    low: float, high: float, *, low_included: bool = False, high_included: bool = True
-) -> FloatRange:
-    """A finite number above ``low`` (or at least it) and at most ``high`` (or below it)."""
-    return FloatRange(low, high, low_included=low_included, high_included=high_included)
-
-
-def int_in(low: int, high: int) -> IntRange:
-    """A whole number from ``low`` to ``high``, both included."""
-    return IntRange(low, high)
-
-
 def model_spec(text: str) -> str:
     """A model to load, FILE.py:FUNCTION or FILE.keras: an empty one would silently fall back
     to the built-in workload, so it is refused here, before anything is measured."""
@@ -316,13 +226,14 @@ def gpu_names(text: str) -> str:
 # The ranges of every numeric option, in one place. Why each bound:
 HOUR, DAY, WEEK = 3600.0, 86400.0, 604800.0
 INT32 = 2**31 - 1  # TensorFlow indexes a tensor's dimensions with int32
+# Declared in limits.py, as audit's claims check a file's cells against them too:
+EPOCH_SAMPLES, SEQ_LEN, CLAIM_GPUS = limits.EPOCH_SAMPLES, limits.SEQ_LEN, limits.CLAIM_GPUS
+EPOCH_SECONDS, SAMPLES_PER_SECOND = limits.EPOCH_SECONDS, limits.SAMPLES_PER_SECOND
 SOAK_MINUTES = float_in(0.0, WEEK / 60)  # a week: longer soaks are several runs
 EPOCHS = float_in(0.0, 1e6)  # a million epochs: past any real training job
 SAMPLES = float_in(0.0, 1e15)  # a million epochs of ImageNet-1k is 1.3e12
 GPU_HOURS = float_in(0.0, 1e9)  # a billion GPU-hours: 114,000 GPU-years, past any job
-EPOCH_SAMPLES = int_in(1, 10**15)  # the largest corpora are ~1.5e13 tokens
 BATCH = int_in(1, INT32)  # a batch is a tensor dimension
-SEQ_LEN = int_in(1, 10**7)  # ten million tokens: past any context length in use
 STEPS = int_in(1, 10**9)  # a billion steps: years at a millisecond a step
 WARMUP_STEPS = int_in(0, 10**9)  # 0: no warm-up discarded
 SEED = int_in(0, 2**32 - 1)  # what NumPy and TensorFlow take as a seed
@@ -334,7 +245,6 @@ RUN_IDS = IntListRange(RUN_ID, "3,4,7", "run ids")
 BATCHES = IntListRange(BATCH, "1,8,32", "sizes")
 CONCURRENCIES = IntListRange(CONCURRENCY, "1,4,16", "counts")
 TOP = int_in(1, 10_000)  # options to rank
-CLAIM_GPUS = int_in(1, 10**6)  # a million GPUs: past the largest cluster
 GPU_COUNTS = GpuCounts(int_in(1, 72), int_in(1, 100_000))  # 72: an NVL72 rack is one machine
 LAYERS = int_in(1, 10_000)
 HIDDEN = int_in(1, 10**6)
@@ -344,8 +254,6 @@ SECONDS = float_in(0.0, WEEK)  # a measurement's time budget: a week at most
 WORKER_TIMEOUT = float_in(0.0, DAY)  # seconds
 SLO_MS = float_in(0.0, HOUR * 1000)  # a latency target of up to an hour
 RATE = float_in(0.0, 1e12)  # samples/s to serve
-EPOCH_SECONDS = float_in(1e-3, 1e9)  # a millisecond to 31 years per epoch
-SAMPLES_PER_SECOND = float_in(1e-6, 1e12)  # per claim, all its GPUs together
 NETWORK_GBIT = float_in(1e-3, 1e5)  # Gb/s per machine: a megabit to 100 Tb/s
 MIN_MEMORY_GB = float_in(0.0, 1e4, low_included=True)  # 0: no filter; 10 TB: past any GPU
 PARAMS = float_in(0.0, 1e13)  # ten trillion parameters

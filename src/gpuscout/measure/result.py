@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuscout.measure import environment
+from gpuscout.measure import environment, peaks
+from gpuscout.measure.loss_check import DIVERGED
 from gpuscout.measure.protocol import Outcome
 from gpuscout.measure.stats import TARGET_REL_CI, StepSummary
 from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
@@ -108,6 +109,22 @@ def per_step_rate(s: StepSummary, samples: int) -> Interval:
     )
 
 
+def _mfu_above_peak(source: str) -> str:
+    """The warning of a run faster than its peak: on a CPU, even after the peak was measured
+    again (MFU is stored as 100 %); on a GPU, a datasheet peak that is wrong, or a missing
+    synchronisation."""
+    if peaks.is_estimate(source):
+        return (
+            f"MFU above 100% even of a peak measured again after the run: stored as 100 % "
+            f"({peaks.PEAK_MEASURED_LOW}, while the machine was busy); MFU on a CPU is an "
+            f"{peaks.ESTIMATE}"
+        )
+    return (
+        "MFU above 100%: the peak is too low (a GPU missing from the table or misnamed in it) "
+        "or the steps were not synchronised"
+    )
+
+
 def compose(
     config: BenchConfig,
     device_name: str,
@@ -125,19 +142,18 @@ def compose(
     rel = s.rel_halfwidth
     ci_ok = np.isfinite(s.ci_low)
     warnings = warnings + outcome_warnings(outcome, target_rel_ci)
-    if prep.flops_per_step and peak[0] and prep.flops_per_step / s.median > peak[0]:
-        warnings = [
-            *warnings,
-            "MFU above 100%: the peak is too low (a CPU peak measured while the machine was "
-            "busy, or a GPU missing from the table). Delete ~/.cache/gpuscout/cpu_peaks.json "
-            "to measure the CPU peak again.",
-        ]
     tput_med = batch / s.median
     flops_rate = prep.flops_per_step / s.median if prep.flops_per_step else None
-    peak_flops, peak_source = peak
+    peak_flops, peak_source = peaks.upper_bound(peak, flops_rate)  # a CPU's: measured again
+    mfu = flops_rate / peak_flops if flops_rate and peak_flops else None
+    if mfu is not None and mfu > 1:
+        warnings = [*warnings, _mfu_above_peak(peak_source)]
+        mfu = 1.0 if peaks.is_estimate(peak_source) else mfu
     return RunResult(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        status="ok",
+        # A broken training is timed honestly, but is no benchmark: its status says so.
+        status=DIVERGED if outcome.broken else "ok",
+        message=outcome.broken,
         workload=workload_name,
         device=device_name,
         precision=config.precision,
@@ -162,7 +178,7 @@ def compose(
         tflops=flops_rate / 1e12 if flops_rate else None,
         peak_tflops=peak_flops / 1e12 if peak_flops else None,
         peak_source=peak_source,
-        mfu=flops_rate / peak_flops if flops_rate and peak_flops else None,
+        mfu=mfu,
         epoch_samples=prep.epoch_samples,
         epoch_unit=prep.epoch_unit,
         epoch_seconds=prep.epoch_samples / tput_med if prep.epoch_samples else None,

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from gpuscout.measure import peaks
 from gpuscout.predict.hlo import is_lower_bound
 from gpuscout.records import Distribution, RunResult
 from gpuscout.report.monitor_rows import monitor_rows
@@ -45,6 +46,11 @@ def flops_rows(result: RunResult) -> list[tuple[str, str]]:
         return rows
     share = fmt_percent(result.mfu) if result.mfu >= 0.0005 else "< 0.1%"
     note = " (its FLOPs are a lower bound: a loop's trip count is unknown)" if at_least else ""
+    if peaks.is_estimate(result.peak_source):  # a CPU's peak: measured, never above 100 %
+        note += f" ({peaks.ESTIMATE})"
+        if result.mfu >= 1:
+            rows.append(("MFU", f"{peaks.PEAK_MEASURED_LOW} ({peak}){note}"))
+            return rows
     rows.append(("MFU", f"{at_least}{share} of {peak}{note}"))
     return rows
 

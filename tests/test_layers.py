@@ -1,0 +1,178 @@
+"""The layer rule of docs/architecture.md, checked over every module of the package.
+
+The rule: gpuscout is a pipeline, catalog → measure → store → predict → price → advise → report,
+and a stage imports only stages to its left. The side stages sit at a place in that order:
+``diagnose``, ``scale`` and ``publish`` are built on measure and store (after store);
+``audit`` checks claims with predict (beside price). Shared leaf modules (records, units,
+errors, workloads, ...) may be imported by anyone and import no stage. Orchestrators (cli,
+scout, assemble, and the entry points) may import anything. Every import is read with ``ast``,
+function-level ones included (the project imports lazily); imports under ``if TYPE_CHECKING:``
+are left out (they do not run). What breaks the rule on purpose is in ``EXCEPTIONS``, each
+with its reason: any other import against the order fails, so a new one is a decision to write
+down here, not an accident.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "gpuscout"
+
+# Left to right; equal ranks may not import each other (they are side by side).
+RANK = {
+    "catalog": 0,
+    "measure": 1,
+    "store": 2,
+    "diagnose": 3,  # doctor and soak start measurements through the measuring core
+    "scale": 3,  # launch and scaling sweeps: measurements, stored
+    "publish": 3,  # a stored run's series to TensorBoard and MLflow
+    "predict": 4,
+    "audit": 5,  # published claims checked against the catalog and predict
+    "price": 5,
+    "advise": 6,
+    "report": 7,
+}
+# Imported by anyone; they import only each other (and, for type hints only, a stage).
+SHARED = {
+    "gpuscout", "records", "units", "errors", "workloads", "run_settings", "text", "limits",
+    "ranges", "lazy", "interrupts", "comparison", "articles",
+}  # fmt: skip
+# May import any stage: they compose the pipeline.
+ORCHESTRATORS = {"cli", "scout", "assemble", "__main__", "keras"}
+
+# (importing module prefix, imported module prefix): why it is allowed.
+EXCEPTIONS = {
+    ("gpuscout.measure.backends", "gpuscout.predict.hlo"):
+        "a backend counts its step's FLOPs (for MFU) with predict's HLO cost model",
+    ("gpuscout.measure.backends", "gpuscout.predict.step_ir"):
+        "a backend hands predict the step it traced, in predict's StepIR",
+    ("gpuscout.measure.backends.keras.callback", "gpuscout.predict"):
+        "ScoutCallback predicts the user's model on other GPUs at the end of fit()",
+    ("gpuscout.measure.backends.keras.callback", "gpuscout.store"):
+        "ScoutCallback runs inside the user's fit(), with no parent process to store its run",
+    ("gpuscout.measure.backends", "gpuscout.diagnose"):
+        "a backend's doctor and soak fill in diagnose's backend-neutral records and analysis",
+    ("gpuscout.measure", "gpuscout.scale.distribute"):
+        "the core checks a run's data-parallel settings; distribute is a leaf (records only)",
+}  # fmt: skip
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """Line numbers inside ``if TYPE_CHECKING:`` blocks (type hints only: never run)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def imports(module: str, text: str, is_package: bool) -> set[str]:
+    """Every gpuscout module ``text`` imports, at any depth (functions included), resolved:
+    ``from gpuscout.scale import distribute`` is ``gpuscout.scale.distribute`` alone (the
+    package's ``__init__`` runs too, but the packages' are lazy), relative imports are made
+    absolute."""
+    tree = ast.parse(text)
+    skip = _type_checking_lines(tree)
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            subs = {f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}")}
+            found.update(subs if len(subs) == len(node.names) else {base, *subs})
+    return {name for name in found if name == "gpuscout" or name.startswith("gpuscout.")}
+
+
+def _is_module(name: str) -> bool:
+    path = SRC.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "gpuscout"
+
+
+def violations(module: str, imported: set[str]) -> list[str]:
+    """Each import of ``module`` against the rule and not an allowed exception."""
+    here = _top(module)
+    if here in ORCHESTRATORS:
+        return []
+    bad = []
+    for name in sorted(imported):
+        there = _top(name)
+        if there == here or there in SHARED:
+            continue
+        if here in SHARED:
+            allowed = False  # a shared module imports no stage
+        elif there in ORCHESTRATORS:
+            allowed = False  # nothing below the CLI imports it
+        else:
+            allowed = RANK[there] < RANK[here]
+        excepted = any(
+            (module + ".").startswith(a + ".") and (name + ".").startswith(b + ".")
+            for a, b in EXCEPTIONS
+        )
+        if not allowed and not excepted:
+            bad.append(f"{module} imports {name}")
+    return bad
+
+
+def _all_modules() -> dict[str, tuple[str, bool]]:
+    return {_module_name(p): (p.read_text(), p.name == "__init__.py") for p in SRC.rglob("*.py")}
+
+
+def test_every_module_keeps_the_layer_rule() -> None:
+    modules = _all_modules()
+    assert len(modules) > 100  # the walk found the package
+    tops = {_top(m) for m in modules}
+    unplaced = tops - set(RANK) - SHARED - ORCHESTRATORS
+    assert not unplaced, f"place each new top-level module in the rule: {sorted(unplaced)}"
+    bad = [v for m, (text, pkg) in modules.items() for v in violations(m, imports(m, text, pkg))]
+    assert not bad, "\n".join(bad)
+
+
+def test_every_exception_is_still_needed() -> None:
+    """An exception nothing uses any more is removed, so the list stays the truth."""
+    modules = _all_modules()
+    edges = {(m, n) for m, (text, pkg) in modules.items() for n in imports(m, text, pkg)}
+    for a, b in EXCEPTIONS:
+        assert any(
+            (m + ".").startswith(a + ".") and (n + ".").startswith(b + ".") for m, n in edges
+        ), f"unused exception: {a} -> {b}"
+
+
+def test_the_walk_catches_a_planted_violation() -> None:
+    """Self-check: a report import inside predict, even inside a function, or a CLI import
+    in audit (the one this rule removed), fails; a stage to the left and a type-only import
+    do not."""
+    planted = "def f():\n    import gpuscout.report\n    from gpuscout.report import terminal\n"
+    found = imports("gpuscout.predict.roofline", planted, is_package=False)
+    assert {"gpuscout.report", "gpuscout.report.terminal"} <= found
+    assert violations("gpuscout.predict.roofline", found) == [
+        "gpuscout.predict.roofline imports gpuscout.report",
+        "gpuscout.predict.roofline imports gpuscout.report.terminal",
+    ]
+    relative = imports("gpuscout.audit.claims", "from ..cli import parser\n", is_package=False)
+    assert violations("gpuscout.audit.claims", relative) == [
+        "gpuscout.audit.claims imports gpuscout.cli.parser"
+    ]
+    fine = "from gpuscout.catalog import load_catalog\nfrom typing import TYPE_CHECKING\n"
+    fine += "if TYPE_CHECKING:\n    from gpuscout.report import terminal\n"
+    assert violations("gpuscout.predict.roofline", imports("gpuscout.predict.x", fine, False)) == []
+    shared = imports("gpuscout.units", "from gpuscout.store import Store\n", is_package=False)
+    assert violations("gpuscout.units", shared) == ["gpuscout.units imports gpuscout.store"]
