@@ -27,6 +27,10 @@ from gpuscout.errors import UserError
 
 Mode = Literal["full", "lora", "qlora"]
 SHARD_COUNTS = (2, 4, 8, 16, 32, 64)
+# Tokens one GPU holds activations for in a step: a token of a hidden size of 1 with
+# checkpointing keeps 2 bytes a layer, so 1e12 tokens is 2 TB for one layer of the smallest
+# model, over any GPU's memory by ten times; beyond it the estimate describes no training.
+MAX_TOKENS_PER_STEP = 1e12
 
 
 @dataclass(frozen=True)
@@ -42,9 +46,42 @@ class Transformer:
     checkpointing: bool = False
 
     def check(self) -> None:
+        """A shape no transformer can have is refused: its estimate would be a number about
+        nothing (issue 31). Each attention head takes an equal slice of the hidden size, the
+        adapters' rank is at most the hidden size, and each layer's query and output
+        projections alone hold 2 x hidden^2 weights, so --params has a floor."""
         for name in ("params", "layers", "hidden", "heads", "seq_len", "batch", "lora_rank"):
             if not getattr(self, name) > 0:
                 raise UserError(f"{name.replace('_', '-')} must be positive.", None)
+        if self.hidden % self.heads:
+            raise UserError(
+                f"--heads {self.heads} does not divide --hidden {self.hidden}: each attention "
+                "head takes an equal slice of the hidden size.",
+                f"give a head count that divides {self.hidden} (e.g. {self.hidden // 128 or 1} "
+                "heads of 128), or correct --hidden.",
+            )
+        if self.mode != "full" and self.lora_rank > self.hidden:
+            raise UserError(
+                f"--lora-rank {self.lora_rank} is larger than --hidden {self.hidden}: a "
+                "low-rank adapter's rank is at most the hidden size.",
+                "use a rank such as 8, 16 or 64.",
+            )
+        floor = 2.0 * self.layers * self.hidden**2
+        if self.params < floor:
+            raise UserError(
+                f"--params {self.params:g} is fewer than {self.layers} layers of hidden size "
+                f"{self.hidden} hold (at least {floor:.3g}: each layer's query and output "
+                "projections are 2 x hidden^2 weights).",
+                "check --params, --layers and --hidden (7e9, 32 and 4096 for a 7B model).",
+            )
+        tokens = self.seq_len * self.batch
+        if tokens > MAX_TOKENS_PER_STEP:
+            raise UserError(
+                f"--micro-batch {self.batch} x --seq-len {self.seq_len} is {tokens:.3g} tokens "
+                f"a GPU a step, more than any GPU's memory holds activations for (at most "
+                f"{MAX_TOKENS_PER_STEP:.0e}).",
+                "lower --micro-batch or --seq-len.",
+            )
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from gpuscout.catalog.files import Table, read_table, validated
+from gpuscout.catalog.files import Table, check_dates, check_duplicate, read_table, validated
 from gpuscout.catalog.models import Busbw, Gpu, Price, Published
 from gpuscout.catalog.names import Resolved, Resolver
 from gpuscout.catalog.plausible import check_gpu, check_price, differences
@@ -144,7 +144,11 @@ def _add(cat: Catalog, table: Table, origin: str) -> None:
         for name, n in got.skipped.items():
             cat.skipped[name] = cat.skipped.get(name, 0) + n
         return
+    seen: dict[str, int] = {}  # a user file's row keys -> line: a duplicate names both
     for line, row in validated(table):
+        if origin != BUILTIN:  # the shipped files are checked by their own test
+            check_dates(row, table.path, line)
+            check_duplicate(row, table.path, line, seen)
         if isinstance(row, Gpu):
             check_gpu(row, table.path, line)
             shipped = cat.gpus.get(row.id) if cat.origin.get(row.id) == BUILTIN else None

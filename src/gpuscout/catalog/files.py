@@ -7,6 +7,7 @@ a user's catalog can never turn into a silently wrong prediction or price.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,3 +127,59 @@ def _row_error(path: Path, line: int, cells: dict[str, str], exc: ValidationErro
             f"correct the cell; {_FIELD_TABLE}.",
         )
     return UserError(f"{path}: line {line}: {msg}.", f"correct the row; {_FIELD_TABLE}.")
+
+
+# A user's clock and the file's author may be a time zone apart; a day more is a wrong date.
+CLOCK_SKEW = dt.timedelta(days=1)
+DATE_COLUMNS = ("retrieved_on", "observed_on")
+
+
+def check_dates(row: BaseModel, path: Path, line: int, today: dt.date | None = None) -> None:
+    """A date after today (and a day of clock skew) in a user's row is refused: a price "seen"
+    in the future reads "-26,324 days ago" and ranks as the newest and cheapest (issue 31)."""
+    today = today or dt.date.today()
+    for column in DATE_COLUMNS:
+        value = getattr(row, column, None)
+        if value is None:
+            continue
+        date = value if isinstance(value, dt.date) else _month_or_day(str(value))
+        if date > today + CLOCK_SKEW:
+            raise UserError(
+                f"{path}: line {line}, column '{column}': {value} is in the future (today is "
+                f"{today.isoformat()}).",
+                "give the date the figure was seen or retrieved; if it is right, check this "
+                "computer's clock.",
+            )
+
+
+def _month_or_day(text: str) -> dt.date:
+    """YYYY-MM-DD, or YYYY-MM as its 1st (as ``Price.age_days`` reads it)."""
+    return dt.date.fromisoformat(text if len(text) == 10 else f"{text}-01")
+
+
+def row_key(row: BaseModel) -> tuple[str, str] | None:
+    """What a row is about, in words and as a key, where two rows of one file must differ:
+    a GPU's id; a price's GPU, provider, kind, instance and region. None: no such rule."""
+    if isinstance(row, Gpu):
+        return f"GPU id '{row.id}'", row.id
+    if isinstance(row, Price):
+        parts = (row.gpu_id, row.provider, row.kind, row.instance_type or "", row.region or "")
+        words = f"the {row.kind} price of {row.gpu_id} at {row.provider}"
+        return words + (f" ({row.instance_type})" if row.instance_type else ""), "\0".join(parts)
+    return None
+
+
+def check_duplicate(row: BaseModel, path: Path, line: int, seen: dict[str, int]) -> None:
+    """Two rows of one user file about the same thing are refused naming both lines: which
+    of them wins would be an accident of order (issue 31)."""
+    found = row_key(row)
+    if found is None:
+        return
+    words, key = found
+    if key in seen:
+        raise UserError(
+            f"{path}: lines {seen[key]} and {line} both give {words}.",
+            "keep one of the two rows"
+            + ("." if isinstance(row, Gpu) else ", or tell them apart by instance_type or region."),
+        )
+    seen[key] = line

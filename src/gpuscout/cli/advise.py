@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuscout.cli.job_args import add_advice_options, add_job_size, add_job_source
 from gpuscout.cli.output import print_json
@@ -22,6 +22,9 @@ from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
 from gpuscout.workloads import WORKLOADS
+
+if TYPE_CHECKING:
+    from gpuscout.advise.memory import Mode
 
 # advise.recommend.PRESETS in words (importing it here would slow every command's start; a
 # test checks the two agree)
@@ -96,7 +99,7 @@ def register(sub: Any) -> None:
         "without it, describe an LLM with --params, --layers, --hidden and --heads",
     )
     m.add_argument(
-        "--precision", choices=PRECISIONS, default="mixed_float16",
+        "--precision", choices=PRECISIONS,
         help=precision_help("mixed_float16", "; with --workload only: an LLM is counted with "
                             "16-bit weights and gradients and fp32 Adam state"),
     )  # fmt: skip
@@ -117,18 +120,18 @@ def register(sub: Any) -> None:
     m.add_argument("--seq-len", type=SEQ_LEN,
                    help="sequence length in tokens (an LLM: default 2048; a workload: its "
                    "own)")  # fmt: skip
-    m.add_argument("--micro-batch", type=BATCH, default=1,
+    m.add_argument("--micro-batch", type=BATCH,
                    help="LLM sequences per GPU per step (default 1); activations grow with "
                    "it")  # fmt: skip
     m.add_argument(
-        "--mode", choices=("full", "lora", "qlora"), default="full",
+        "--mode", choices=("full", "lora", "qlora"),
         help="how an LLM is trained: full (every weight: 16 bytes a parameter for 16-bit "
         "weights and gradients, fp32 master weights and Adam's two moments; the default), lora "
         "(16-bit frozen weights, low-rank adapters trained), qlora (4-bit frozen weights, "
         "adapters trained)",
     )  # fmt: skip
     m.add_argument(
-        "--lora-rank", type=LORA_RANK, default=16,
+        "--lora-rank", type=LORA_RANK,
         help="rank of the adapters on the four attention projections, with --mode lora or "
         "qlora (default 16)",
     )  # fmt: skip
@@ -143,8 +146,19 @@ def register(sub: Any) -> None:
 
 
 def run_advise(args: argparse.Namespace) -> int:
+    from gpuscout.cli.job_args import ADVICE_OPTIONS, JOB_OPTIONS, given, refuse_with
+
     if args.quick:
+        ignored = given(args, {**JOB_OPTIONS, **ADVICE_OPTIONS, "preset": "--preset"})
+        refuse_with("--quick", ignored, "the checklist asks four questions and reads no job "
+                    "or constraint", "drop --quick for a recommendation on the job, or drop "
+                    f"{ignored[0] if ignored else ''} for the checklist.")  # fmt: skip
         return _quick(args)
+    if args.answers:
+        raise UserError(
+            f"--answers {args.answers} answers the --quick checklist, which was not asked for.",
+            "add --quick for the checklist, or drop --answers for a recommendation.",
+        )
     if not (args.workload or args.model or args.from_run):
         raise UserError(
             "say what to advise on: --quick for the checklist, or a job: --workload W, "
@@ -222,6 +236,7 @@ def run_memory(args: argparse.Namespace) -> int:
     names = comma_items(args.gpu, "--gpu", "rtx-4090,h100-sxm")
     picked = {g.id: g for g in (catalog.resolve(n).gpu for n in names if n != "all")}
     gpus = list(picked.values()) if names and "all" not in names else list(catalog.gpus.values())
+    _check_memory_pairs(args)
     if args.workload:
         from gpuscout.limits import check_fits_a_gpu
         from gpuscout.predict.profile_trace import get_profile
@@ -230,8 +245,9 @@ def run_memory(args: argparse.Namespace) -> int:
         w = get_workload(args.workload, own_model=False)
         batch = args.batch_size or w.default_batch_gpu
         dims = w.resolve({"seq_len": args.seq_len} if args.seq_len else {})
-        check_fits_a_gpu(w.name, dims, batch, args.precision, "train", catalog)
-        profile = get_profile(w.name, dims, batch, args.precision)
+        precision = args.precision or "mixed_float16"
+        check_fits_a_gpu(w.name, dims, batch, precision, "train", catalog)
+        profile = get_profile(w.name, dims, batch, precision)
         breakdown = {
             "weights": float(profile.param_bytes),
             "gradients": float(profile.param_bytes),
@@ -246,15 +262,16 @@ def run_memory(args: argparse.Namespace) -> int:
                 f"an LLM needs --{', --'.join(missing)} (or give --workload).",
                 "e.g. --params 7e9 --layers 32 --hidden 4096 --heads 32.",
             )
-        seq_len = args.seq_len or 2048
+        seq_len, micro_batch = args.seq_len or 2048, args.micro_batch or 1
+        mode: Mode = args.mode or "full"  # None: not given, so a workload can refuse it
         model = Transformer(
-            args.params, args.layers, args.hidden, args.heads, seq_len, args.micro_batch,
-            args.mode, args.lora_rank, args.checkpointing,
+            args.params, args.layers, args.hidden, args.heads, seq_len, micro_batch,
+            mode, args.lora_rank or 16, args.checkpointing,
         )  # fmt: skip
         breakdown = transformer_bytes(model)
         what = (
-            f"{args.params / 1e9:g}B-parameter transformer, {args.mode}, sequence "
-            f"{seq_len}, micro-batch {args.micro_batch}"
+            f"{args.params / 1e9:g}B-parameter transformer, {mode}, sequence "
+            f"{seq_len}, micro-batch {micro_batch}"
             + (", activation checkpointing" if args.checkpointing else "")
         )
     results = [(g, memory_fit(breakdown, g.memory_gb)) for g in gpus]
@@ -278,3 +295,33 @@ def run_memory(args: argparse.Namespace) -> int:
         note = f"  ({'; '.join(r.notes)})" if r.notes else ""
         print(f"  {g.id:16s} {g.memory_gb:5g} GB  {r.verdict}{note}")
     return 0
+
+
+LLM_OPTIONS = {
+    "params": "--params", "layers": "--layers", "hidden": "--hidden", "heads": "--heads",
+    "micro_batch": "--micro-batch", "mode": "--mode", "lora_rank": "--lora-rank",
+}  # fmt: skip
+
+
+def _check_memory_pairs(args: argparse.Namespace) -> None:
+    """A workload's memory is counted from its compiled step and an LLM's from its shape, so
+    an option of the other kind would be dropped unsaid: refused, naming both."""
+    from gpuscout.cli.job_args import given, refuse_with
+
+    if args.workload:
+        refuse_with(f"--workload {args.workload}", given(args, LLM_OPTIONS),
+                    "a workload's memory is counted from its own compiled step, not from an "
+                    "LLM's shape", "drop --workload to count an LLM, or drop the LLM's "
+                    "options.")  # fmt: skip
+        return
+    if not given(args, LLM_OPTIONS):
+        return  # neither: the missing LLM options are named next
+    refuse_with("an LLM (--params ...)", given(args, {"batch_size": "--batch-size",
+                "precision": "--precision"}), "an LLM is counted with --micro-batch and 16-bit "
+                "weights", "use --micro-batch for an LLM, or give --workload.")  # fmt: skip
+    if args.lora_rank is not None and (args.mode or "full") == "full":
+        raise UserError(
+            f"--lora-rank {args.lora_rank} and --mode full contradict each other: full "
+            "training has no adapters.",
+            "add --mode lora or --mode qlora, or drop --lora-rank.",
+        )

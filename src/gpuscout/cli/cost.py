@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpuscout.articles import COST_EXAMPLE_GPU_HOURS, REFERENCE_GPU
-from gpuscout.cli.job_args import add_job_size, add_job_source
+from gpuscout.cli.job_args import JOB_OPTIONS, add_job_size, add_job_source, given, refuse_with
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
     CHECKPOINT_HOURS,
@@ -128,6 +128,69 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run_cost)
 
 
+FAILURE_OPTIONS = {
+    "failures_consumer": "--failures-consumer", "failures_datacenter": "--failures-datacenter",
+    "checkpoint_hours": "--checkpoint-hours", "restart_minutes": "--restart-minutes",
+}  # fmt: skip
+SOURCE_OPTIONS = ("--workload", "--model", "--from-run")
+OWNED_OPTIONS = {
+    "purchase": "--purchase", "usd_per_kwh": "--usd-per-kwh",
+    "amortize_years": "--amortize-years", "owned_utilization": "--owned-utilization",
+}  # fmt: skip
+
+
+def check_pairs(args: argparse.Namespace) -> None:
+    """Options that contradict each other are refused in one line naming both, before
+    anything is predicted: dropping one unsaid prices a job the user did not describe."""
+    sources = given(args, {k: v for k, v in JOB_OPTIONS.items() if v in SOURCE_OPTIONS})
+    sizes = given(args, {k: v for k, v in JOB_OPTIONS.items() if v not in SOURCE_OPTIONS})
+    failures = given(args, FAILURE_OPTIONS)
+    if args.example == "articles":
+        refuse_with("--example articles", [*sources, *sizes], "the example prices article "
+                    "001's own job (its GPU-hours on its reference GPU)",
+                    "drop --example to price your job, or drop the job's options.")  # fmt: skip
+        refuse_with(
+            "--example articles",
+            failures,
+            "the article leaves failures out, so a failure rate is never used",
+            "drop --example, or the failure options.",
+        )
+    if args.gpu_hours is not None and not sources:  # with a source: "say what the job is"
+        refuse_with("--gpu-hours", sizes, "GPU-hours on the reference GPU are "
+                    "the whole job, already measured at its own batch and precision",
+                    "give either --gpu-hours H, or a job (--workload, --model, --from-run) "
+                    "with its size.")  # fmt: skip
+    if args.no_failures:
+        refuse_with(
+            "--no-failures",
+            failures,
+            "failures are left out, so their rate, checkpoints and restarts are never used",
+            "drop --no-failures to count failures, or drop the failure options.",
+        )
+    if args.example is None and not any("@owned" in t.lower() for t in args.option):
+        for attr, flag in OWNED_OPTIONS.items():
+            value = getattr(args, attr)
+            if value not in (None, []):
+                shown = ",".join(value) if isinstance(value, list) else f"{value:g}"
+                raise UserError(
+                    f"{flag} {shown} is an owned GPU's cost, but no --option is owned "
+                    "(GPU@owned), so it would be ignored.",
+                    f"add an owned option, e.g. --option rtx-4090@owned, or drop {flag}.",
+                )
+
+
+def check_reference_speedup(speedups: dict[str, float], catalog: Any, reference: Any) -> None:
+    """The reference GPU is 1x itself by definition: another figure for it would rescale
+    every option priced on it (100 GPU-hours on a 4090 becoming 20 h on that 4090)."""
+    for name, value in speedups.items():
+        if value != 1 and catalog.resolve(name).gpu.id == reference.id:
+            raise UserError(
+                f"--speedup {name}={value:g} and --reference {reference.id} contradict each "
+                f"other: the reference GPU is 1x itself, the job's GPU-hours are on it.",
+                "drop that --speedup, or give the job's hours on another --reference.",
+            )
+
+
 def _assumptions(args: argparse.Namespace) -> Any:
     from gpuscout.price import Assumptions
 
@@ -174,6 +237,7 @@ def run_cost(args: argparse.Namespace) -> int:
     )
     from gpuscout.units import fmt_hours, fmt_usd
 
+    check_pairs(args)
     catalog = load_catalog(args.catalog)
     claimed: dict[tuple[str, int], tuple[float, float]] = {}
     if args.example == "articles":
@@ -203,6 +267,7 @@ def run_cost(args: argparse.Namespace) -> int:
     texts = args.option or [f"{g}x{n}" for g in DEFAULT_OPTIONS.split(",") for n in (1, 8)]
     specs = [parse_option(t) for t in texts]
     speedups = parse_pairs(args.speedup, "--speedup", "SPEEDUP")
+    check_reference_speedup(speedups, catalog, reference)
     scalings = parse_pairs(args.scaling, "--scaling", "EFFICIENCY")
     purchases = parse_pairs(args.purchase, "--purchase", "USD")
     assumptions = _assumptions(args)

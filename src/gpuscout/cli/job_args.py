@@ -28,6 +28,33 @@ if TYPE_CHECKING:
     from gpuscout.predict.job import JobSpec
 
 OBJECTIVES = ("cheapest", "fastest", "balanced")
+DEFAULT_COUNTS = "1,2,4,8"
+DEFAULT_PRECISION = "mixed_float16"
+# The job's options as typed (attribute -> option); their defaults are None, so "given" is
+# "not None" and an option a command would ignore can be refused instead (issue 31).
+JOB_OPTIONS = {
+    "workload": "--workload", "model": "--model", "from_run": "--from-run",
+    "epochs": "--epochs", "samples": "--samples", "steps": "--steps",
+    "batch_size": "--batch-size", "precision": "--precision",
+}  # fmt: skip
+ADVICE_OPTIONS = {
+    "deadline": "--deadline", "budget": "--budget", "owned": "--owned",
+    "no_cloud": "--no-cloud", "require": "--require", "provider": "--provider",
+    "objective": "--objective", "counts": "--counts",
+}  # fmt: skip
+
+
+def given(args: argparse.Namespace, options: dict[str, str]) -> list[str]:
+    """The options of ``options`` the user typed, by name (a flag set, a value not None or
+    empty): what a command that does not use them must refuse rather than drop unsaid."""
+    return [flag for name, flag in options.items() if getattr(args, name, None) not in
+            (None, False, "")]  # fmt: skip
+
+
+def refuse_with(option: str, others: list[str], why: str, fix: str) -> None:
+    """One line naming ``option`` and the first of ``others`` that contradicts it."""
+    if others:
+        raise UserError(f"{option} and {others[0]} contradict each other: {why}.", fix)
 
 
 def add_job_source(group: Any, workload_help: str | None) -> None:
@@ -67,7 +94,7 @@ def add_job_size(group: Any, epochs_default: str = "") -> None:
         help="the job's batch per GPU (default: the workload's; 32 for your model; a run's own)",
     )  # fmt: skip
     group.add_argument(
-        "--precision", choices=PRECISIONS, default="mixed_float16",
+        "--precision", choices=PRECISIONS,
         help="the job's precision on the GPUs predicted: fp32 (TF32 tensor cores on Ampere "
         "and newer), mixed_float16 or mixed_bfloat16 (default mixed_float16; a stored run's "
         "own with --from-run)",
@@ -100,8 +127,8 @@ def add_advice_options(group: Any, objective_default: str | None = "balanced") -
         "balanced (time x cost, each against the best option's; the default)",
     )  # fmt: skip
     group.add_argument(
-        "--counts", type=GPU_COUNT_CHOICES, default="1,2,4,8",
-        help="GPU counts to consider, comma list (default 1,2,4,8)",
+        "--counts", type=GPU_COUNT_CHOICES,
+        help=f"GPU counts to consider, comma list (default {DEFAULT_COUNTS})",
     )  # fmt: skip
 
 
@@ -123,6 +150,12 @@ def constraints(
             raise UserError(f"unknown provider '{provider}' in --provider.",
                             f"use: {', '.join(sorted(known))}.")  # fmt: skip
     owned = args.owned or bool(preset.get("owned"))
+    if args.no_cloud and providers:
+        raise UserError(
+            f"--no-cloud leaves out every cloud provider, so --provider {args.provider} "
+            "would choose among none.",
+            "drop one of --no-cloud and --provider.",
+        )
     if args.no_cloud and not owned:
         raise UserError("--no-cloud leaves no option to rank.", "add --owned to buy the GPUs.")
     return {
@@ -132,7 +165,7 @@ def constraints(
         "owned": owned,
         "cloud": not args.no_cloud,
         "providers": providers or None,
-        "counts": tuple(int(c) for c in args.counts.split(",")),
+        "counts": tuple(int(c) for c in (args.counts or DEFAULT_COUNTS).split(",")),
         "objective": args.objective or preset.get("objective", "balanced"),
     }
 
@@ -172,6 +205,6 @@ def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
         samples=math.ceil(args.samples) if args.samples is not None else None,
         steps=args.steps,
         batch_size=args.batch_size,
-        precision=args.precision,
+        precision=args.precision or DEFAULT_PRECISION,
         backend=backend,
     )

@@ -6,6 +6,12 @@ output unreadable to the script that asked for JSON. The options' ranges (``cli/
 keep what the user types finite, but a derived value can still overflow or be undefined (a
 ratio to zero, an interval of one sample), so a non-finite number is written as ``null``:
 "no value", which a reader must handle anyway, rather than a token that breaks it.
+
+JSON is safe on a terminal by its own rules (``json.dumps`` escapes every control character,
+and with ``ensure_ascii`` every non-ASCII one). CSV has no escapes of its own, so CSV text goes
+through :func:`write_text`: byte-exact data to a file or a pipe, but on a terminal every control
+character of a cell made visible (``text.printable_lines``), so stored text cannot set the
+terminal's title or clear its screen.
 """
 
 from __future__ import annotations
@@ -42,6 +48,17 @@ def dumps_strict(
         default=converted if default else None,
         allow_nan=False,  # a value that slipped through is an error, not invalid output
     )
+
+
+def write_text(text: str) -> None:
+    """Write data text (CSV) to stdout: as is to a file or a pipe, where a program reads it
+    byte for byte; escaped (line feeds kept) when stdout is a terminal, where a person reads
+    it and an ESC in a cell would be obeyed, not shown."""
+    if sys.stdout.isatty():
+        from gpuscout.text import printable_lines
+
+        text = printable_lines(text)
+    sys.stdout.write(text)
 
 
 def print_json(

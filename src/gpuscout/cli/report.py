@@ -102,7 +102,7 @@ def selected_runs(
             wanted = set(ids)
             rows = [r for r in rows if r.id in wanted]
             if len(rows) <= DETAIL_LIMIT:
-                return [store.get(i) for i in ids], None
+                return store.load(ids), None
         if not rows:
             raise UserError(
                 "no stored runs to report on.", "measure first: gpuscout bench, or gpuscout scout."
@@ -110,10 +110,10 @@ def selected_runs(
         if latest:
             return _latest(store, rows), None
         if len(rows) <= DETAIL_LIMIT:
-            return [store.get(r.id) for r in reversed(rows)], None
+            return store.load([r.id for r in reversed(rows)]), None
         newest = rows[:DETAIL_LIMIT]  # rows are newest first
         summary = Summary(len(rows), len(newest), aggregate(rows))
-        return [store.get(r.id) for r in reversed(newest)], summary
+        return store.load([r.id for r in reversed(newest)]), summary
 
 
 def _latest(store: Any, rows: list[Any]) -> list[Any]:
@@ -122,7 +122,7 @@ def _latest(store: Any, rows: list[Any]) -> list[Any]:
     scaling = last.distribution.scaling if last.distribution else None
     if scaling is None:
         return [last]
-    sweep = [store.get(r.id) for r in reversed(rows[:16])]
+    sweep = store.load([r.id for r in reversed(rows[:16])])
     return [
         r for r in sweep
         if r.distribution and r.distribution.scaling
@@ -157,7 +157,8 @@ def run_report(args: argparse.Namespace) -> int:
     from gpuscout.predict.session import session
     from gpuscout.text import printable
 
-    check_output_files([(args.html, "--html"), (args.md, "--md")])  # before reading the runs
+    # before reading the runs; never the results database itself
+    check_output_files([(args.html, "--html"), (args.md, "--md")], args.db)
     catalog = load_catalog(args.catalog)
     wanted = constraints(args, catalog)
     runs, summary = selected_runs(args.db, args.runs, args.latest)

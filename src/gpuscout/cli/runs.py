@@ -8,9 +8,10 @@ import sys
 from itertools import islice
 from typing import Any
 
-from gpuscout.cli.output import print_json
-from gpuscout.cli.parser import RUN_ID, RUN_IDS, int_in
+from gpuscout.cli.output import print_json, write_text
+from gpuscout.cli.parser import RUN_ID, RUN_IDS
 from gpuscout.errors import UserError
+from gpuscout.ranges import int_in
 
 # Rows ``runs list`` shows unless told: a team store holds thousands, and a table of thousands
 # is neither read nor quick (rendering 10,000 rows took 9 s). --json lists all by default.
@@ -69,6 +70,11 @@ def register(sub: Any) -> None:
         "when the database refused a run) as new runs with new ids; all of the file or none.",
     )
     imp.add_argument("file", help="a file written by 'gpuscout runs export'")
+    imp.add_argument(
+        "--yes",
+        action="store_true",
+        help="import into another program's SQLite database, adding gpuscout's tables to it",
+    )
     cmp = runs_sub.add_parser(
         "compare",
         help="two runs side by side, if they are comparable",
@@ -153,15 +159,18 @@ def run_show(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from gpuscout.cli.paths import check_output_files
     from gpuscout.store import Store
     from gpuscout.store.exchange import export_csv, export_json
 
+    if args.output:  # before reading: never the results database itself
+        check_output_files([(Path(args.output), "-o")], args.db)
     with Store(args.db, readonly=True) as store:
         ids = args.ids or sorted(row.id for row in store.list())
-        runs = [store.get(i) for i in ids]
+        runs = store.load(ids)  # a run that does not parse is named and skipped
     text = export_json(runs) if args.format == "json" else export_csv(runs)
     if not args.output:
-        sys.stdout.write(text)
+        write_text(text)  # escaped on a terminal, byte-exact to a pipe
         return 0
     from gpuscout.report.files import write_whole
 
@@ -189,7 +198,7 @@ def run_import(args: argparse.Namespace) -> int:
     first = list(islice(runs, 1))
     # Checked writable now, before thousands of runs are read. A new database is announced
     # once the file is in; a bad file removes it again.
-    store = Store(args.db)
+    store = Store(args.db, adopt=args.yes)  # another program's database: only with --yes
     try:
         # One transaction: a bad run anywhere in the file rolls back all before it, and
         # memory holds a batch of runs, not the file.

@@ -90,7 +90,7 @@ def run_scout(args: argparse.Namespace) -> int:
             check(BenchConfig(workload=workload, seconds=seconds, backend=plan.backend))
     check_publish(args)
     # before the minutes of measuring: a folder or an unwritable place fails now, not after
-    check_output_files([(args.html, "--html"), (args.md, "--md")])
+    check_output_files([(args.html, "--html"), (args.md, "--md")], args.db)
     err = Console(stderr=True)
     live = err.is_terminal and not args.quiet
 
