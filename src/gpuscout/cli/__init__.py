@@ -87,6 +87,13 @@ def _main(argv: Sequence[str] | None) -> int:
     from gpuscout.measure.lifeline import from_environment
 
     from_environment()  # a worker of 'gpuscout launch' dies with its launcher
+    if sys.stdout is None:  # started with stdout closed (``gpuscout specs >&-``): as ls does
+        print(
+            "gpuscout: error: standard output is closed: nothing could be shown. To fix: "
+            "leave it open, or send it to /dev/null.",
+            file=sys.stderr or sys.__stderr__,
+        )
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
