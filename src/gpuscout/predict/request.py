@@ -13,6 +13,7 @@ from gpuscout.articles import REFERENCE_GPU
 from gpuscout.catalog import Catalog, Gpu, load_catalog, peak_tflops
 from gpuscout.errors import UserError
 from gpuscout.predict import scaling
+from gpuscout.predict.job import MODEL_BATCH
 from gpuscout.predict.predictor import Prediction, anchor_from_run
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session, session
@@ -129,7 +130,7 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
 
     notes: list[str] = []
     if req.model:
-        batch = req.batch_size or 32
+        batch = req.batch_size or MODEL_BATCH  # the same default as every job (predict.job)
         if not req.batch_size:
             notes.append(f"batch {batch} per GPU for your model (set it with --batch-size)")
         profile = get_user_profile(req.model, batch, req.precision, _backend(req))
