@@ -31,12 +31,13 @@ RANK = {
     "audit": 5,  # published claims checked against the catalog and predict
     "price": 5,
     "advise": 6,
+    "cloud": 6,  # SkyPilot tasks to measure rented GPUs: catalog, predict, price, store
     "report": 7,
 }
 # Imported by anyone; they import only each other (and, for type hints only, a stage).
 SHARED = {
     "gpuscout", "records", "units", "errors", "workloads", "run_settings", "text", "limits",
-    "ranges", "lazy", "interrupts", "comparison", "articles",
+    "ranges", "lazy", "interrupts", "comparison", "articles", "step_ir",
 }  # fmt: skip
 # May import any stage: they compose the pipeline.
 ORCHESTRATORS = {"cli", "scout", "assemble", "__main__", "keras"}
@@ -45,8 +46,6 @@ ORCHESTRATORS = {"cli", "scout", "assemble", "__main__", "keras"}
 EXCEPTIONS = {
     ("gpuscout.measure.backends", "gpuscout.predict.hlo"):
         "a backend counts its step's FLOPs (for MFU) with predict's HLO cost model",
-    ("gpuscout.measure.backends", "gpuscout.predict.step_ir"):
-        "a backend hands predict the step it traced, in predict's StepIR",
     ("gpuscout.measure.backends.keras.callback", "gpuscout.predict"):
         "ScoutCallback predicts the user's model on other GPUs at the end of fit()",
     ("gpuscout.measure.backends.keras.callback", "gpuscout.store"):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuscout.catalog.models import FEATURES
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
 
 OBJECTIVES = ("cheapest", "fastest", "balanced")
 DEFAULT_COUNTS = "1,2,4,8"
-DEFAULT_PRECISION = "mixed_float16"
 # The job's options as typed (attribute -> option); their defaults are None, so "given" is
 # "not None" and an option a command would ignore can be refused instead (issue 31).
 JOB_OPTIONS = {
@@ -42,6 +43,9 @@ ADVICE_OPTIONS = {
     "no_cloud": "--no-cloud", "require": "--require", "provider": "--provider",
     "objective": "--objective", "counts": "--counts",
 }  # fmt: skip
+
+
+SIZE_OPTIONS = {"epochs": "--epochs", "samples": "--samples"}  # the job's size, not in steps
 
 
 def given(args: argparse.Namespace, options: dict[str, str]) -> list[str]:
@@ -170,6 +174,42 @@ def constraints(
     }
 
 
+def check_job_options(args: argparse.Namespace, outputs: list[tuple[Path | None, str]]) -> None:
+    """Options of ``report`` and ``scout`` that contradict each other, refused in one line
+    naming both before a store is read, a model traced or anything measured (issue 31).
+
+    ``--steps`` with ``--epochs``/``--samples`` sizes one job two ways; a report file
+    (``outputs``) that is the model file or a catalog file the command reads would replace
+    the user's own input with the report, after minutes of measuring."""
+    if args.steps is not None:
+        refuse_with("--steps", given(args, SIZE_OPTIONS), "--steps is the whole job by itself "
+                    "(steps x the batch per GPU), so the two sizes would disagree",
+                    "give --steps S alone, or --epochs E and/or --samples N.")  # fmt: skip
+    inputs = [(Path(c), "--catalog", "catalog file") for c in getattr(args, "catalog", [])]
+    for flag, spec in (("--model", args.model), ("--job", getattr(args, "job", None))):
+        if spec and (spec.endswith(".keras") or ".py:" in spec):
+            from gpuscout.assemble import model_file
+
+            inputs.append((model_file(spec), flag, "model file"))
+    for path, flag in outputs:
+        for source, source_flag, what in inputs:
+            if path is not None and _same_file(path, source):
+                refuse_with(f"{flag} {path}", [source_flag], f"the report would overwrite "
+                            f"the {what} it reads", f"pass another file to {flag}.")  # fmt: skip
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same absolute path, or (both existing) the same
+    file, which a symlink or a hard link cannot hide."""
+    a, b = a.expanduser(), b.expanduser()
+    if os.path.abspath(a) == os.path.abspath(b):
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
     """The job the options name (``--job``, where a command has it, read as a workload,
     run:ID or a model spec); a stored run read from ``args.db``."""
@@ -205,6 +245,6 @@ def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
         samples=math.ceil(args.samples) if args.samples is not None else None,
         steps=args.steps,
         batch_size=args.batch_size,
-        precision=args.precision or DEFAULT_PRECISION,
+        precision=args.precision,  # None: a stored run's own, else mixed_float16
         backend=backend,
     )

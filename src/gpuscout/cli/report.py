@@ -12,6 +12,7 @@ from gpuscout.cli.job_args import (
     add_advice_options,
     add_job_size,
     add_job_source,
+    check_job_options,
     constraints,
     job_spec,
 )
@@ -157,7 +158,8 @@ def run_report(args: argparse.Namespace) -> int:
     from gpuscout.predict.session import session
     from gpuscout.text import printable
 
-    # before reading the runs; never the results database itself
+    # before reading the runs; never the results database itself, nor a file the report reads
+    check_job_options(args, [(args.html, "--html"), (args.md, "--md")])
     check_output_files([(args.html, "--html"), (args.md, "--md")], args.db)
     catalog = load_catalog(args.catalog)
     wanted = constraints(args, catalog)

@@ -56,7 +56,7 @@ def run_scout(args: argparse.Namespace) -> int:
 
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.bench import check_publish, publish
-    from gpuscout.cli.job_args import constraints, job_spec
+    from gpuscout.cli.job_args import check_job_options, constraints, job_spec
     from gpuscout.cli.paths import check_output_files
     from gpuscout.cli.progress import BenchProgress
     from gpuscout.cli.report import write
@@ -66,6 +66,8 @@ def run_scout(args: argparse.Namespace) -> int:
     from gpuscout.scout import MODEL_SECONDS, ScoutPlan, parse_measure, scout
     from gpuscout.store import Store
 
+    # contradictions first: before the store is read, a model traced or anything measured
+    check_job_options(args, [(args.html, "--html"), (args.md, "--md")])
     catalog = load_catalog(args.catalog)
     spec = job_spec(args, args.backend)
     if args.seconds is not None and spec.model is None:

@@ -18,6 +18,7 @@ from gpuscout.predict.profile import Profile
 from gpuscout.records import FIT_PREFIX, RunResult
 
 MODEL_BATCH = 32  # per GPU for your model when none is given (predict --model's default too)
+PRECISION = "mixed_float16"  # the job's precision when none is given (and no stored run's)
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class JobSpec:
     samples: int | None = None
     steps: int | None = None  # optimizer steps at the batch per GPU (one GPU's batch a step)
     batch_size: int | None = None  # per GPU
-    precision: str = "mixed_float16"
+    precision: str | None = None  # None: a stored run's own, else PRECISION
     backend: str = "tensorflow"  # what traces a step that is neither shipped nor cached
 
     @property
@@ -71,7 +72,7 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
             f"--from-run ID{got}.",
             "e.g. --model my_model.py:build --samples 1200000 --epochs 50.",
         )
-    workload, model, precision = spec.workload, spec.model, spec.precision
+    workload, model, precision = spec.workload, spec.model, spec.precision or PRECISION
     batch, notes = spec.batch_size, []
     if spec.run is not None:
         workload, model, batch, precision = _from_run(spec.run, spec)
@@ -115,7 +116,7 @@ def _from_run(run: RunResult, spec: JobSpec) -> tuple[str | None, str | None, in
             "give the model instead: --model FILE.py:FUNCTION (the function that builds it).",
         )
     batch = spec.batch_size or run.per_replica_batch
-    precision = run.precision if spec.precision == JobSpec.precision else spec.precision
+    precision = spec.precision or run.precision  # a --precision typed wins, even the default
     if run.config.model:
         return None, run.config.model, batch, precision
     return run.workload, None, batch, precision

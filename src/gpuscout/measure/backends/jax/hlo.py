@@ -17,7 +17,7 @@ import numpy as np
 
 from gpuscout.measure.backends.jax import runtime as jax_runtime
 from gpuscout.measure.synthetic import arrays
-from gpuscout.predict.step_ir import StepIR, variable_bytes
+from gpuscout.step_ir import StepIR, variable_bytes
 from gpuscout.workloads import get_workload
 
 FORWARD_SCOPE = "jit(step)/jvp("

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
-from gpuscout.predict.step_ir import StepIR, variable_bytes
+from gpuscout.step_ir import StepIR, variable_bytes
 from gpuscout.workloads import get_workload
 
 

@@ -1,5 +1,9 @@
 """What a measuring backend hands ``predict`` of a traced training step: its HLO text and the
-sizes the memory estimate and the all-reduce model need (``predict/hlo.py`` reads the text)."""
+sizes the memory estimate and the all-reduce model need (``predict/hlo.py`` reads the text).
+
+A shared leaf, not part of ``predict``: the backends (in ``measure``, left of predict) build it
+and predict reads it, so the type both sides share sits beside ``records``, importing no stage
+(the layer rule of ``docs/architecture.md``)."""
 
 from __future__ import annotations
 
