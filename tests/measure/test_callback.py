@@ -36,6 +36,7 @@ def test_the_callback_stores_a_run_from_a_real_fit_and_predicts_other_gpus(
     _model().fit(x, y, batch_size=32, epochs=2, verbose=0, callbacks=[cb])
     assert cb.result is not None and cb.result.status == "ok"
     assert len(cb.times) == 2 * 2048 // 32  # every batch of both epochs
+    assert cb.losses.steps == len(cb.times) and cb.losses.verdict() is None  # its loss fell
     assert cb.result.warmup is not None
     assert cb.result.measured_steps + cb.result.warmup.steps == len(cb.times)
     with Store(db) as store:
@@ -214,3 +215,34 @@ def test_steps_per_execution_counts_the_steps_keras_really_ran(case: str) -> Non
     assert timer.result is not None
     by_length = [a for a in timer.result.assumptions if "epoch's length as Keras gave" in a]
     assert len(by_length) == (case == "accumulated-updates")  # said where it was assumed
+
+
+@pytest.mark.parametrize(("steps_per_execution", "named"), [(1, 5), (4, 8)])
+def test_a_nan_loss_is_stored_as_diverged_naming_its_step(
+    tmp_path: Path, steps_per_execution: int, named: int
+) -> None:
+    """A NaN in the inputs of the 5th batch makes that step's loss NaN (and every weight after
+    it): the run is stored, as ``bench`` stores one, with status "diverged" and the step, and
+    the summary is its one line. Keras logs one loss per execution: with steps_per_execution=4
+    the NaN is first seen at the end of steps 5-8, and named there."""
+    x, y = _data(640)
+    x[4 * 32] = np.nan  # the first sample of the 5th batch (no shuffling)
+    printed: list[str] = []
+    db = tmp_path / "runs.sqlite"
+    cb = ScoutCallback(batch_size=32, db=db, predict_on=("h100-sxm",), print_fn=printed.append)
+    model = _model()
+    model.compile(optimizer="adam", steps_per_execution=steps_per_execution,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))  # fmt: skip
+    history = model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0, callbacks=[cb])
+    assert len(history.history["loss"]) == 1  # the user's training ran to its end
+    assert cb.result is not None and cb.result.id is not None
+    with Store(db) as store:
+        stored = store.get(cb.result.id)
+    assert stored.status == "diverged" and stored.message is not None
+    assert stored.message.startswith(f"the loss became NaN at step {named} (of 20 steps")
+    assert stored.step_times_s == cb.times and len(cb.times) == 20  # its timing is kept
+    (line,) = printed[0].splitlines()  # one line, and no prediction for a broken training
+    assert line == f"gpuscout: {stored.message} Stored as run {stored.id} with status " + (
+        "diverged: kept, and left out of calibration."
+    )
+    assert cb.predictions == []

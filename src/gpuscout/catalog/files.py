@@ -158,15 +158,46 @@ def _month_or_day(text: str) -> dt.date:
 
 
 def row_key(row: BaseModel) -> tuple[str, str] | None:
-    """What a row is about, in words and as a key, where two rows of one file must differ:
-    a GPU's id; a price's GPU, provider, kind, instance and region. None: no such rule."""
+    """What a row is about, in words and as a key, where two rows of one file must differ
+    (the key is what makes two rows the same fact, so a second one could only repeat or
+    contradict the first, and which one counts would be an accident of order):
+
+    * a GPU: its id;
+    * a price: its GPU, provider, kind, instance and region;
+    * a published measurement: its source, framework, workload, GPU, GPU count, precision,
+      batch per GPU and sequence length: one source's figure for one setting. Two sources
+      for one setting are two measurements and both count (calibration fits to each);
+    * a measured NCCL bus bandwidth: its GPU and link, since the scaling model uses one
+      figure per GPU and link (``Catalog.measured_busbw``), whatever the GPU count.
+
+    None: no such rule.
+    """
     if isinstance(row, Gpu):
         return f"GPU id '{row.id}'", row.id
     if isinstance(row, Price):
         parts = (row.gpu_id, row.provider, row.kind, row.instance_type or "", row.region or "")
         words = f"the {row.kind} price of {row.gpu_id} at {row.provider}"
         return words + (f" ({row.instance_type})" if row.instance_type else ""), "\0".join(parts)
+    if isinstance(row, Published):
+        batch = f", batch {row.batch_size_per_gpu}" if row.batch_size_per_gpu else ""
+        seq = f", sequence {row.seq_len}" if row.seq_len else ""
+        words = (
+            f"{row.source_id}'s {row.framework} {row.workload} throughput on "
+            f"{row.gpu_count} x {row.gpu_id} in {row.precision}{batch}{seq}"
+        )
+        fields = (row.source_id, row.framework, row.workload, row.gpu_id, row.gpu_count,
+                  row.precision, row.batch_size_per_gpu, row.seq_len)  # fmt: skip
+        return words, "\0".join(str(f or "") for f in fields)
+    if isinstance(row, Busbw):
+        return f"the {row.link} bus bandwidth of {row.gpu_id}", f"{row.gpu_id}\0{row.link}"
     return None
+
+
+_TELL_APART = {
+    Price: ", or tell them apart by instance_type or region.",
+    Published: ", or tell them apart by source_id (two sources' figures are both kept).",
+    Busbw: " (gpuscout uses one measured bus bandwidth per GPU and link).",
+}
 
 
 def check_duplicate(row: BaseModel, path: Path, line: int, seen: dict[str, int]) -> None:
@@ -179,7 +210,6 @@ def check_duplicate(row: BaseModel, path: Path, line: int, seen: dict[str, int])
     if key in seen:
         raise UserError(
             f"{path}: lines {seen[key]} and {line} both give {words}.",
-            "keep one of the two rows"
-            + ("." if isinstance(row, Gpu) else ", or tell them apart by instance_type or region."),
+            "keep one of the two rows" + _TELL_APART.get(type(row), "."),
         )
     seen[key] = line

@@ -6,6 +6,13 @@ SkyPilot's accelerator names are short and mean different parts at different pro
 is the SXM part on AWS but the PCIe part on RunPod); the ones that are not plain catalog names
 are mapped here, per provider. A row whose spot price is above its on-demand price is skipped:
 the columns are swapped in some SkyPilot snapshots, and a wrong price is worse than none.
+
+A SkyPilot file is a user's file, held to the rules of the others (issue 31): its prices are
+dated by the file's modification time (the file has no date column), which may not be in the
+future; and a row is one instance type with its accelerators in one region and zone, so two
+rows with that same key and different prices contradict each other and are refused naming both
+lines. Rows that repeat one another exactly are SkyPilot's layout (a row per zone, where the
+file has no zone column) and are read once.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass, field
 
-from gpuscout.catalog.files import Table
+from gpuscout.catalog.files import CLOCK_SKEW, Table
 from gpuscout.catalog.models import Price
 from gpuscout.catalog.names import Resolver
 from gpuscout.catalog.plausible import check_price
@@ -46,8 +53,9 @@ def read_skypilot(table: Table, resolver: Resolver) -> SkyPilotPrices:
     """Price rows from a SkyPilot catalog; rows for accelerators not in the catalog are counted."""
     out = SkyPilotPrices()
     provider = table.path.parent.name.lower() or table.path.stem.lower()
-    retrieved = dt.date.fromtimestamp(table.path.stat().st_mtime)
+    retrieved = _file_date(table)
     seen: set[tuple[str, str, str, str]] = set()
+    rows: dict[tuple[str, ...], tuple[int, tuple[float | str, ...]]] = {}  # key -> line, prices
     for line, cells in table.rows:
         accel = cells.get("AcceleratorName", "").strip()
         if not accel:
@@ -58,6 +66,7 @@ def read_skypilot(table: Table, resolver: Resolver) -> SkyPilotPrices:
         if gpu_id is None:
             out.skipped[accel] = out.skipped.get(accel, 0) + 1
             continue
+        _check_repeat(table, line, cells, rows)
         count = _number(table, line, cells, "AcceleratorCount")
         if cells.get("SpotPrice", "").strip() and _number(table, line, cells, "SpotPrice") > (
             _number(table, line, cells, "Price")
@@ -89,6 +98,51 @@ def read_skypilot(table: Table, resolver: Resolver) -> SkyPilotPrices:
             check_price(price, table.path, line)
             out.prices.append(price)
     return out
+
+
+def _file_date(table: Table, today: dt.date | None = None) -> dt.date:
+    """The date the file's prices were seen: its modification time, refused in the future (a
+    day of clock skew allowed, as for dated rows), where it would make every price the newest."""
+    seen = dt.date.fromtimestamp(table.path.stat().st_mtime)
+    today = today or dt.date.today()
+    if seen > today + CLOCK_SKEW:
+        raise UserError(
+            f"{table.path}: the file was modified on {seen.isoformat()}, in the future (today is "
+            f"{today.isoformat()}); a SkyPilot catalog's prices are dated by that time.",
+            f"check this computer's clock, or give the file today's time (touch {table.path}).",
+        )
+    return seen
+
+
+_KEY = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Region", "AvailabilityZone")
+_PRICES = ("Price", "SpotPrice")
+
+
+def _check_repeat(
+    table: Table,
+    line: int,
+    cells: dict[str, str],
+    rows: dict[tuple[str, ...], tuple[int, tuple[float | str, ...]]],
+) -> None:
+    """Refuse a row that gives the same instance in the same region and zone as an earlier
+    one at other prices: which price counts would be an accident of order."""
+    key = tuple(cells.get(column, "").strip() for column in _KEY)
+    prices = tuple(_as_number(cells.get(column, "")) for column in _PRICES)
+    first = rows.setdefault(key, (line, prices))
+    if first[1] != prices:
+        where = ", ".join(f"{c} {v}" for c, v in zip(_KEY, key, strict=True) if v)
+        raise UserError(
+            f"{table.path}: lines {first[0]} and {line} both give {where}, at different prices.",
+            "keep one of the two rows, or fetch a fresh SkyPilot catalog.",
+        )
+
+
+def _as_number(text: str) -> float | str:
+    """A price cell as a number where it is one, so "0.69" and "0.690" are one price."""
+    try:
+        return float(text)
+    except ValueError:
+        return text.strip()
 
 
 def _number(table: Table, line: int, cells: dict[str, str], column: str) -> float:

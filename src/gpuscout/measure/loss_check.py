@@ -53,10 +53,14 @@ class LossWatch:
     bad_step: int | None = None
     grown_step: int | None = None  # the first step past GROWTH_LIMIT x the first loss
 
-    def add(self, loss: float) -> None:
-        """One step's loss (a float, or anything ``float()`` takes: a NumPy or JAX scalar)."""
+    def add(self, loss: float, steps: int = 1) -> None:
+        """One step's loss (a float, or anything ``float()`` takes: a NumPy or JAX scalar).
+
+        ``steps``: the steps the loss comes after, where a loop reports one loss for several
+        (a Keras execution of ``steps_per_execution`` steps): it is counted at the last.
+        """
         value = float(loss)
-        self.steps += 1
+        self.steps += max(1, steps)
         self.last = value
         if not finite(value):
             if self.bad_step is None:

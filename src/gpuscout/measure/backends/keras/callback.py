@@ -16,6 +16,7 @@ from typing import Any
 
 import keras
 
+from gpuscout.measure.loss_check import DIVERGED, LossWatch
 from gpuscout.records import RunResult
 
 
@@ -35,6 +36,15 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
     execution when fewer steps were left: the steps since the last callback come from those
     indices, and the last execution of an epoch from the optimizer's step counter (exact at
     the epoch's end on TensorFlow and JAX), else from the epoch's length Keras gives.
+
+    The loss Keras logs at each batch end is checked as ``bench`` checks its own
+    (:class:`~gpuscout.measure.loss_check.LossWatch`): a NaN/Inf or a 1000 x grown loss makes
+    the run "diverged", naming the step, so a broken training never enters calibration as
+    "ok" (issue 31). That value is already on the host, so checking it costs no sync. It is
+    Keras' running mean over the epoch so far: a NaN step keeps it NaN, and the first batch's
+    is that step's own loss. With ``steps_per_execution`` it comes once per execution and is
+    counted at the execution's last step, once the steps it covers are known (the epoch's last
+    execution is counted at the epoch's end).
     """
 
     def __init__(self, batch_size: int | None = None, monitor_hz: float = 10.0) -> None:
@@ -54,6 +64,8 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
         self._epoch_counter: int | None = None  # the optimizer's steps as the epoch began
         self._by_length = 0  # epochs whose last execution was counted from Keras' length
         self._unknown = 0  # epochs whose last execution was counted as whole (length unknown)
+        self.losses = LossWatch()
+        self._pending: float | None = None  # the last execution's loss, until its steps are known
 
     @property
     def times(self) -> list[float]:
@@ -66,18 +78,20 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
 
         self.durations, self.steps, self._last = [], [], 0.0
         self._by_length = self._unknown = 0
+        self.losses, self._pending = LossWatch(), None
         self.steps_per_execution = max(1, int(getattr(self.model, "steps_per_execution", 1)))
         self._monitor = start_monitor(None, None, self.monitor_hz)
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-        if logs and "loss" in logs:
-            float(logs["loss"])  # the loss is on the host: the step has finished
+        loss = _loss(logs)  # the loss is on the host: the step has finished
         now = time.perf_counter()
+        self._watch_pending()
         self.durations.append(now - self._last)
         # Keras gives the index of the execution's last step: the steps since the last call
         self.steps.append(batch - self._last_index if batch > self._last_index else 1)
         self._last_index = batch
         self._last = now
+        self._pending = loss
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         self._last_index, self._epoch_first = -1, len(self.durations)
@@ -89,6 +103,13 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         if self.steps_per_execution > 1 and len(self.durations) > self._epoch_first:
             self._count_last_execution()
+        self._watch_pending()
+
+    def _watch_pending(self) -> None:
+        """Check the last execution's loss, now that the steps it covers are counted."""
+        if self._pending is not None and self.steps:
+            self.losses.add(self._pending, self.steps[-1])
+        self._pending = None
 
     def _count_last_execution(self) -> None:
         """The steps of the epoch's last execution, which Keras numbers as if it held k."""
@@ -129,7 +150,12 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
     def on_train_end(self, logs: Any = None) -> None:
         from gpuscout.measure.monitor import attach
 
-        self.result = attach(self._compose(), self._monitor)
+        self._watch_pending()
+        result = self._compose()
+        broken = self.losses.verdict()
+        if broken and result.status == "ok":  # timed honestly, but no benchmark (as bench)
+            result = result.model_copy(update={"status": DIVERGED, "message": broken})
+        self.result = attach(result, self._monitor)
         self.finish(self.result)
 
     def finish(self, result: RunResult) -> None:
@@ -155,6 +181,15 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
             steps_per_execution=self.steps_per_execution,
             counting=self._counting(),
         )
+
+
+def _loss(logs: Any) -> float | None:
+    """The loss in a batch's logs as a float; None where there is none or it is no number (a
+    model without a loss, a train_step of its own): never an error in the user's training."""
+    try:
+        return float(logs["loss"]) if logs and "loss" in logs else None
+    except Exception:
+        return None
 
 
 def _optimizer_steps(model: Any) -> int | None:
@@ -205,7 +240,7 @@ class ScoutCallback(FitTimer):
 
     def finish(self, result: RunResult) -> None:
         problem = None
-        if self.keep and result.status == "ok":
+        if self.keep and result.status in ("ok", DIVERGED):  # a broken training, as bench
             problem = self._store(result)
         self.print_fn(self.summary() + (f"\n{problem}" if problem else ""))
 
@@ -238,6 +273,13 @@ class ScoutCallback(FitTimer):
         from gpuscout.measure.fit_run import fit_rate
 
         found = fit_rate(r)
+        if r.status == DIVERGED:  # its speed is no benchmark: the one line says why
+            stored = (
+                f" Stored as run {r.id} with status {DIVERGED}: kept, and left out of calibration."
+                if r.id is not None
+                else ""
+            )
+            return f"gpuscout: {r.message}{stored}"
         if r.status != "ok" or found is None:
             return f"gpuscout: {r.message}"
         rate, unit = found
