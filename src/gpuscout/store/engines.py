@@ -21,6 +21,14 @@ STATEMENT_TIMEOUT_S = 60.0
 MAX_TIMEOUT_S = 86_400
 CONNECT_TIMEOUT_ENV = "GPUSCOUT_DB_TIMEOUT"
 STATEMENT_TIMEOUT_ENV = "GPUSCOUT_DB_STATEMENT_TIMEOUT"
+# TCP keepalives (libpq's names): an idle connection whose network path died is noticed by the
+# kernel after 30 s + 3 unanswered probes 10 s apart, instead of at the next write's timeout.
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 WRITABLE_FIX = (
     "make it writable (its permissions and its folder's), or pass another --db / GPUSCOUT_DB."
 )
@@ -113,6 +121,13 @@ def postgres_timeouts(url: URL) -> tuple[float, float]:
 
 
 def postgres_engine(url: URL) -> Engine:
+    """An engine on which no network wait is unbounded: libpq's ``connect_timeout`` bounds
+    opening a connection, the server's ``statement_timeout`` a statement it is running, and
+    the client's deadline (``deadline.py``: the statement timeout + ``deadline.GRACE_S``)
+    every round trip, COMMIT, ROLLBACK and the pool's pre-ping included, for a server that
+    stopped answering (a hung backend, a dead path, a proxy that stopped forwarding). TCP
+    keepalives and ``tcp_user_timeout`` (unacknowledged data dropped after the same deadline)
+    let the kernel notice a dead path too."""
     try:
         import psycopg  # noqa: F401  (a clear message instead of SQLAlchemy's)
     except ImportError:
@@ -120,7 +135,10 @@ def postgres_engine(url: URL) -> Engine:
             "PostgreSQL needs the psycopg driver, which is not installed.",
             "pip install 'psycopg[binary]'.",
         ) from None
+    from gpuscout.store import deadline
+
     connect_s, statement_s = postgres_timeouts(url)
+    deadline_s = statement_s + deadline.GRACE_S
     shown = shown_url(url)
     # libpq counts connect_timeout in whole seconds (at least 2); the statement timeout is set
     # per session, so a query the server never finishes is cancelled by the server itself.
@@ -128,15 +146,27 @@ def postgres_engine(url: URL) -> Engine:
     engine = create_engine(
         url.set(query=query),
         pool_pre_ping=True,
+        use_native_hstore=False,  # no hstore lookup (a transaction of its own) on connect
         connect_args={
             "connect_timeout": max(2, math.ceil(connect_s)),
             "options": f"-c statement_timeout={round(statement_s * 1000)}",
+            **KEEPALIVES,
+            "tcp_user_timeout": math.ceil(deadline_s * 1000),
         },
     )
 
+    @event.listens_for(engine, "do_connect")
+    def _bounded(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        return deadline.connect(deadline_s, *cargs, **cparams)
+
     @event.listens_for(engine, "handle_error")
     def _timeouts(context: Any) -> UserError | None:
-        return _timeout_error(context.original_exception, shown, connect_s, statement_s)
+        exc = context.original_exception
+        if isinstance(exc, deadline.DeadlineExceeded):
+            context.is_disconnect = True  # the socket is shut: never hand the connection out
+            if context.is_pre_ping:
+                return None  # the pool opens a new connection (bounded by connect_timeout)
+        return _timeout_error(exc, shown, connect_s, statement_s)
 
     return engine
 
@@ -147,6 +177,21 @@ def _timeout_error(
     """A timeout said as one line naming the server and the limit; other errors unchanged."""
     from psycopg import errors
 
+    from gpuscout.store.deadline import DeadlineExceeded
+
+    if isinstance(exc, DeadlineExceeded):
+        grace = exc.limit_s - statement_s
+        outcome = (  # COMMIT sent, its answer lost: the server may have committed (whole)
+            "; whether it was stored is unknown (all or nothing): check before repeating it"
+            if exc.what == "a COMMIT"
+            else ""
+        )
+        return UserError(
+            f"the database at {shown} did not answer within {exc.limit_s:g} s ({exc.what}, "
+            f"bounded by {STATEMENT_TIMEOUT_ENV} {statement_s:g} s + {grace:g} s grace){outcome}.",
+            f"check that the server is up and reachable, or allow longer with "
+            f"{STATEMENT_TIMEOUT_ENV}=SECONDS.",
+        )
     if isinstance(exc, errors.ConnectionTimeout):
         waited, what, env = connect_s, "the connection", CONNECT_TIMEOUT_ENV
         fix = f"{env}=SECONDS or the URL's connect_timeout"
