@@ -78,6 +78,7 @@ from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 from gpuscout.errors import GpuscoutError, UserError, caused_by_interrupt  # noqa: E402
+from gpuscout.measure.group_guard import start_guard  # noqa: E402
 from gpuscout.measure.lifeline import die_with_parent  # noqa: E402
 from gpuscout.measure.protocol import Progress  # noqa: E402
 from gpuscout.records import BenchConfig  # noqa: E402
@@ -89,6 +90,10 @@ def main(argv: list[str]) -> int:
     # Never outlive the gpuscout process that started this one (a worker blocked in a
     # collective would otherwise wait for ever): see gpuscout.measure.lifeline.
     die_with_parent(int(argv[1]) if len(argv) > 1 else os.getppid())
+    # The kernel's death signal does not reach what the user's code forks: a guard in this
+    # process's group kills the group once this process is gone, however it went (issue 31).
+    # Started before any framework is imported; see gpuscout.measure.group_guard.
+    start_guard(close_fds=(int(argv[0]),))
     channel = os.fdopen(int(argv[0]), "w", buffering=1)
 
     def emit(message: dict[str, Any]) -> None:

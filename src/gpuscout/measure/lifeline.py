@@ -12,6 +12,12 @@ be killed when its parent goes, as its first act:
 
 A launched worker learns its launcher from :data:`PARENT_ENV` (``python -m gpuscout`` has no
 other way to be told), read once by the CLI's entry.
+
+This reaches the process that asked, not what it forks: the kernel clears the death signal on
+fork, and a forked process's parent is the one that forked it. So a measuring child also starts
+a group guard (:mod:`gpuscout.measure.group_guard`) that kills the child's whole process group
+once the child is gone: a killed launcher takes its workers, each worker its measuring child,
+and each child what the user's code forked in it (a data-loader worker, ``multiprocessing``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,12 @@ for non-daemon threads and processes). The child is started in its own session, 
 group holds all of them; once the child has sent its last word, or failed to, the parent ends
 that whole group, and nothing the user's code started outlives the command (issue 31).
 
+When the parent cannot (killed outright: SIGKILL, the out-of-memory killer), the child dies
+with it (:mod:`gpuscout.measure.lifeline`), and the group guard the child started in its group
+(:mod:`gpuscout.measure.group_guard`) kills the rest of the group the moment the child is gone.
+The guard also acts when the child ends on its own, so its leftovers may already be dead when
+:func:`end_group` signals the group; it ends the guard with the rest on the normal paths.
+
 The leader is checked without being reaped (``waitid`` with ``WNOWAIT``) until the group has
 been signalled: a reaped leader's pid could name another process's group later.
 """
