@@ -50,17 +50,25 @@ def by_chip(points):  # type: ignore[no-untyped-def]
     return leave_one_chip_out(development(points))
 
 
+# Half a unit of the last digit shown (x1.50: 0.005), relative.
+SHOWN = 0.005 / 1.5
+
+
 def test_the_shipped_figures_are_those_of_the_shipped_data(figures: Figures) -> None:
     """out_of_sample.json (every range and tie threshold comes from it) is what the shipped
-    rows give today: ``benchmarks/prediction_accuracy.py --write`` renews it."""
+    rows give today: ``benchmarks/prediction_accuracy.py --write`` renews it.
+
+    Compared at the precision a user reads them (bands as x1.50, two decimals): the fits'
+    optimum moves in the third decimal from one CPU model or NumPy/SciPy build to another
+    (x1.4996 on one 2-core AMD EPYC, x1.5028 on another), which no output shows."""
     got = shipped()
     for name in ("source_absolute", "chip_relative"):
         bands = getattr(got, name)
         assert set(bands) == set(getattr(figures, name)) == {"resnet50", "bert"}, name
         for fam, band in bands.items():
-            assert band == pytest.approx(getattr(figures, name)[fam], rel=1e-4), (name, fam)
-    assert got.unvalidated == pytest.approx(figures.unvalidated, rel=1e-4)
-    assert got.relative_error == pytest.approx(figures.relative_error, rel=1e-4)
+            assert band == pytest.approx(getattr(figures, name)[fam], rel=SHOWN), (name, fam)
+    assert got.unvalidated == pytest.approx(figures.unvalidated, rel=SHOWN)
+    assert got.relative_error == pytest.approx(figures.relative_error, abs=0.0005)  # 8.8 %
 
 
 def test_each_printed_band_covers_what_it_claims_on_its_split(figures, by_source, by_chip) -> None:  # type: ignore[no-untyped-def]
