@@ -19,11 +19,7 @@ CASES = [
         2,
         f"{NOT} --serving saved_model: a SavedModel is TensorFlow's serving format",
     ),
-    Case(
-        ("bench", "--backend", "jax", "--workers", "127.0.0.1:1,127.0.0.1:2", "--task-index", "0"),
-        2,
-        f"{NOT} --workers: runs over several machines use TensorFlow's",
-    ),
+    # --workers runs on JAX now (jax.distributed): its refusals are in test_jax_workers_rows.py
     Case(
         ("bench", "--backend", "jax", "--devices", "2", "--loop", "fit"),
         2,

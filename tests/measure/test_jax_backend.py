@@ -190,8 +190,8 @@ def test_a_jax_run_is_measured_stored_and_says_its_backend(tmp_path: Path) -> No
 def test_what_jax_cannot_do_is_refused_by_name() -> None:
     """In a fresh process with every framework blocked (the other refusals are rows of
     tests/adversarial/test_backend_rows.py, in process)."""
-    flag = "--workers"
-    args = ("--workload", "mlp", "--workers", "127.0.0.1:1,127.0.0.1:2", "--task-index", "0")
+    flag = "--serving saved_model"  # (--workers runs on JAX now: tests/measure/test_jax_workers)
+    args = ("--workload", "mlp", "--mode", "inference", "--serving", "saved_model")
     r = run_cli("bench", "--backend", "jax", *args, block_tf=True)
     assert r.code == 2, r.err
     assert f"--backend jax does not take {flag}" in r.err

@@ -16,6 +16,7 @@ from gpuscout.cli import advise as advise_cmd
 from gpuscout.cli import audit as audit_cmd
 from gpuscout.cli import bench as bench_cmd
 from gpuscout.cli import calibrate as calibrate_cmd
+from gpuscout.cli import cloud as cloud_cmd
 from gpuscout.cli import cost as cost_cmd
 from gpuscout.cli import doctor as doctor_cmd
 from gpuscout.cli import launch as launch_cmd
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd.register(sub)
     launch_cmd.register(sub)
     runs_cmd.register(sub)
+    cloud_cmd.register(sub)
     doctor_cmd.register(sub)
     soak_cmd.register(sub)
     specs_cmd.register(sub)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuscout.cli.cluster_args import add_cluster_args, resolve_cluster
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
     BATCH,
@@ -124,6 +125,7 @@ def register(sub: Any) -> None:
         help="every worker's address, the same list on each worker (chief first)",
     )
     scale.add_argument("--task-index", type=TASK_INDEX, help="this worker's place in --workers")
+    add_cluster_args(scale)
     scale.add_argument(
         "--worker-timeout",
         type=WORKER_TIMEOUT,
@@ -274,6 +276,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuscout.measure.runner import run_isolated
     from gpuscout.store import Store
 
+    resolve_cluster(args, say=not args.quiet and not args.json)  # into --workers/--task-index
     config = config_from_args(args)
     check_publish(args)
     check(config)  # a bad setting is refused before a database is created for it

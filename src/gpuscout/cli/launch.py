@@ -18,8 +18,8 @@ from gpuscout.limits import (
 
 # bench options the launcher sets for each worker, or owns itself
 OWNED = (
-    "--workers", "--task-index", "--devices", "--scaling", "--db", "--json", "--quiet", "-q",
-    "--note",
+    "--workers", "--task-index", "--cluster", "--port-base", "--devices", "--scaling", "--db",
+    "--json", "--quiet", "-q", "--note",
 )  # fmt: skip
 
 

@@ -55,10 +55,7 @@ def _check_backend(config: BenchConfig) -> None:
         return
     from gpuscout.measure.backends import require_jax
 
-    reasons = [
-        (config.workers is not None, "--workers",
-         "runs over several machines use TensorFlow's MultiWorkerMirroredStrategy (JAX's "
-         "multi-process jax.distributed is not wired in); one machine's devices take --devices"),
+    reasons = [  # --workers runs: jax.distributed (measure/backends/jax/workers.py)
         (config.serving != "function", f"--serving {config.serving}",
          "a SavedModel is TensorFlow's serving format; JAX serves the jitted forward pass"),
     ]  # fmt: skip

@@ -3,14 +3,17 @@
 gpuscout scales out with TensorFlow's own runtime: ``MirroredStrategy`` over the devices of one
 machine (``--devices``) and ``MultiWorkerMirroredStrategy`` over workers (``--workers``), each
 worker being one process configured through ``TF_CONFIG``; on JAX, over one machine's devices
-with ``jax.sharding`` (a Mesh, the batch split along its first axis). Everything that can be
-wrong in those settings is caught here, before a child process or a framework starts.
+with ``jax.sharding`` (a Mesh, the batch split along its first axis), and over workers with
+``jax.distributed`` (one process each, the first the coordinator) under a Mesh of every
+worker's devices. Everything that can be wrong in those settings is caught here, before a
+child process or a framework starts.
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import math
 import socket
 from dataclasses import dataclass
 
@@ -22,6 +25,7 @@ from gpuscout.records import BenchConfig, Distribution, Interval
 MIRRORED = "MirroredStrategy"
 MULTI_WORKER = "MultiWorkerMirroredStrategy"
 JAX_SHARDING = "jax.sharding"
+JAX_DISTRIBUTED = "jax.distributed"  # JAX over workers: a Mesh of every process's devices
 # XLA's flag that splits the host into N CPU devices; set by the measuring child before JAX starts.
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 # The phase a worker reports while it waits for the others; the parent gives it
@@ -131,7 +135,8 @@ def plan(config: BenchConfig) -> Plan:
                 f"pass --task-index 0..{len(config.workers) - 1}: this worker's place in "
                 "--workers (0 is the chief, whose timing is the run's).",
             )
-        return Plan(MULTI_WORKER, workers=tuple(config.workers), task_index=config.task_index)
+        strategy = JAX_DISTRIBUTED if config.backend == "jax" else MULTI_WORKER
+        return Plan(strategy, workers=tuple(config.workers), task_index=config.task_index)
     assert config.devices is not None
     if config.device:
         raise UserError("--device and --devices together.", "pass one of them.")
@@ -195,6 +200,24 @@ def _check_combinations(config: BenchConfig) -> None:
             "--batch-size and --global-batch-size together.",
             "pass the batch per replica (--batch-size) or the global one, not both.",
         )
+
+
+# JAX's own deadlines over --worker-timeout: its coordination client aborts the process (no
+# exception to catch) when they pass, so the measuring child's parent, which kills a worker
+# still connecting after --worker-timeout with a message that says why, must come first.
+JAX_CONNECT_MARGIN_S = 10
+
+
+def jax_timeouts(worker_timeout_s: float) -> dict[str, int]:
+    """``jax.distributed.initialize``'s deadlines for ``--worker-timeout`` (whole seconds):
+    connecting gets JAX_CONNECT_MARGIN_S more (the parent's clear message comes first); a
+    peer's missed heartbeats, and the barrier at exit, get the timeout itself."""
+    whole = max(1, math.ceil(worker_timeout_s))
+    return {
+        "initialization_timeout": whole + JAX_CONNECT_MARGIN_S,
+        "heartbeat_timeout_seconds": whole,
+        "shutdown_timeout_seconds": whole,
+    }
 
 
 def monitored(config: BenchConfig) -> str | None:

@@ -1,7 +1,9 @@
 """``gpuscout launch``: N workers on this machine, started as N machines would start them.
 
-Each worker is the very command a user runs on each machine of a cluster,
-``gpuscout bench ... --workers A,B --task-index i``, here on free loopback ports. Each stores
+Each worker is the very command a cluster manager runs on each machine,
+``gpuscout bench ... --cluster tf-config`` with its place in ``TF_CONFIG`` (as a Kubernetes job
+or Ray Train sets it; :mod:`gpuscout.scale.cluster` reads it), here on free loopback ports: a
+thin local driver over the same rendezvous layer a cluster uses. Each stores
 its run in a scratch database; the launcher reads them back and stores one combined run: the
 chief's timing (task 0) with every worker's status, speed as it saw it, and environment.
 
@@ -18,6 +20,7 @@ every way out; one that a launcher killed outright left behind is removed by the
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -170,12 +173,17 @@ def _start(index: int, addresses: list[str], bench_args: list[str], tmp: Path) -
     db, log = tmp / f"worker{index}.sqlite", tmp / f"worker{index}.log"
     command = [
         sys.executable, "-m", "gpuscout", "bench", *bench_args,
-        "--workers", ",".join(addresses), "--task-index", str(index),
-        "--db", str(db), "--quiet",
+        "--cluster", "tf-config", "--db", str(db), "--quiet",
     ]  # fmt: skip
-    # It dies with this process (a worker blocked in a collective would otherwise wait for
-    # ever): the CLI's entry reads the variable before anything else.
-    env = {**os.environ, lifeline.PARENT_ENV: str(os.getpid())}
+    # Each worker is told its place as a cluster manager tells it (TF_CONFIG, as Kubernetes
+    # jobs and Ray Train set it), so the rendezvous layer a cluster uses is the one tested
+    # here. It dies with this process (a worker blocked in a collective would otherwise wait
+    # for ever): the CLI's entry reads the variable before anything else.
+    env = {
+        **os.environ,
+        "TF_CONFIG": tf_config(addresses, index),
+        lifeline.PARENT_ENV: str(os.getpid()),
+    }
     with log.open("wb") as out:
         # Its own session: the terminal's Ctrl-C reaches the launcher only, which stops the
         # workers itself, in order.
@@ -188,6 +196,13 @@ def _start(index: int, addresses: list[str], bench_args: list[str], tmp: Path) -
             start_new_session=True,
         )
     return _Worker(index, addresses[index], proc, db, log, time.monotonic())
+
+
+def tf_config(addresses: list[str], index: int) -> str:
+    """The ``TF_CONFIG`` of worker ``index`` of ``addresses`` (worker 0 is the chief)."""
+    return json.dumps(
+        {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
+    )
 
 
 def _wait(workers: list[_Worker], say: Callable[[str], None], limit_s: float | None = None) -> None:

@@ -21,6 +21,7 @@ from gpuscout.errors import UserError
 from gpuscout.measure import environment, host_data, peaks
 from gpuscout.measure.backends.jax import runtime as jax_runtime
 from gpuscout.measure.backends.jax import sharding
+from gpuscout.measure.backends.jax import workers as jax_workers
 from gpuscout.measure.backends.jax.sharding import Replicas
 from gpuscout.measure.job import Job
 from gpuscout.measure.pipelines import Knobs
@@ -84,7 +85,7 @@ def train_step(
     jitted = jax.jit(
         step, donate_argnums=0, in_shardings=(whole, split, split), out_shardings=(whole, whole)
     )
-    return jitted, jax.device_put(state, whole)
+    return jitted, replicas.place(jax, state, whole=True)
 
 
 @contextmanager
@@ -110,6 +111,9 @@ def run(job: Job) -> RunResult:
     """Measure ``job.config`` on a JAX device; raises on failure (the caller stores it)."""
     config = job.config
     job.on_phase("starting JAX")
+    layout = distribute.plan(config)
+    if layout.workers:  # before anything else runs in JAX: its devices are fixed then
+        jax_workers.join(jax_runtime.import_jax(), layout, config.worker_timeout_s, job.on_phase)
     with session(config) as jax:
         device = device_for(jax, config)
         if config.mode == "inference":
@@ -170,11 +174,10 @@ def prepare(
         per, batch = distribute.batches(config, replicas.replicas, batch)
         prep.assumptions += replicas.notes(per, batch)
     prep.batch_size = batch
-    target = replicas.split() if replicas is not None else device.handle
     many = replicas is not None and replicas.replicas > 1
 
     def place(b: Any) -> Any:
-        return jax.device_put(b, target)
+        return replicas.place(jax, b) if replicas else jax.device_put(b, device.handle)
 
     pipe = None
     with jax.default_device(device.handle):
@@ -195,7 +198,7 @@ def prepare(
         step, state = train_step(jax, prep.built, config.precision, replicas=replicas)
         if many and (note := sharding.batch_norm_note(prep.built.model)):
             prep.assumptions.append(note)
-        x, y = jax.device_put((x, y), target)
+        x, y = place((x, y))
     prep.assumptions.append(
         "data: each batch made on the host and placed on the device by the step's thread "
         "(jax.device_put, no prefetch): the input pipeline is part of what is measured"
@@ -293,7 +296,10 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
     gc.collect()
     job.on_phase("measuring")
     protocol = Protocol(rule, job.on_progress)
-    outcome = _fit(jax, config, t, protocol) if config.loop == "fit" else _loop(jax, t, protocol)
+    if config.loop == "fit":
+        outcome = _fit(jax, config, t, protocol)
+    else:
+        outcome = _loop(jax, t, protocol, replicas)
     env = {
         **environment.base_environment(),
         **jax_runtime.jax_environment(jax, device),
@@ -310,16 +316,12 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
     )  # fmt: skip
     if replicas is None:
         return result
-    spread = distribute.spread(
-        distribute.JAX_SHARDING, replicas.names, replicas.logical, replicas.replicas,
-        prep.batch_size or 0,
-    )  # fmt: skip
-    return result.model_copy(update={"distribution": spread})
+    return result.model_copy(update={"distribution": replicas.spread(prep.batch_size or 0)})
 
 
-def _loop(jax: Any, t: Trainable, protocol: Protocol) -> Outcome:
+def _loop(jax: Any, t: Trainable, protocol: Protocol, replicas: Replicas | None) -> Outcome:
     """gpuscout's own loop: the jitted step, state threaded through, awaited each step; fed
-    by the run's pipeline if it has one."""
+    by the run's pipeline if it has one. Over workers, the chief decides when all stop."""
     box = [t.state]
     batches = batches_of(t)
 
@@ -330,6 +332,11 @@ def _loop(jax: Any, t: Trainable, protocol: Protocol) -> Outcome:
         return loss  # ready: the protocol reads it to the host after the step's time is taken
 
     try:
+        if replicas is not None and replicas.workers:
+            return jax_workers.agreed_run(
+                jax, protocol, one_step, replicas.task_index == 0, replicas.split(),
+                replicas.replicated(),
+            )  # fmt: skip
         return protocol.run(one_step, returns_loss=True)
     finally:
         host_data.close_iterator(batches)

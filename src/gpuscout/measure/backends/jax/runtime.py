@@ -75,11 +75,13 @@ def seed_keras(keras: Any, seed: int) -> None:
 
 
 def all_devices(jax: Any) -> dict[str, Device]:
-    """Every device JAX sees here, by name: GPU:0, GPU:1, ..., then CPU:0, CPU:1, ..."""
+    """Every device of this process, by name: GPU:0, GPU:1, ..., then CPU:0, CPU:1, ...
+    (its own only: over workers, jax.devices() lists every process's, and this process can
+    place nothing on another's)."""
     found: dict[str, Device] = {}
     for kind, platform in (("GPU", "gpu"), ("CPU", "cpu")):
         try:
-            devices = jax.devices(platform)
+            devices = jax.local_devices(backend=platform)
         except RuntimeError:  # no such platform here
             continue
         for i, d in enumerate(devices):

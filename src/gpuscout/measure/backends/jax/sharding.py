@@ -7,7 +7,8 @@ global batch, so its gradients are the global batch's, and XLA's SPMD partitione
 all-reduce that makes them so into the step (nothing is divided by hand, as TensorFlow's
 replicas must). On a machine without GPUs the devices are the host's CPU split by
 ``--xla_force_host_platform_device_count``, which the measuring child sets before JAX starts:
-XLA's real partitioned step and all-reduce, on the same cores.
+XLA's real partitioned step and all-reduce, on the same cores. Over workers (``--workers``)
+the Mesh spans every process's devices, joined first by ``jax/workers.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuscout.errors import UserError
+from gpuscout.measure.backends.jax import workers as jax_workers
 from gpuscout.measure.backends.jax.runtime import Device, all_devices
+from gpuscout.records import Distribution
 from gpuscout.scale import distribute
 from gpuscout.scale.distribute import Plan
 
@@ -29,11 +32,14 @@ ONE_REPLICA = (
 
 @dataclass(frozen=True)
 class Replicas:
-    """The devices of a data-parallel JAX run and the Mesh over them."""
+    """The devices of a data-parallel JAX run and the Mesh over them (over workers: this
+    process's devices, and a Mesh over every process's)."""
 
     devices: list[Device]
     mesh: Any
     host_devices: int  # the CPU devices JAX sees: more than one when the host was split
+    workers: tuple[str, ...] = ()  # --workers: every worker's address, the chief first
+    task_index: int = 0
 
     @property
     def logical(self) -> bool:
@@ -42,7 +48,8 @@ class Replicas:
 
     @property
     def replicas(self) -> int:
-        return len(self.devices)
+        """Devices in the Mesh, every worker's together."""
+        return int(self.mesh.devices.size)
 
     @property
     def names(self) -> list[str]:
@@ -50,8 +57,9 @@ class Replicas:
 
     @property
     def name(self) -> str:
-        """The run's device column: "CPU:0,CPU:1"."""
-        return ",".join(self.names)
+        """The run's device column: "CPU:0,CPU:1", or "2 workers x CPU:0" (as TensorFlow's)."""
+        local = ",".join(self.names)
+        return f"{len(self.workers)} workers x {local}" if self.workers else local
 
     def replicated(self) -> Any:
         """The sharding of what every device holds whole: parameters, optimizer state, loss."""
@@ -61,11 +69,33 @@ class Replicas:
         """The sharding of a global batch: its first axis split over the devices."""
         return _named(self.mesh, AXIS)
 
+    def place(self, jax: Any, tree: Any, whole: bool = False) -> Any:
+        """Host arrays (a global batch; ``whole``: the state every device holds) on the
+        Mesh; over workers each process places only its own devices' parts."""
+        sharding = self.replicated() if whole else self.split()
+        if self.workers:
+            return jax_workers.place_global(jax, tree, sharding)
+        return jax.device_put(tree, sharding)
+
+    def spread(self, batch: int) -> Distribution:
+        """The run's record of how it was spread (``batch``: the global batch)."""
+        strategy = distribute.JAX_DISTRIBUTED if self.workers else distribute.JAX_SHARDING
+        return distribute.spread(
+            strategy, self.names, self.logical, self.replicas, batch, len(self.workers) or 1
+        )
+
     def notes(self, per: int, batch: int) -> list[str]:
         """What the run assumes about its replicas, for its assumptions."""
+        mesh, where = f"{distribute.JAX_SHARDING} (a Mesh of {self.replicas} devices)", self.name
+        if self.workers:
+            n = len(self.workers)
+            mesh = (
+                f"{distribute.JAX_DISTRIBUTED} + {distribute.JAX_SHARDING} (a Mesh of "
+                f"{self.replicas} devices in {n} processes)"
+            )
+            where = f"{n} workers ({', '.join(self.workers)}), each on {', '.join(self.names)}"
         notes = distribute.replica_notes(
-            f"{distribute.JAX_SHARDING} (a Mesh of {self.replicas} devices)", self.name,
-            self.replicas, per, batch,
+            mesh, where, self.replicas, per, batch,
             f"{self.host_devices} XLA host devices ({distribute.HOST_DEVICES_FLAG})"
             if self.logical else None,
             ONE_REPLICA,
@@ -76,6 +106,14 @@ class Replicas:
             "the loss is the global batch's mean and XLA's SPMD partitioner compiles the "
             "gradient all-reduce into the jitted step",
         )
+        if self.workers:
+            notes += [
+                "every worker makes the same global batch and initial state (the same seed) "
+                "and places only its own devices' rows; the all-reduce between processes is "
+                f"JAX's ({jax_workers.CPU_COLLECTIVES} on CPUs)",
+                "timing is the chief's (task 0); the stop decision is shared by one extra "
+                "all-reduce of a scalar after each step, outside the timed step",
+            ]
         return notes
 
 
@@ -94,6 +132,12 @@ def start(jax: Any, plan: Plan) -> Replicas:
     from jax.sharding import Mesh
 
     found = all_devices(jax)
+    if plan.workers:  # every process's devices of JAX's default platform: GPUs where any
+        everyone = jax.devices()
+        local = [d for d in found.values() if d.handle in set(everyone)]
+        mesh = Mesh(np.array(everyone), (AXIS,))
+        cpus = sum(d.kind == "CPU" for d in found.values())
+        return Replicas(local, mesh, cpus, plan.workers, plan.task_index)
     if plan.names:
         missing = [n for n in plan.names if n not in found]
         if missing:

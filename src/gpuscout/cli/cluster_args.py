@@ -1,0 +1,63 @@
+"""``--cluster`` and ``--port-base``: the workers read from a cluster manager's variables.
+
+Resolved before the run's config is built, into the very ``--workers``/``--task-index`` a user
+could have typed (:mod:`gpuscout.scale.cluster`), so nothing downstream knows which way a
+multi-worker run was started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from gpuscout.ranges import int_in
+from gpuscout.scale.cluster import DEFAULT_PORT_BASE, KINDS, MAX_PORT, MIN_PORT
+
+PORT_BASE = int_in(MIN_PORT, MAX_PORT)  # no privileged port (below 1024)
+
+
+def add_cluster_args(group: Any) -> None:
+    group.add_argument(
+        "--cluster",
+        choices=KINDS,
+        help="read the workers and this process's rank from the cluster manager: slurm "
+        "(under srun), skypilot (num_nodes), tf-config (TF_CONFIG: Kubernetes, Ray Train), "
+        "manual (--workers/--task-index), auto (the first of tf-config, slurm, skypilot "
+        "that is set; none: one process)",
+    )
+    group.add_argument(
+        "--port-base",
+        type=PORT_BASE,
+        metavar="PORT",
+        help=f"with --cluster slurm/skypilot: worker i listens on PORT + the workers before it "
+        f"on its host (default {DEFAULT_PORT_BASE})",
+    )
+
+
+def resolve_cluster(args: argparse.Namespace, say: bool) -> None:
+    """Replace ``args.cluster`` by the ``args.workers``/``args.task_index`` it resolves to;
+    print what was read on stderr when ``say``. UserError for a malformed environment, a
+    contradiction, or more workers than this host can take."""
+    from gpuscout.errors import UserError
+
+    if args.cluster is None:
+        if args.port_base is not None:
+            raise UserError(
+                f"--port-base {args.port_base} needs --cluster.",
+                "pass --cluster slurm, skypilot or auto, or drop --port-base.",
+            )
+        return
+    import psutil
+
+    from gpuscout.limits import usable_cores
+    from gpuscout.scale import cluster
+
+    workers = [w.strip() for w in args.workers.split(",") if w.strip()] if args.workers else None
+    found = cluster.resolve(args.cluster, os.environ, args.port_base, workers, args.task_index)
+    cluster.check_size(found, psutil.virtual_memory().available, usable_cores())
+    args.workers = ",".join(found.workers) or None
+    args.task_index = found.rank
+    if say:
+        print(f"cluster: {found.line}", file=sys.stderr)

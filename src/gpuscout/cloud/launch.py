@@ -1,0 +1,133 @@
+"""Launch a plan's tasks through SkyPilot's Python API, fetch each exported run file, and find
+those files again for ``runs import``.
+
+NOT RUN AGAINST A CLOUD: gpuscout's tests have no cloud account and do not install SkyPilot, so
+:func:`launch` is written from SkyPilot's documented API (0.9 and later: every call returns a
+request that ``sky.stream_and_get`` waits on) and checked only as far as its refusal without
+SkyPilot and the dry run (:func:`read_tasks`, :func:`describe`). Each cluster is launched with
+``down=True`` and ``idle_minutes_to_autostop`` (the autodown of ``sky launch --down -i``), so
+it is torn down that long after its job ends even if this process dies; ``sky.down`` tears it
+down at once when the file is fetched. The file is fetched with ``rsync`` through the SSH
+host entry SkyPilot writes for each cluster, as SkyPilot's docs download files.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuscout.cloud.plan import EXPORT_ENV, IDLE_ENV
+from gpuscout.errors import UserError
+
+RESULTS = "results"  # DIR/results/<task>.json: what a task leaves, what collect reads
+
+
+def not_installed() -> UserError:
+    """The one line ``cloud run`` says where SkyPilot is missing."""
+    return UserError(
+        "SkyPilot is not installed: pip install 'gpuscout[cloud]'.",
+        "install it (and enable a cloud: sky check), or see the plan with --dry-run.",
+    )
+
+
+@dataclass(frozen=True)
+class PlannedTask:
+    """A task file of a plan, as ``cloud run`` needs it."""
+
+    path: Path
+    name: str  # the task's name, used as its cluster's
+    accelerators: str
+    nodes: int
+    export: str  # the exported file's name on the head node, under ~/gpuscout-cloud
+    idle_minutes: int
+
+
+def read_tasks(folder: Path) -> list[PlannedTask]:
+    """The task files ``cloud plan`` wrote in ``folder``, in name order."""
+    if not folder.is_dir():
+        raise UserError(f"'{folder}' is not a folder.", "pass the --out folder of 'cloud plan'.")
+    files = sorted(folder.glob("*.yaml"))
+    if not files:
+        raise UserError(f"'{folder}' holds no task files (*.yaml).", "run 'gpuscout cloud plan'.")
+    try:
+        yaml = importlib.import_module("yaml")
+    except ImportError:
+        raise UserError("reading task files needs PyYAML.", "pip install pyyaml.") from None
+    return [_task(path, yaml) for path in files]
+
+
+def _task(path: Path, yaml: Any) -> PlannedTask:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        envs = data["envs"]
+        return PlannedTask(
+            path, str(data["name"]), str(data["resources"]["accelerators"]),
+            int(data.get("num_nodes", 1)), str(envs[EXPORT_ENV]), int(envs[IDLE_ENV]),
+        )  # fmt: skip
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+        raise UserError(
+            f"{path}: not a task file 'cloud plan' wrote ({type(exc).__name__}: {exc}).",
+            "write the folder again with 'gpuscout cloud plan'.",
+        ) from None
+
+
+def describe(t: PlannedTask, folder: Path) -> str:
+    """What launching ``t`` does, in one line (the dry run prints it)."""
+    return (
+        f"{t.name}: {t.accelerators} x {t.nodes} node(s) from {t.path.name}: "
+        f"sky.launch(task, cluster_name='{t.name}', down=True, "
+        f"idle_minutes_to_autostop={t.idle_minutes}); wait for the job; rsync "
+        f"{t.name}:gpuscout-cloud/{t.export} to {folder / RESULTS / t.export}; sky.down"
+    )
+
+
+def launch(t: PlannedTask, folder: Path) -> Path | None:
+    """Launch ``t``, wait for its job, fetch its exported runs, tear it down. The fetched
+    file, or None when there was none to fetch (the job failed before it exported)."""
+    if importlib.util.find_spec("sky") is None:
+        raise not_installed()
+    sky = importlib.import_module("sky")
+    task = sky.Task.from_yaml(str(t.path))
+    request = sky.launch(
+        task, cluster_name=t.name, down=True, idle_minutes_to_autostop=t.idle_minutes
+    )
+    try:
+        job_id, _handle = sky.stream_and_get(request)
+        sky.tail_logs(t.name, job_id, follow=True)  # returns when the job ends
+        target = folder / RESULTS / t.export
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fetched = subprocess.run(
+            ["rsync", "-az", f"{t.name}:gpuscout-cloud/{t.export}", str(target)], check=False
+        )
+        return target if fetched.returncode == 0 and target.is_file() else None
+    finally:
+        try:
+            sky.stream_and_get(sky.down(t.name))
+        except Exception as exc:  # autodown still ends it within its idle minutes
+            print(
+                f"gpuscout: could not tear down {t.name} ({exc}); SkyPilot's autodown ends it "
+                f"{t.idle_minutes} idle minutes after its job; check with 'sky status'",
+                file=sys.stderr,
+            )
+
+
+def exported_files(folder: Path) -> list[Path]:
+    """The exported run files a plan's folder holds: ``results/*.json`` (what ``cloud run``
+    fetches), or ``*.json`` in the folder itself (files fetched by hand)."""
+    if not folder.is_dir():
+        raise UserError(f"'{folder}' is not a folder.", "pass the --out folder of 'cloud plan'.")
+    files = sorted((folder / RESULTS).glob("*.json")) + sorted(folder.glob("*.json"))
+    if not files:
+        raise UserError(
+            f"'{folder}' holds no exported run files ({RESULTS}/*.json or *.json).",
+            "run 'gpuscout cloud run' on it first, or put the files you fetched there.",
+        )
+    return files
+
+
+__all__ = ["PlannedTask", "describe", "exported_files", "launch", "not_installed", "read_tasks"]

@@ -1,0 +1,91 @@
+"""The JAX side of runs over workers (``--workers`` on ``--backend jax``): one process per
+worker, joined by ``jax.distributed`` with the first worker as the coordinator, then the
+same sharded step as ``--devices`` under a Mesh of every process's devices.
+
+JAX fixes its devices when its backends start, so a process joins before anything else runs
+in JAX (:func:`join`), once. On a CPU the all-reduce between processes is JAX's CPU
+collectives (gloo over TCP), which is why CI can run two workers on one machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from gpuscout.measure.protocol import Outcome, Protocol
+from gpuscout.scale import distribute
+from gpuscout.scale.distribute import Plan
+
+CPU_COLLECTIVES = "gloo"  # JAX's TCP collectives between CPU processes (no MPI needed)
+
+
+def join(jax: Any, plan: Plan, worker_timeout_s: float, on_phase: Callable[[str], None]) -> None:
+    """Make this process worker ``plan.task_index`` of ``plan.workers``; the coordinator is
+    ``plan.workers[0]``, the chief (it listens on that port; the others connect to it).
+
+    Says :data:`~gpuscout.scale.distribute.CONNECTING` first: the measuring child's parent
+    gives that phase ``--worker-timeout`` and then ends this process with a message that
+    says why. JAX's own deadlines come after it (:func:`~gpuscout.scale.distribute.
+    jax_timeouts`), because JAX aborts the whole process when one passes, with a stack trace.
+    """
+    _use_cpu_collectives(jax)
+    on_phase(distribute.CONNECTING)
+    jax.distributed.initialize(
+        coordinator_address=plan.workers[0],
+        num_processes=len(plan.workers),
+        process_id=plan.task_index,
+        **distribute.jax_timeouts(worker_timeout_s),
+    )
+
+
+def _use_cpu_collectives(jax: Any) -> None:
+    """gloo for CPU all-reduces between processes: the default since JAX 0.5, none before
+    (a multi-process CPU step then fails to compile its all-reduce)."""
+    for option, value in (
+        ("jax_cpu_collectives_implementation", CPU_COLLECTIVES),
+        ("jax_cpu_enable_gloo_collectives", True),  # its name in older JAX
+    ):
+        try:
+            jax.config.update(option, value)
+            return
+        except (AttributeError, ValueError):  # not an option of this JAX
+            continue
+
+
+def place_global(jax: Any, tree: Any, sharding: Any) -> Any:
+    """Host arrays that every worker holds whole (the same seed makes the same batch and
+    parameters) as global arrays under ``sharding``: each process puts only the parts its own
+    devices hold (a batch's rows, or a whole replicated copy), and nothing crosses the
+    network. ``jax.device_put`` cannot place on another process's devices."""
+
+    def one(a: Any) -> Any:
+        host = np.asarray(a)
+        return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+    return jax.tree.map(one, tree)
+
+
+def agreed_run(
+    jax: Any, protocol: Protocol, step: Callable[[], Any], chief: bool, split: Any, whole: Any
+) -> Outcome:
+    """Run ``step`` (returning its loss, ready) until the chief's protocol says stop.
+
+    Every worker must run the same number of steps, or the last collective waits for ever:
+    after each timed step one all-reduce of a scalar, outside the timing, tells every worker
+    whether the chief stops (as the TensorFlow backend's multi-worker loop does). ``split``
+    and ``whole``: the Mesh's batch and replicated shardings.
+    """
+    count = int(split.mesh.devices.size)
+    agree = jax.jit(lambda flags: flags.sum(), out_shardings=whole)
+    while True:
+        t0 = protocol.clock()
+        loss = step()
+        took = protocol.clock() - t0
+        protocol.observe_loss(loss)
+        outcome = protocol.add(took)
+        says = 1.0 if chief and outcome is not None else 0.0
+        flags = place_global(jax, np.full((count,), says, np.float32), split)
+        if float(agree(flags)) > 0:
+            return outcome if outcome is not None else protocol.conclude()
