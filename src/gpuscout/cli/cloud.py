@@ -177,7 +177,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from gpuscout.report.files import write_whole
 
     bench = bench_of(list(args.bench))
-    given = any(a == "--devices" or a.startswith("--devices=") for a in bench.args)
+    given = any(a.partition("=")[0] == "--devices" for a in bench.args)
     if args.nodes > 1 and given and "{gpus_per_node}" not in bench.args:
         raise UserError(
             f"--nodes {args.nodes} and bench --devices contradict each other: over several "
