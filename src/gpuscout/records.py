@@ -162,7 +162,15 @@ class Scaling(_Record):
 
 
 class Distribution(_Record):
-    """How a data-parallel run was spread: strategy, replicas, and the batch on each."""
+    """How a data-parallel run was spread: strategy, replicas, and the batch on each.
+
+    Over several workers, also the network the run saw (``gpuscout.measure.network``): after
+    the timed steps, outside their timing and the same number of times on every worker, the
+    backend's own all-reduce of a float32 buffer the size of the model's gradients (capped at
+    64 MiB) between the run's replicas, timed a few times; ``allreduce_busbw_gb_per_s`` is
+    NCCL's bus bandwidth of its median time, 2 (n-1)/n x bytes / time over n replicas. None in
+    runs stored before it was measured, and in runs over one worker.
+    """
 
     strategy: str  # "MirroredStrategy" | "MultiWorkerMirroredStrategy"
     replicas: int
@@ -173,6 +181,10 @@ class Distribution(_Record):
     global_batch: int
     scaling: Scaling | None = None
     worker_runs: list[WorkerRun] = Field(default_factory=list)
+    gradient_bytes: int | None = None  # the model's trainable variables, as its gradients
+    allreduce_bytes: int | None = None  # the buffer all-reduced: the gradients', capped
+    allreduce_s: float | None = None  # its median time
+    allreduce_busbw_gb_per_s: float | None = None  # NCCL busbw of that median, 1e9 bytes/s
 
 
 class LatencyPoint(_Record):

@@ -102,7 +102,8 @@ def result_table(result: RunResult) -> Table:
         f"XLA {'on' if result.xla else 'off'} · loop {result.loop}",
     )
     if result.distribution is not None:
-        for label, text in distribution_rows(result.distribution):
+        step = result.step_time_s.median if result.step_time_s else None
+        for label, text in distribution_rows(result.distribution, step):
             _plain(table, label, text)
     if result.epoch_seconds is not None:
         _plain(
@@ -128,8 +129,9 @@ def result_table(result: RunResult) -> Table:
     return table
 
 
-def distribution_rows(d: Distribution) -> list[tuple[str, str]]:
-    """How a data-parallel run was spread, and each worker as it saw the run."""
+def distribution_rows(d: Distribution, step_s: float | None = None) -> list[tuple[str, str]]:
+    """How a data-parallel run was spread, the network it saw (``step_s``: its measured
+    median step), and each worker as it saw the run."""
     where = (
         f"{d.workers} workers x {', '.join(d.devices)}" if d.workers > 1 else ", ".join(d.devices)
     )
@@ -155,6 +157,7 @@ def distribution_rows(d: Distribution) -> list[tuple[str, str]]:
                 f"({d.scaling.base_replicas} replica(s))",
             )
         )
+    rows += network_rows(d, step_s)
     for w in d.worker_runs:
         speed = (
             f"{fmt_rate(w.samples_per_second)} samples/s as it saw it"
@@ -167,6 +170,43 @@ def distribution_rows(d: Distribution) -> list[tuple[str, str]]:
                 f"worker {w.task_index}",
                 f"{w.address} · {w.status} · {speed or w.message or ''} · {host}, "
                 f"TensorFlow {w.env.get('tensorflow')}",
+            )
+        )
+    return rows
+
+
+def network_rows(d: Distribution, step_s: float | None) -> list[tuple[str, str]]:
+    """The all-reduce bandwidth a multi-worker run measured, and beside it the scaling
+    model's all-reduce of the run's gradients at that bandwidth and its share of the measured
+    step: why the run scaled as it did. Computed here, not when measuring: measure may not
+    import predict."""
+    bw, nbytes, took = d.allreduce_busbw_gb_per_s, d.allreduce_bytes, d.allreduce_s
+    if not bw or nbytes is None or took is None:
+        return []
+    from gpuscout.predict.scaling import allreduce_seconds, constants
+
+    rows = [
+        (
+            "network",
+            f"{bw:.3g} GB/s bus bandwidth, as measured between these workers: an all-reduce "
+            f"of {fmt_bytes(nbytes)} over {d.replicas} replicas took {fmt_seconds(took)} "
+            "(median; busbw = 2(n-1)/n x bytes / time, as NCCL's)",
+        )
+    ]
+    if d.gradient_bytes:
+        predicted = allreduce_seconds(d.gradient_bytes, d.replicas, bw)
+        share = (
+            f", {fmt_percent(predicted / step_s)} of the measured {fmt_seconds(step_s)} step"
+            if step_s
+            else ""
+        )
+        rows.append(
+            (
+                "scaling model",
+                f"at that bandwidth the gradients' all-reduce ({fmt_bytes(d.gradient_bytes)} "
+                f"over {d.replicas} replicas) takes {fmt_seconds(predicted)}{share}; the "
+                f"model hides up to {fmt_percent(constants().overlap)} of a one-GPU step of "
+                "it behind the backward pass",
             )
         )
     return rows

@@ -333,10 +333,15 @@ def _loop(jax: Any, t: Trainable, protocol: Protocol, replicas: Replicas | None)
 
     try:
         if replicas is not None and replicas.workers:
+            r = replicas
+
+            def network() -> None:  # the gradients: the trainable variables, as they are now
+                size = sum(int(a.size) * a.dtype.itemsize for a in box[0][0])
+                r.network.update(jax_workers.measure_network(jax, r.split(), r.replicated(), size))
+
             return jax_workers.agreed_run(
-                jax, protocol, one_step, replicas.task_index == 0, replicas.split(),
-                replicas.replicated(),
-            )  # fmt: skip
+                jax, protocol, one_step, r.task_index == 0, r.split(), r.replicated(), network
+            )
         return protocol.run(one_step, returns_loss=True)
     finally:
         host_data.close_iterator(batches)

@@ -13,7 +13,7 @@ the Mesh spans every process's devices, joined first by ``jax/workers.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscout.errors import UserError
@@ -40,6 +40,9 @@ class Replicas:
     host_devices: int  # the CPU devices JAX sees: more than one when the host was split
     workers: tuple[str, ...] = ()  # --workers: every worker's address, the chief first
     task_index: int = 0
+    # Over workers, the network the run saw (gpuscout.measure.network), filled in after the
+    # timed steps: the Distribution's all-reduce fields.
+    network: dict[str, Any] = field(default_factory=dict)
 
     @property
     def logical(self) -> bool:
@@ -80,9 +83,10 @@ class Replicas:
     def spread(self, batch: int) -> Distribution:
         """The run's record of how it was spread (``batch``: the global batch)."""
         strategy = distribute.JAX_DISTRIBUTED if self.workers else distribute.JAX_SHARDING
-        return distribute.spread(
+        spread = distribute.spread(
             strategy, self.names, self.logical, self.replicas, batch, len(self.workers) or 1
         )
+        return spread.model_copy(update=self.network)
 
     def notes(self, per: int, batch: int) -> list[str]:
         """What the run assumes about its replicas, for its assumptions."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuscout.measure import network
 from gpuscout.measure.protocol import Outcome, Protocol
 from gpuscout.scale import distribute
 from gpuscout.scale.distribute import Plan
@@ -68,9 +69,16 @@ def place_global(jax: Any, tree: Any, sharding: Any) -> Any:
 
 
 def agreed_run(
-    jax: Any, protocol: Protocol, step: Callable[[], Any], chief: bool, split: Any, whole: Any
+    jax: Any,
+    protocol: Protocol,
+    step: Callable[[], Any],
+    chief: bool,
+    split: Any,
+    whole: Any,
+    on_stop: Callable[[], None] = lambda: None,
 ) -> Outcome:
-    """Run ``step`` (returning its loss, ready) until the chief's protocol says stop.
+    """Run ``step`` (returning its loss, ready) until the chief's protocol says stop, then
+    ``on_stop`` (on every worker, after the same step: it may run collectives).
 
     Every worker must run the same number of steps, or the last collective waits for ever:
     after each timed step one all-reduce of a scalar, outside the timing, tells every worker
@@ -88,4 +96,26 @@ def agreed_run(
         says = 1.0 if chief and outcome is not None else 0.0
         flags = place_global(jax, np.full((count,), says, np.float32), split)
         if float(agree(flags)) > 0:
-            return outcome if outcome is not None else protocol.conclude()
+            break
+    outcome = outcome if outcome is not None else protocol.conclude()
+    on_stop()
+    return outcome
+
+
+def measure_network(jax: Any, split: Any, whole: Any, gradient_bytes: int) -> dict[str, Any]:
+    """Time an all-reduce of a float32 buffer the size of the gradients (capped) between the
+    Mesh's devices, as the step's gradients are all-reduced: one row per device, summed into
+    an array every device holds (XLA compiles that into an all-reduce; the first call,
+    untimed, compiles it). Each process makes only its own devices' rows, on the device.
+    Every worker calls it, after the same last step (``gpuscout.measure.network``)."""
+    ranks = int(split.mesh.devices.size)
+    elements = network.buffer_elements(gradient_bytes)
+    rows = jax.make_array_from_callback(
+        (ranks, elements), split, lambda index: np.ones((1, elements), np.float32)
+    )
+    total = jax.jit(lambda a: a.sum(axis=0), out_shardings=whole)
+
+    def once() -> None:
+        total(rows).block_until_ready()
+
+    return network.fields(gradient_bytes, elements, ranks, network.time_allreduce(once))

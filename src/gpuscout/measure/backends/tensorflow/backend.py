@@ -240,7 +240,7 @@ def _measure(
         r.plan.strategy or distribute.MIRRORED, r.devices, r.logical, r.replicas,
         prep.batch_size, r.workers,
     )  # fmt: skip
-    return result.model_copy(update={"distribution": spread})
+    return result.model_copy(update={"distribution": spread.model_copy(update=r.network)})
 
 
 def _train(

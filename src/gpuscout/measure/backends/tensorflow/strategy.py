@@ -9,13 +9,16 @@ which is why a data-parallel run always starts in a fresh measuring process.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.measure import network
 from gpuscout.measure.backends.keras.models import Built
 from gpuscout.measure.backends.tensorflow.train import train_step_function
 from gpuscout.measure.protocol import Outcome, Protocol
@@ -33,6 +36,9 @@ class Replicas:
     logical: bool  # CPU devices split from one physical CPU
     workers: int
     replicas: int  # in all workers together
+    # Over workers, the network the run saw (gpuscout.measure.network), filled in after the
+    # timed steps: the Distribution's all-reduce fields.
+    network: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -113,7 +119,9 @@ def distributed_loop(
 
     With several workers every one must run the same number of steps, or the last collective
     waits for ever: the chief's protocol decides, and after each (timed) step one extra
-    all-reduce of a scalar, outside the timing, tells every worker whether to stop.
+    all-reduce of a scalar, outside the timing, tells every worker whether to stop. Then,
+    still on every worker, a short all-reduce of the gradients' size is timed: the network
+    the run saw (``replicas.network``).
     """
     strategy = replicas.strategy
     step_on_batch = train_step_function(tf, built, precision, False, replicas.replicas)
@@ -150,4 +158,34 @@ def distributed_loop(
         outcome = protocol.add(took)
         says_stop = 1.0 if chief and outcome is not None else 0.0
         if float(agree(tf.constant(says_stop)).numpy()) > 0:
-            return outcome if outcome is not None else protocol.conclude()
+            break
+    outcome = outcome if outcome is not None else protocol.conclude()
+    # a peer gone after the timed steps: the run stands, without the network figure
+    with contextlib.suppress(tf.errors.OpError):
+        replicas.network.update(measure_network(tf, strategy, built, replicas.replicas))
+    return outcome
+
+
+def measure_network(tf: Any, strategy: Any, built: Built, ranks: int) -> dict[str, Any]:
+    """Time the strategy's own all-reduce (the one ``apply_gradients`` uses) of a float32
+    buffer the size of the model's gradients, capped, between its ``ranks`` replicas: every
+    worker calls it once, after the same last step. Each replica makes its buffer on its own
+    device inside the step, so no host-to-device copy is timed; the fetch of one reduced
+    value waits for the whole all-reduce."""
+    gradient_bytes = sum(
+        math.prod(v.shape) * tf.as_dtype(v.dtype).size for v in built.model.trainable_variables
+    )
+    elements = network.buffer_elements(gradient_bytes)
+
+    @tf.function  # type: ignore[untyped-decorator]
+    def allreduce() -> Any:
+        def on_replica() -> Any:
+            ones = tf.ones([elements], tf.float32)
+            return tf.distribute.get_replica_context().all_reduce("SUM", ones)[0]
+
+        return strategy.run(on_replica)
+
+    def once() -> None:
+        strategy.experimental_local_results(allreduce())[0].numpy()
+
+    return network.fields(gradient_bytes, elements, ranks, network.time_allreduce(once))
