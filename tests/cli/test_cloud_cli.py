@@ -177,3 +177,12 @@ def test_skypilot_reads_the_task_files(tmp_path: Path) -> None:
     for path in sorted(tmp_path.glob("*.yaml")):
         task = sky.Task.from_yaml(str(path))
         assert task.num_nodes == 2
+    # and its optimizer takes gpuscout's predicted time for a task's resources
+    from gpuscout.cloud import time_estimator
+    from gpuscout.predict.job import JobSpec
+
+    estimate = time_estimator(JobSpec(workload="resnet50", epochs=1, samples=1_281_167))
+    task = sky.Task(run="true").set_resources(sky.Resources(accelerators="L4:1"))
+    task.set_time_estimator(estimate)
+    fast, slow = (estimate(sky.Resources(accelerators=a)) for a in ("H100:8", "L4:1"))
+    assert task.estimate_runtime(next(iter(task.resources))) == slow > fast > 0
