@@ -169,25 +169,30 @@ def test_a_measured_nccl_bandwidth_of_your_own_replaces_the_shipped_one(tmp_path
 
 
 def test_a_gpu_without_board_power_prints_the_power_assumed(tmp_path: Path) -> None:
-    """The energy of a user's GPU row without tdp_w uses one stated default, never silently."""
+    """The energy of a user's GPU row without tdp_w uses one stated default, never silently.
+
+    In this process: a catalog file with a GPU row makes every command refit the calibration
+    (about 10 s of least squares, kept for the process), so two fresh interpreters paid it
+    twice. That these commands run without TensorFlow is checked with it blocked by
+    tests/catalog/test_plausible.py (with a catalog file), tests/cli/test_cost_cli.py and
+    tests/cli/test_advise_cli.py."""
     from gpuscout.catalog.models import ASSUMED_TDP_W
-    from tests.conftest import run_cli
+    from tests.conftest import run_in_process
 
     path = _write(tmp_path / "gpus.csv", [dict(_shipped_row("rtx-4090"), tdp_w="")])
     said = f"rtx-4090: no board power (tdp_w) in its catalog row: {ASSUMED_TDP_W:g} W assumed"
-    cost = run_cli(
-        "cost", "--gpu-hours", "100", "--option", "rtx-4090=0.5", "--catalog", str(path),
-        "--json", block_tf=True,
-    )  # fmt: skip
+    cost = run_in_process(
+        "cost", "--gpu-hours", "100", "--option", "rtx-4090=0.5", "--catalog", str(path), "--json"
+    )
     assert cost.code == 0, cost.err
     (option,) = cost.json()["options"]
     assert any(said in note for note in option["notes"])
     assert option["energy_kwh"] == pytest.approx(option["hours"] * ASSUMED_TDP_W * 0.8 / 1000)
-    advice = run_cli(
-        "advise", "--workload", "resnet50", "--epochs", "10", "--catalog", str(path), "--json",
-        block_tf=True,
-    )  # fmt: skip
+    advice = run_in_process(
+        "advise", "--workload", "resnet50", "--epochs", "10", "--catalog", str(path), "--json"
+    )
     assert advice.code == 0, advice.err
     assert any(said in note for note in advice.json()["assumptions"])
-    shipped = run_cli("advise", "--workload", "resnet50", "--epochs", "10", "--json")
+    shipped = run_in_process("advise", "--workload", "resnet50", "--epochs", "10", "--json")
+    assert shipped.code == 0, shipped.err
     assert not any("no board power" in n for n in shipped.json()["assumptions"])

@@ -21,6 +21,7 @@ import pytest
 from gpuscout.errors import UserError
 from gpuscout.limits import MAX_WORKERS, WORKER_BYTES, activation_floor, check_workers
 from gpuscout.records import RunResult
+from tests.cli.in_process import run_measuring_in_process
 from tests.conftest import assert_user_errors, leftovers, run_cli
 
 MODELS = Path(__file__).parent.parent / "data" / "user_models.py"
@@ -116,19 +117,26 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(args: tuple[str,
 
 
 def test_a_model_builder_that_never_returns_is_stopped_within_the_build_limit(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The builder sleeps for an hour; the child is killed once building passes the limit
+    (the --seconds budget, at least BUILD_MIN_S). Run in this process with the floor lowered
+    to 3 s, so the test waits 3 s rather than 30: the measuring child is still a real process,
+    and the limit is the one the runner computes (--seconds 1 is below the floor)."""
+    from gpuscout.measure import runner
+
+    monkeypatch.setattr(runner, "BUILD_MIN_S", 3.0)
     t0 = time.monotonic()
-    r = run_cli(
-        "bench", "--model", f"{MODELS}:hangs", "--seconds", "5", "--json",
-        "--db", str(tmp_path / "runs.sqlite"), timeout=240,
+    r = run_measuring_in_process(
+        "bench", "--model", f"{MODELS}:hangs", "--seconds", "1", "--json",
+        "--db", str(tmp_path / "runs.sqlite"),
     )  # fmt: skip
     took = time.monotonic() - t0
     assert r.code == 1, r.err
     run = RunResult.model_validate(r.json())
     assert run.status == "error"
-    assert "building the model took more than 30 s" in (run.message or ""), run.message
-    assert "--seconds" in (run.message or "")
+    assert "building the model took more than 3 s" in (run.message or ""), run.message
+    assert "--seconds" in (run.message or "") and "at least 3 s" in (run.message or "")
     assert took < 200  # the builder sleeps for an hour
     assert not leftovers()
 

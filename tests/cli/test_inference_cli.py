@@ -6,19 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import assert_user_errors, run_cli
+from tests.cli.in_process import run_measuring_in_process
+from tests.conftest import assert_user_errors, run_cli, run_in_process
 
 
 def test_cnn_small_latency_table_best_point_and_runs_list(tmp_path: Path) -> None:
-    """The issue's own command, on a short budget."""
+    """The issue's own command, on a short budget (1 s per point, the least a point gets);
+    what reads the stored run back runs in this process (``runs`` and ``report`` without
+    TensorFlow: tests/cli/test_cli.py and tests/report/ check it blocked)."""
     r = run_cli("bench", "--workload", "cnn-small", "--mode", "inference", "--batch-sizes",
-                "1,8,32", "--slo-ms", "50", "--seconds", "6")  # fmt: skip
+                "1,8,32", "--slo-ms", "50", "--seconds", "3")  # fmt: skip
     assert r.code == 0, r.err
     assert "gpuscout bench --mode inference · cnn-small" in r.out
     assert "p99 [95% CI]" in r.out and "p99 < 50 ms" in r.out
-    listed = run_cli("runs", "list", block_tf=True)
+    listed = run_in_process("runs", "list")
     assert "cnn-small (inference)" in listed.out
-    shown = run_cli("runs", "show", "1", "--json", "--steps", block_tf=True).json()
+    shown = run_in_process("runs", "show", "1", "--json", "--steps").json()
     points = shown["inference"]["points"]
     assert [p["batch_size"] for p in points] == [1, 8, 32]
     assert sum(p["requests"] for p in points) == len(shown["step_times_s"])  # raw samples kept
@@ -32,7 +35,7 @@ def test_cnn_small_latency_table_best_point_and_runs_list(tmp_path: Path) -> Non
     else:
         assert f"best operating point under p99 50 ms: batch {best['batch_size']}," in r.out
     md = tmp_path / "report.md"  # a report of inference runs only: their table, no ranking
-    reported = run_cli("report", "--md", str(md), block_tf=True)
+    reported = run_in_process("report", "--md", str(md))
     assert reported.code == 0, reported.err
     text = md.read_text()
     assert "## Inference latency (measured)" in text and "| tf.function" in text
@@ -66,9 +69,13 @@ def pytest_approx(value: float) -> object:
 
 
 def test_mlp_through_a_saved_model_beside_the_function_with_a_rate() -> None:
-    r = run_cli("bench", "--workload", "mlp", "--mode", "inference", "--batch-sizes", "1,16",
-                "--concurrency", "1,2", "--serving", "both", "--seconds", "4", "--slo-ms", "100",
-                "--rate", "1000000", "--json")  # fmt: skip
+    """Every point of the grid, in its order (8 points at the least a point gets, 1 s). The
+    command runs in this process, its measuring child (which serves the model) a real one."""
+    r = run_measuring_in_process(
+        "bench", "--workload", "mlp", "--mode", "inference", "--batch-sizes", "1,16",
+        "--concurrency", "1,2", "--serving", "both", "--seconds", "4", "--slo-ms", "100",
+        "--rate", "1000000", "--json",
+    )  # fmt: skip
     assert r.code == 0, r.err
     inf = r.json()["inference"]
     assert [(p["path"], p["batch_size"], p["concurrency"]) for p in inf["points"]] == [
@@ -82,8 +89,10 @@ def test_mlp_through_a_saved_model_beside_the_function_with_a_rate() -> None:
 
 
 def test_predict_inference_uses_the_forward_pass_and_says_so() -> None:
-    r = run_cli("predict", "--workload", "mlp", "--mode", "inference", "--batch-size", "4",
-                "--gpus", "rtx-4090,h100-sxm", "--json")  # fmt: skip
+    """In this process: a profile not cached yet is traced with TensorFlow, which the test
+    process has imported already (a fresh interpreter paid its start for each command)."""
+    r = run_in_process("predict", "--workload", "mlp", "--mode", "inference", "--batch-size",
+                       "4", "--gpus", "rtx-4090,h100-sxm", "--json")  # fmt: skip
     assert r.code == 0, r.err
     rows = r.json()
     assert [row["gpu"] for row in rows] == ["rtx-4090", "h100-sxm"]
@@ -91,8 +100,8 @@ def test_predict_inference_uses_the_forward_pass_and_says_so() -> None:
         assert row["mode"] == "inference" and row["count"] == 1
         assert row["latency_s"] == pytest_approx(4 / row["samples_per_second"])
         assert any("forward pass" in a for a in row["common_assumptions"])
-    train = run_cli("predict", "--workload", "mlp", "--batch-size", "4", "--gpus", "h100-sxm",
-                    "--json")  # fmt: skip
+    train = run_in_process("predict", "--workload", "mlp", "--batch-size", "4", "--gpus",
+                           "h100-sxm", "--json")  # fmt: skip
     assert train.code == 0, train.err  # a training step costs more than a forward pass
     assert train.json()[0]["samples_per_second"] < rows[1]["samples_per_second"]
 

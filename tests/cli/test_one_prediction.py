@@ -7,6 +7,12 @@ Before, ``advise`` and ``cost`` fitted the model without the stored runs: with o
 ResNet-50 run stored, ``predict`` said 2,492 images/s on an A100 40GB and ``advise`` 1,521; and
 ``cost`` assumed 75 % for 8 x RTX 4090 where ``predict`` says about 91 %. This machine has no
 GPU: the run is written as a GPU machine would store it; the store and the commands are real.
+
+``predict``, the number every other command is held to, runs in a fresh interpreter with
+TensorFlow blocked; the others run in this process (a stored run makes each command refit the
+calibration, which a process keeps: a fresh interpreter apiece paid the start and the fit each
+time). That they run without TensorFlow is checked with it blocked in the last test here, and
+by test_cost_cli.py, test_advise_cli.py, tests/report/ and tests/predict/test_fit_runs.py.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from gpuscout.catalog import load_catalog
 from gpuscout.records import BenchConfig, Interval, RunResult
 from gpuscout.store import Store
 from gpuscout.units import fmt_rate
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_in_process
 
 GPUS = ("a100-40gb-sxm", "h100-sxm")
 JOB = ("--workload", "resnet50", "--precision", "mixed_float16")
@@ -75,9 +81,9 @@ def test_every_command_gives_the_same_speed_and_says_your_runs_are_in_it(
 ) -> None:
     predicted, notes = _predicted()
 
-    advised = run_cli(
+    advised = run_in_process(
         "advise", "--workload", "resnet50", "--epochs", "90", "--counts", "1", "--top", "1000",
-        "--json", block_tf=True,
+        "--json",
     )  # fmt: skip
     assert advised.code == 0, advised.err
     advice = advised.json()
@@ -86,9 +92,9 @@ def test_every_command_gives_the_same_speed_and_says_your_runs_are_in_it(
         assert option["samples_per_second"] == pytest.approx(predicted[gpu], rel=1e-9), gpu
 
     options = [f"--option={gpu}" for gpu in GPUS]
-    priced = run_cli(
+    priced = run_in_process(
         "cost", "--workload", "resnet50", "--epochs", "90", *options, "--reference", GPUS[0],
-        "--json", block_tf=True,
+        "--json",
     )  # fmt: skip
     assert priced.code == 0, priced.err
     cost = priced.json()
@@ -100,7 +106,7 @@ def test_every_command_gives_the_same_speed_and_says_your_runs_are_in_it(
         assert line["speedup"] == pytest.approx(predicted[gpu] / predicted[GPUS[0]], rel=1e-9)
 
     md = tmp_path / "report.md"
-    reported = run_cli("report", "--md", str(md), block_tf=True)
+    reported = run_in_process("report", "--md", str(md))
     assert reported.code == 0, reported.err
     text = md.read_text().replace("\\", "")  # Markdown's escapes
     _report_rows(text, predicted)
@@ -123,12 +129,12 @@ def test_calibrate_and_a_report_on_other_runs_say_which_runs_are_in_the_fit(
         assert store.save(_run(workload="resnet50", epoch_samples=1_281_167)).id == 2
     predicted, _ = _predicted()
     md = tmp_path / "cpu.md"
-    reported = run_cli("report", "--runs", "2", "--md", str(md), block_tf=True)
+    reported = run_in_process("report", "--runs", "2", "--md", str(md))
     assert reported.code == 0, reported.err
     text = md.read_text().replace("\\", "")
     _report_rows(text, predicted)
     assert IN_THE_FIT in text
-    shown = run_cli("calibrate", "--json", block_tf=True)
+    shown = run_in_process("calibrate", "--json")
     assert shown.code == 0, shown.err
     assert shown.json()["stored_runs"] == [1]
     assert any(n.startswith(IN_THE_FIT) for n in shown.json()["notes"])
@@ -146,7 +152,7 @@ def test_cost_scales_several_gpus_as_predict_does() -> None:
 
     options = [f"--option={gpu}x8" for gpu in gpus]
     for job in (("--gpu-hours", "1000"), ("--workload", "resnet50", "--epochs", "1")):
-        priced = run_cli("cost", *job, *options, "--json", block_tf=True)
+        priced = run_in_process("cost", *job, *options, "--json")
         assert priced.code == 0, priced.err
         out = priced.json()
         for gpu in gpus:
@@ -154,7 +160,7 @@ def test_cost_scales_several_gpus_as_predict_does() -> None:
             assert line["scaling_efficiency"] == pytest.approx(efficiency[gpu], rel=1e-9), job
             assert any("fitted scaling model" in n for n in line["notes"]), line["notes"]
         assert "predict's fitted scaling model" in out["assumptions"]["scaling"]
-    shown = run_cli("cost", "--gpu-hours", "1000", "--option", "4090x8", block_tf=True)
+    shown = run_in_process("cost", "--gpu-hours", "1000", "--option", "4090x8")
     assert shown.code == 0, shown.err
     assert "fitted scaling model" in shown.out and "assumed (PCIe)" not in shown.out
 

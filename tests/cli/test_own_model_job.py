@@ -4,7 +4,9 @@ a new user makes refused in one line.
 
 The three example models (a CNN, a BiLSTM, a small transformer) are traced for real with
 TensorFlow the first time; the profile is cached, so ``cost`` afterwards runs with TensorFlow
-blocked, as a command that does not measure must."""
+blocked, as a command that does not measure must. ``advise`` traces in this process (the test
+process has TensorFlow imported already, by the tests that use Keras): the three models then
+share one TensorFlow start instead of paying one each in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from gpuscout.catalog import load_catalog
 from gpuscout.predict.job import JobSpec, resolve_job
 from gpuscout.records import BenchConfig, Interval, RunResult
 from gpuscout.store import Store
-from tests.conftest import assert_user_errors, run_cli
+from tests.conftest import assert_user_errors, run_cli, run_in_process
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "models"
 JOB = ("--samples", "1200000", "--epochs", "50")
@@ -29,8 +31,8 @@ def model(name: str) -> str:
 @pytest.mark.parametrize("name", ["cnn", "lstm", "transformer"])
 def test_advise_then_cost_price_your_model_alike(name: str) -> None:
     spec = model(name)
-    r = run_cli("advise", "--model", spec, *JOB, "--deadline", "48h", "--budget", "2000",
-                "--json")  # fmt: skip
+    r = run_in_process("advise", "--model", spec, *JOB, "--deadline", "48h", "--budget", "2000",
+                       "--json")  # fmt: skip
     assert r.code == 0, r.err
     advice = r.json()
     assert advice["ranked"], advice["rejected"]

@@ -1,7 +1,12 @@
 """``gpuscout scout``, the main job, end to end on a tiny budget: a real measurement, stored,
 predicted, priced, advised, written as HTML and Markdown, and published to TensorBoard and
 MLflow (one training shared by all of these checks: ``bench`` publishes through the same
-code)."""
+code).
+
+``scout`` runs in this process (``tests/cli/in_process.py``): its measuring child is still a
+real process, but the command's own TensorFlow start (TensorBoard's writer, your model's
+trace) and MLflow's import are the test process's, paid once; what needs no TensorFlow to run
+is checked with it blocked in a fresh interpreter where the test says so."""
 
 from __future__ import annotations
 
@@ -13,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.in_process import run_measuring_in_process
 from tests.cli.test_publish_cli import tensorboard_scalars
-from tests.conftest import assert_user_errors, run_cli
+from tests.conftest import assert_user_errors, run_cli, run_in_process
 
 
 def test_scout_measures_reports_summarises_and_publishes(
@@ -24,14 +30,16 @@ def test_scout_measures_reports_summarises_and_publishes(
     monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # a folder store, for the test only
     html, md, logdir = tmp_path / "out" / "report.html", tmp_path / "report.md", tmp_path / "tb"
-    res = run_cli("scout", "--measure", "mlp=2", "--html", str(html), "--md", str(md), "-q",
-                  "--note", "ci <scout>", "--tensorboard", str(logdir), "--mlflow")  # fmt: skip
+    res = run_measuring_in_process(
+        "scout", "--measure", "mlp=2", "--html", str(html), "--md", str(md), "-q",
+        "--note", "ci <scout>", "--tensorboard", str(logdir), "--mlflow",
+    )  # fmt: skip
     assert res.code == 0, res.err
     assert res.out.startswith("For 20 epochs x 60,000 samples of mlp: ")  # the answer first
     for text in ("measured here", "predicted, fastest 5", "checklist: The articles' checklist",
                  "advice (predicted", "  #1 ", f"report: {html}"):  # fmt: skip
         assert text in res.out
-    listed = run_cli("runs", "list", "--json", block_tf=True).json()
+    listed = run_in_process("runs", "list", "--json").json()
     assert [r["workload"] for r in listed] == ["mlp"] and listed[0]["status"] == "ok"
     page = html.read_text()
     assert page.count('<figure class="chart"') >= 3 and "ci &lt;scout&gt;" in page
@@ -52,7 +60,7 @@ def test_scout_measures_reports_summarises_and_publishes(
 
 def _published(logdir: Path) -> None:
     """The stored run, read back from TensorBoard's event files and a real MLflow store."""
-    shown = run_cli("runs", "show", "1", "--json", "--steps", block_tf=True).json()
+    shown = run_in_process("runs", "show", "1", "--json", "--steps").json()
     steps = shown["step_times_s"]
     scalars = tensorboard_scalars(logdir / "run-1-mlp")
     assert [s for s, _ in scalars["step/time_s"]] == list(range(len(steps)))
@@ -91,13 +99,15 @@ def test_scout_with_your_model_is_the_whole_journey_in_one_command(tmp_path: Pat
     spec = f"{model}:compiled_regressor"
     html, md, db = tmp_path / "report.html", tmp_path / "report.md", str(tmp_path / "s.sqlite")
     job = ("--samples", "1200000", "--epochs", "50", "--deadline", "48h", "--budget", "2000")
-    res = run_cli("scout", "--model", spec, "--seconds", "2", *job, "--db", db, "-q",
-                  "--html", str(html), "--md", str(md))  # fmt: skip
+    res = run_measuring_in_process(
+        "scout", "--model", spec, "--seconds", "2", *job, "--db", db, "-q",
+        "--html", str(html), "--md", str(md),
+    )  # fmt: skip
     assert res.code == 0, res.err
     headline = res.out.splitlines()[0]
     assert headline.startswith(f"For 50 epochs x 1,200,000 samples of your model {spec}: ")
     assert "that meets the 48 h deadline and the $2,000 budget" in headline
-    listed = run_cli("runs", "list", "--json", "--db", db, block_tf=True).json()
+    listed = run_in_process("runs", "list", "--json", "--db", db).json()
     assert [(r["workload"], r["status"]) for r in listed] == [(spec, "ok")]  # only yours
     text = re.sub(r"\\(.)", r"\1", md.read_text())  # as a Markdown viewer shows it
     assert text.splitlines()[2].startswith("**For 50 epochs x 1,200,000 samples of your model")
@@ -107,7 +117,7 @@ def test_scout_with_your_model_is_the_whole_journey_in_one_command(tmp_path: Pat
     assert "predicted rows are for mixed_float16, batch 32 per GPU (as the job is priced)" in text
     assert '<p id="headline" class="headline">For 50 epochs' in html.read_text()
     # report takes the same model (traced once: the profile is cached)
-    again = run_cli("report", "--db", db, "--md", str(md), "--model", spec, *job)
+    again = run_in_process("report", "--db", db, "--md", str(md), "--model", spec, *job)
     assert again.code == 0, again.err
     assert again.out.strip() == headline
     model.unlink()  # moved away: the report says so, and needs no TensorFlow to say it
