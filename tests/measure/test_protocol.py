@@ -131,3 +131,33 @@ def test_a_slow_stretch_after_warmup_does_not_reset_it() -> None:
     assert out.stop_reason == "budget"
     assert out.warmup_method == "detected"
     assert out.warmup_steps == 1
+
+
+def test_workers_stop_together_when_the_chief_says_so() -> None:
+    """Two workers' protocols side by side: each step's flags are summed as the all-reduce
+    would; the chief stops at its fixed step count, the other worker, whose own rule would
+    run far longer, stops after the very same step and concludes from what it measured."""
+    from gpuscout.measure.protocol import Protocol
+
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def step() -> float:
+        now[0] += 0.5
+        return 1.0  # its loss
+
+    chief = Protocol(StopRule(budget_s=None, fixed_steps=6, fixed_warmup=2), clock=clock)
+    other = Protocol(StopRule(budget_s=1e6), clock=clock)
+    said: list[float] = []
+
+    def chief_agree(says: float) -> float:
+        said.append(says)
+        return says  # the other worker says 0 until told
+
+    stopped = chief.run_with_workers(step, True, chief_agree)
+    told = iter(said)  # the other worker hears the sums the chief's steps produced
+    concluded = other.run_with_workers(step, False, lambda says: says + next(told))
+    assert len(stopped.times) == len(concluded.times) == 8  # 2 warm-up + 6 measured
+    assert len(stopped.measured_times) == 6 and concluded.stop_reason == "chief"

@@ -183,6 +183,23 @@ class Protocol:
             if outcome is not None:
                 return outcome
 
+    def run_with_workers(
+        self, step: Callable[[], object], chief: bool, agree: Callable[[float], float]
+    ) -> Outcome:
+        """``run`` over several workers, on each of them: every worker must run the same
+        number of steps, or the last collective waits for ever. The chief's protocol decides;
+        after each timed step ``agree`` (an all-reduce SUM of one float over the workers,
+        outside the timing) tells every worker whether the chief says stop. ``step`` returns
+        its loss, ready; a worker that is not the chief concludes where it was told to stop."""
+        while True:
+            t0 = self.clock()
+            loss = step()
+            took = self.clock() - t0
+            self.observe_loss(loss)
+            outcome = self.add(took)
+            if agree(1.0 if chief and outcome is not None else 0.0) > 0:
+                return outcome if outcome is not None else self.conclude()
+
     def conclude(self) -> Outcome:
         """The outcome so far, for a loop that another process told to stop (a worker that
         is not the chief): warm-up as last detected, else the first half."""

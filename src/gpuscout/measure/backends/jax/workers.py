@@ -86,18 +86,12 @@ def agreed_run(
     and ``whole``: the Mesh's batch and replicated shardings.
     """
     count = int(split.mesh.devices.size)
-    agree = jax.jit(lambda flags: flags.sum(), out_shardings=whole)
-    while True:
-        t0 = protocol.clock()
-        loss = step()
-        took = protocol.clock() - t0
-        protocol.observe_loss(loss)
-        outcome = protocol.add(took)
-        says = 1.0 if chief and outcome is not None else 0.0
-        flags = place_global(jax, np.full((count,), says, np.float32), split)
-        if float(agree(flags)) > 0:
-            break
-    outcome = outcome if outcome is not None else protocol.conclude()
+    summed = jax.jit(lambda flags: flags.sum(), out_shardings=whole)
+
+    def agree(says: float) -> float:
+        return float(summed(place_global(jax, np.full((count,), says, np.float32), split)))
+
+    outcome = protocol.run_with_workers(step, chief, agree)
     on_stop()
     return outcome
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,17 +148,9 @@ def distributed_loop(
     def agree(flag: Any) -> Any:
         return strategy.reduce("SUM", strategy.run(tf.identity, args=(flag,)), axis=None)
 
-    chief = replicas.plan.is_chief
-    while True:
-        t0 = time.perf_counter()
-        loss = one_step()
-        took = time.perf_counter() - t0
-        protocol.observe_loss(loss)
-        outcome = protocol.add(took)
-        says_stop = 1.0 if chief and outcome is not None else 0.0
-        if float(agree(tf.constant(says_stop)).numpy()) > 0:
-            break
-    outcome = outcome if outcome is not None else protocol.conclude()
+    outcome = protocol.run_with_workers(
+        one_step, replicas.plan.is_chief, lambda says: float(agree(tf.constant(says)).numpy())
+    )
     # a peer gone after the timed steps: the run stands, without the network figure
     with contextlib.suppress(tf.errors.OpError):
         replicas.network.update(measure_network(tf, strategy, built, replicas.replicas))
