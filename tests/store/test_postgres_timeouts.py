@@ -122,14 +122,20 @@ def _short_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(deadline, "GRACE_S", 0.5)
 
 
-def _stop(pid: int) -> None:
-    """SIGSTOP a backend of the throwaway cluster (never a server we were only lent)."""
+@contextmanager
+def _stopped(pid: int) -> Iterator[None]:
+    """SIGSTOP a backend of the throwaway cluster (never a server we were only lent) for the
+    block; SIGCONT however the block ends."""
     if os.environ.get(PG_ENV):
         pytest.skip(f"{PG_ENV} names a server this test must not stop processes of")
     try:
         os.kill(pid, signal.SIGSTOP)
     except OSError as exc:
         pytest.skip(f"cannot signal the PostgreSQL backend {pid}: {exc}")
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def _guarded(call: Callable[[], Any], pid: int | None = None) -> Any:
@@ -181,12 +187,8 @@ def test_a_stopped_backend_ends_a_statement_in_one_line_and_nothing_is_committed
         with engine.connect() as conn:
             conn.execute(text("INSERT INTO t VALUES (1)"))
             pid = _backend_pid(conn)
-            _stop(pid)
-            try:
-                with pytest.raises(UserError) as caught:
-                    _guarded(lambda: conn.execute(text("SELECT 1")), pid)
-            finally:
-                os.kill(pid, signal.SIGCONT)
+            with _stopped(pid), pytest.raises(UserError) as caught:
+                _guarded(lambda: conn.execute(text("SELECT 1")), pid)
         _one_line_deadline(caught.value, pg_url, "a statement")
         with engine.connect() as conn:  # a new connection: the stopped one was thrown away
             assert _backend_pid(conn) != pid
@@ -203,12 +205,8 @@ def test_a_stopped_backend_ends_a_commit_saying_its_outcome_is_unknown(
     try:
         with engine.connect() as conn:
             pid = _backend_pid(conn)
-            _stop(pid)
-            try:
-                with pytest.raises(UserError) as caught:
-                    _guarded(conn.commit, pid)
-            finally:
-                os.kill(pid, signal.SIGCONT)
+            with _stopped(pid), pytest.raises(UserError) as caught:
+                _guarded(conn.commit, pid)
         _one_line_deadline(caught.value, pg_url, "a COMMIT")
         assert "whether it was stored is unknown" in str(caught.value)
     finally:
@@ -224,11 +222,8 @@ def test_a_stopped_pooled_connection_fails_its_ping_and_the_read_uses_a_new_one(
     try:
         with store.engine.connect() as conn:  # the one pooled connection
             pid = _backend_pid(conn)
-        _stop(pid)
-        try:
+        with _stopped(pid):
             assert _guarded(store.count, pid) == 0  # the ping's deadline, then a reconnect
-        finally:
-            os.kill(pid, signal.SIGCONT)
         with store.engine.connect() as conn:
             assert _backend_pid(conn) != pid
     finally:
