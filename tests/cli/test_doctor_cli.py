@@ -15,12 +15,14 @@ from rich.console import Console
 
 from gpuscout.diagnose.records import DoctorReport
 from gpuscout.report.doctor_view import print_doctor
-from tests.conftest import assert_user_errors, leftovers, run_cli
+from tests.conftest import assert_user_errors, leftovers, run_cli, run_in_process
 
 
 def test_doctor_calls_the_demo_input_bound_and_measures_each_fix() -> None:
-    # 8 steps: 4 blocks of 2 for each mean's interval (a slow step widens it, see test_diagnose)
-    r = run_cli("doctor", "--workload", "input-bound-demo", "--steps", "8", "--json", timeout=600)
+    # 8 steps: 4 blocks of 2 for each mean's interval (a slow step widens it, see test_diagnose);
+    # batch 64, and one larger (the default 128 and its search up to 1024 took 20 s more)
+    r = run_cli("doctor", "--workload", "input-bound-demo", "--steps", "8", "--batch-size", "64",
+                "--max-batch", "128", "--json", timeout=600)  # fmt: skip
     assert r.code == 0, r.err
     data = r.json()
     assert data["verdict"].startswith("input-bound")
@@ -79,10 +81,10 @@ def test_soak_ends_with_a_verdict_and_stores_the_run() -> None:
     assert data["first_window"] and data["last_window"] and data["steps"] > 10
     assert any(e.startswith("throughput: first window") for e in data["evidence"])
     assert any("GPU not monitored" in e for e in data["evidence"])  # no NVML here, said so
-    shown = run_cli("runs", "show", str(data["run_id"]), "--json").json()
+    shown = run_in_process("runs", "show", str(data["run_id"]), "--json").json()
     assert shown["stop_reason"] == f"soak: {data['verdict']}"
     assert shown["soak"]["verdict"] == data["verdict"] and shown["monitor"]["samples"] > 0
-    table = run_cli("runs", "show", str(data["run_id"]))
+    table = run_in_process("runs", "show", str(data["run_id"]))
     assert table.code == 0 and "CPU (monitor)" in table.out, table.err
 
 
@@ -109,7 +111,7 @@ def test_soak_stops_cleanly_on_ctrl_c_and_keeps_what_was_measured() -> None:
     assert proc.returncode == 3
     assert data["verdict"] == "incomplete" and data["interrupted"] is True
     assert data["steps"] > 0 and data["seconds"] < 600
-    shown = run_cli("runs", "show", str(data["run_id"]), "--json").json()
+    shown = run_in_process("runs", "show", str(data["run_id"]), "--json").json()
     assert shown["soak"]["interrupted"] is True
     assert not leftovers()
 
@@ -126,6 +128,8 @@ def test_doctor_on_your_model_passes_the_fixes_to_a_data_function_that_takes_the
         "4",
         "--skip",
         "XLA,tf.function,mixed precision",
+        "--max-batch",  # one size past the data's 64 samples: the bisection is test_diagnose's
+        "72",
         "--json",
         timeout=600,
     )
@@ -138,7 +142,7 @@ def test_doctor_on_your_model_passes_the_fixes_to_a_data_function_that_takes_the
     names = {f["name"]: f for f in data["fixes"]}
     assert {"prefetch", "parallel map", "cache"} <= set(names)
     assert all(names[n]["speedup"] is not None for n in ("prefetch", "parallel map", "cache"))
-    # 64 samples: a batch of 128 has no data to fill it, so the search stops below it.
-    assert (128, False) in [tuple(t) for t in data["batch_search"]]
+    # 64 samples: a batch of 72 has no data to fill it, so the search stops below it.
+    assert [tuple(t) for t in data["batch_search"]] == [(32, True), (64, True), (72, False)]
     assert data["largest_batch"] == 64
     assert not any(f["name"] in ("XLA", "tf.function") for f in data["fixes"])
