@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from gpuscout.catalog import Catalog
+from gpuscout.predict import calibration_cache
 from gpuscout.predict.calibration_points import STORED, Point, point_terms, published_points
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.roofline import (
@@ -65,6 +66,9 @@ _FIXED = 7
 _MAX_NFEV = 60
 _TOL = 1e-12
 _F_SCALE = 0.15  # soft-L1 loss: a row more than ~15 % off (a B200 run at 1.1x an H100) pulls less
+# The fit's revision, part of the disk cache's key (``calibration_cache.py``): bump it when
+# the fit's result changes for the same points, so no cached fit outlives the change.
+FIT_REVISION = 1
 # Published rows validate these workloads, in training only: any other (mlp, cnn-small, gpt2*,
 # your own model, a forward pass) gets the wider band and says so.
 VALIDATED = frozenset({"resnet50", "bert-base", "bert-large"})
@@ -307,12 +311,13 @@ def _efficiency(theta: np.ndarray) -> Efficiency:
     )
 
 
-def fit_calibration(points: Sequence[Point]) -> Calibration:
+def fit_calibration(points: Sequence[Point], cached: bool = False) -> Calibration:
     """Least-squares tensor shares, their scaling with rho, the board power and the traffic
-    factors of these points (the same points give the same fit: kept for the process)."""
+    factors of these points (the same points give the same fit: kept for the process).
+    ``cached``: also kept on disk (``calibration_cache.py``), for the fit every command uses."""
     key = tuple((p.label, p.measured, p.profile.key, p.gpu, p.stack, p.tf32) for p in points)
     if key not in _FITS:
-        _FITS[key] = _fit(points)
+        _FITS[key] = calibration_cache.fit(points, _fit) if cached else _fit(points)
     return _FITS[key]
 
 
@@ -361,7 +366,8 @@ SHIPPED_FIT = Path(str(resources.files("gpuscout.predict") / "data" / "calibrati
 
 def calibration_for(catalog: Catalog, mine: Sequence[Point] = ()) -> Calibration:
     """The calibration predictions use: the shipped fit when nothing of yours enters it (no
-    stored runs, no catalog file of yours), else a fit with them (about a second).
+    stored runs, no catalog file of yours), else a fit with them (seconds, the first time:
+    then read from the disk cache, ``calibration_cache.py``).
 
     The shipped fit is what ``benchmarks/prediction_accuracy.py --write`` fitted to the shipped
     published rows; a test checks it is current."""
@@ -382,7 +388,7 @@ def calibration_for(catalog: Catalog, mine: Sequence[Point] = ()) -> Calibration
             )
         except (OSError, ValueError, KeyError):
             pass  # not shipped (a source checkout before the first --write): fit it
-    return fit_calibration(published_points(catalog) + list(mine))
+    return fit_calibration(published_points(catalog) + list(mine), cached=True)
 
 
 def write_shipped(cal: Calibration) -> Path:
