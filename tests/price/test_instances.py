@@ -94,10 +94,14 @@ def test_purchase_uses_the_catalogs_prices_else_the_launch_msrp(tmp_path: Path) 
     assert bought is not None and bought.usd == pytest.approx(8 * msrp)
     assert "launch MSRP" in bought.describe() and "no host share" in bought.describe()
     assert purchase(cat, cat.gpus["rtx-5080"], 2, given=700.0).usd == 1400.0  # type: ignore[union-attr]
-    mine = _with_prices(tmp_path, ["rtx-5080,ebay,purchase_used,,1,,,650,2026-11-30"])
-    used = purchase(mine, mine.gpus["rtx-5080"], 2)
-    assert used is not None and used.usd == pytest.approx(1300.0)
-    assert "used, ebay" in used.how
+    rows = ["rtx-5080,ebay,purchase_used,,1,,,650,2026-11-30",
+            "rtx-5080,ebay,purchase_used,old,1,,,600,2026-01-30"]  # fmt: skip
+    mine = _with_prices(tmp_path, rows)
+    assert purchase(mine, mine.gpus["rtx-5080"], 2).usd == 2 * msrp  # type: ignore[union-attr]
+    used = purchase(mine, mine.gpus["rtx-5080"], 2, condition="used")  # the newest row
+    assert used is not None and used.usd == pytest.approx(1300.0) and used.condition == "used"
+    assert "used (ebay, seen 2026-11-30" in used.how
+    assert purchase(cat, cat.gpus["rtx-5080"], 1, condition="used") is None  # none shipped
 
 
 def test_cost_prices_options_per_instance_and_shows_the_up_front() -> None:

@@ -296,9 +296,9 @@ def _money_notes(req: Request, feasible: list[Candidate], over: list[Candidate])
         notes.append(f"n x the 1-GPU price ({SINGLY}) for several of: {', '.join(singly)}")
     if req.owned:
         notes.append(
-            "owned options paid up front at the catalog's cheapest new or used price, else the "
-            f"launch MSRP, x the GPU count ({HOST_NOTE}); their 'total' is the share amortised "
-            "over this job"
+            "owned options bought new, paid up front at the catalog's cheapest new price, else "
+            f"the launch MSRP, x the GPU count ({HOST_NOTE}); their 'total' is the share "
+            "amortised over this job (gpuscout cost --option GPU@used prices one bought used)"
         )
     if req.budget_usd is not None:
         left = f"; left out: {_budget_note(over, req.budget_usd, 'cheapest ')}" if over else ""

@@ -65,8 +65,9 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="SPEC",
-        help="an option to price: GPU[xCOUNT][@PROVIDER|@owned][=USD_PER_HOUR], repeatable "
-        f"(default: {DEFAULT_OPTIONS}, x1 and x8)",
+        help="an option to price: GPU[xCOUNT][@PROVIDER|@owned|@used][=USD_PER_HOUR], "
+        "repeatable; @owned: bought new, @used: bought used, each set against the cheapest "
+        f"rental of as many (default: {DEFAULT_OPTIONS}, x1 and x8)",
     )
     p.add_argument(
         "--speedup", type=SPEEDUP, action="append", default=[], metavar="GPU=X",
@@ -81,8 +82,14 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--purchase", type=PURCHASE_USD, action="append", default=[], metavar="GPU=USD",
-        help="what one GPU costs you to buy, in US dollars, for owned options, e.g. "
-        "rtx-4090=1599 (default: the catalog's price; comma list or repeated)",
+        help="what one GPU costs you to buy new, in US dollars, for @owned options, e.g. "
+        "rtx-4090=1599 (default: the catalog's new price, else launch MSRP; comma list or "
+        "repeated)",
+    )  # fmt: skip
+    p.add_argument(
+        "--used-price", type=PURCHASE_USD, action="append", default=[], metavar="GPU=USD",
+        help="what one GPU costs you to buy used, in US dollars, for @used options, e.g. "
+        "rtx-3090=700 (default: the catalog's newest dated used price; comma list or repeated)",
     )  # fmt: skip
     a = p.add_argument_group("assumptions (defaults are printed with the result)")
     a.add_argument(
@@ -134,7 +141,7 @@ FAILURE_OPTIONS = {
 }  # fmt: skip
 SOURCE_OPTIONS = ("--workload", "--model", "--from-run")
 OWNED_OPTIONS = {
-    "purchase": "--purchase", "usd_per_kwh": "--usd-per-kwh",
+    "purchase": "--purchase", "used_price": "--used-price", "usd_per_kwh": "--usd-per-kwh",
     "amortize_years": "--amortize-years", "owned_utilization": "--owned-utilization",
 }  # fmt: skip
 
@@ -167,15 +174,32 @@ def check_pairs(args: argparse.Namespace) -> None:
             "failures are left out, so their rate, checkpoints and restarts are never used",
             "drop --no-failures to count failures, or drop the failure options.",
         )
-    if args.example is None and not any("@owned" in t.lower() for t in args.option):
+    texts = [t.lower() for t in args.option]
+    owned = [t for t in texts if "@owned" in t or "@used" in t]
+    for attr, flag, word in (("purchase", "--purchase", "@owned"),
+                             ("used_price", "--used-price", "@used")):  # fmt: skip
+        if (
+            owned
+            and args.example is None
+            and getattr(args, attr)
+            and not any(word in t for t in owned)
+        ):
+            raise UserError(
+                f"{flag} {','.join(getattr(args, attr))} prices GPUs bought "
+                f"{'new' if word == '@owned' else 'used'}, but no --option is {word}, so it "
+                "would be ignored.",
+                f"add an option such as --option rtx-4090{word}, or drop {flag}.",
+            )
+    if args.example is None and not owned:
         for attr, flag in OWNED_OPTIONS.items():
             value = getattr(args, attr)
             if value not in (None, []):
                 shown = ",".join(value) if isinstance(value, list) else f"{value:g}"
                 raise UserError(
                     f"{flag} {shown} is an owned GPU's cost, but no --option is owned "
-                    "(GPU@owned), so it would be ignored.",
-                    f"add an owned option, e.g. --option rtx-4090@owned, or drop {flag}.",
+                    "(GPU@owned or GPU@used), so it would be ignored.",
+                    f"add an owned option, e.g. --option rtx-4090@owned (new) or "
+                    f"rtx-4090@used, or drop {flag}.",
                 )
 
 
@@ -194,7 +218,6 @@ def check_reference_speedup(speedups: dict[str, float], catalog: Any, reference:
 def _assumptions(args: argparse.Namespace) -> Any:
     from gpuscout.price import Assumptions
 
-    base = Assumptions()
     given = {
         "power_utilization": args.power_utilization,
         "usd_per_kwh": args.usd_per_kwh,
@@ -206,8 +229,9 @@ def _assumptions(args: argparse.Namespace) -> Any:
         "failures_per_1000_gpu_hours_datacenter": args.failures_datacenter,
         "delay_usd_per_day": args.delay_usd_per_day,
     }
-    # Each value is already in its option's range (cli/parser.py), named as the user typed it.
-    out = replace(base, **{k: v for k, v in given.items() if v is not None})
+    # Each value is already in its option's range (cli/parser.py), named as the user typed it;
+    # a value given is marked "(yours)" wherever it is printed.
+    out = Assumptions().given(**given)
     return replace(out, failures=not args.no_failures)
 
 
@@ -270,10 +294,13 @@ def run_cost(args: argparse.Namespace) -> int:
     check_reference_speedup(speedups, catalog, reference)
     scalings = parse_pairs(args.scaling, "--scaling", "EFFICIENCY")
     purchases = parse_pairs(args.purchase, "--purchase", "USD")
+    used_prices = parse_pairs(args.used_price, "--used-price", "USD")
     assumptions = _assumptions(args)
     model = session(catalog, args.db)  # the predictions every command makes
     job = _job(args, model, reference)
-    options = build_options(specs, model, reference, speedups, scalings, purchases, job)
+    options = build_options(
+        specs, model, reference, speedups, scalings, purchases, job, used_prices
+    )
     lines, unpriced = cost_all(options, job.reference_gpu_hours, assumptions)
     for line in lines:
         if (line.gpu, line.count) in claimed:
@@ -305,7 +332,7 @@ def run_cost(args: argparse.Namespace) -> int:
     if args.json:
         shown = [line.to_json_dict() for line in lines]
         shown += [rest.to_json_dict() for rest in unpriced]  # money null, "unpriced": why
-        out = {"assumptions": described, "options": shown}
+        out = {"assumptions": described, "inputs": assumptions.inputs(), "options": shown}
         print_json(out)
         return 0
     from gpuscout.report.console import stdout_console
@@ -313,6 +340,26 @@ def run_cost(args: argparse.Namespace) -> int:
 
     console = stdout_console()
     console.print(cost_table(lines, job.text, unpriced))
+    for text in owned_lines(lines, assumptions):
+        console.print(text, highlight=False)
     for key, text in described.items():
         console.print(f"assumption ({key}): {text}", highlight=False)
     return 0
+
+
+def owned_lines(lines: list[Any], assumptions: Any) -> list[str]:
+    """One line per owned option: its energy, electricity cost and break-even utilisation
+    against the cheapest rental of as many (``price/break_even.py``), every input named."""
+    out = []
+    for line in lines:
+        if line.provider != "owned":
+            continue
+        mine = " (yours)" if "usd_per_kwh" in assumptions.yours else ""
+        head = (
+            f"owned {line.count} x {line.gpu} ({line.condition or 'new'}): energy "
+            f"{line.energy_kwh:,.1f} kWh, electricity ${line.energy_usd:,.2f} at "
+            f"${assumptions.usd_per_kwh:g}/kWh{mine}"
+        )
+        even = line.break_even.describe() if line.break_even else "no rental to compare with"
+        out.append(f"{head}; {even}")
+    return out

@@ -11,9 +11,11 @@ gpuscout.articles) or a number of samples with a predicted speed. For each optio
     rework hours = failures x (half a checkpoint interval + restart time)
     delay $      = (wall hours + rework) / 24 x cost of delay per day
 
-Break-even of owned hardware: months of use at the stated utilization after which buying
-costs less than renting the same GPUs at the catalog's cheapest on-demand rental of as many
-(priced per instance size, ``price/instances.py``). An owned option's ``upfront_usd`` is the
+Buy versus rent (``price/break_even.py``): the hours a month owned GPUs must train to cost
+less than renting as many at the catalog's cheapest on-demand rental (priced per instance
+size, ``price/instances.py``), and the months of use at the stated utilization after which
+the purchase is paid back. Every default comes from a sourced data file
+(``price/assumptions.py``). An owned option's ``upfront_usd`` is the
 purchase itself, paid before the job: what a budget is compared with (``advise --budget``),
 where ``total_usd`` is only the share of it amortised over this job.
 
@@ -26,46 +28,14 @@ with "no price in the catalog" and why, in place of the dollar figures (issue 17
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from gpuscout.errors import UserError
+from gpuscout.price.assumptions import Assumptions
+from gpuscout.price.break_even import HOURS_PER_MONTH, BreakEven, break_even
 
-HOURS_PER_MONTH = 730.0
-
-
-@dataclass(frozen=True)
-class Assumptions:
-    """The knobs of the arithmetic, each printed with the result (all overridable)."""
-
-    power_utilization: float = 0.8  # average draw as a fraction of TDP while training
-    usd_per_kwh: float = 0.15
-    amortize_years: float = 3.0
-    owned_utilization: float = 0.5  # fraction of the hours in a month the owned GPUs train
-    checkpoint_hours: float = 1.0
-    restart_minutes: float = 15.0
-    failures_per_1000_gpu_hours_consumer: float = 1.0
-    failures_per_1000_gpu_hours_datacenter: float = 0.25
-    delay_usd_per_day: float = 0.0
-    failures: bool = True
-
-    def describe(self) -> dict[str, str]:
-        return {
-            "power": f"GPUs draw {self.power_utilization:.0%} of TDP while training",
-            "energy price": f"${self.usd_per_kwh:g}/kWh (owned hardware; cloud prices include it)",
-            "amortization": (
-                f"owned GPUs paid off over {self.amortize_years:g} years at "
-                f"{self.owned_utilization:.0%} utilization"
-            ),
-            "failures": (
-                f"{self.failures_per_1000_gpu_hours_consumer:g} failures per 1000 GPU-hours on "
-                f"consumer cards (no ECC), {self.failures_per_1000_gpu_hours_datacenter:g} on "
-                "data-center cards; each costs half a checkpoint interval "
-                f"({self.checkpoint_hours:g} h) plus {self.restart_minutes:g} min to restart"
-                if self.failures
-                else "failures not counted"
-            ),
-            "delay": f"${self.delay_usd_per_day:g} per day until the run is done",
-        }
+__all__ = ["HOURS_PER_MONTH", "Assumptions", "CostLine", "Option", "UnpricedLine", "cost_line"]
+Condition = Literal["new", "used"]
 
 
 @dataclass(frozen=True)
@@ -82,13 +52,17 @@ class Option:
     usd_per_hour: float | None = None  # whole option, cloud
     purchase_usd: float | None = None  # whole option, owned
     rent_usd_per_hour: float | None = None  # whole option: what renting it costs, for break-even
+    # the rental compared: (provider, instance and price, when the price was seen)
+    rent_seen: tuple[str, str, str] | None = None
+    condition: Condition | None = None  # owned: bought new or used; cloud: None
     notes: tuple[str, ...] = ()
     unpriced: str | None = None  # why there is no price (None: priced)
     unpriced_fix: str | None = None  # how to give one
     scaling_fitted: bool = False  # ``scaling`` is the fitted scaling model's (not given)
 
     def label(self) -> str:
-        return f"{self.count} x {self.gpu_id} ({self.provider})"
+        used = ", used" if self.condition == "used" else ""
+        return f"{self.count} x {self.gpu_id} ({self.provider}{used})"
 
 
 @dataclass
@@ -113,6 +87,8 @@ class CostLine:
     scaling_efficiency: float = 1.0  # of the option's GPUs together (1.0 = linear)
     # owned: the purchase paid before the job (``usd_per_hour`` amortises it); cloud: None
     upfront_usd: float | None = None
+    condition: Condition | None = None  # owned: bought new or used
+    break_even: BreakEven | None = None  # owned, against the cheapest rental of as many
 
     def to_json_dict(self) -> dict[str, Any]:
         return {**asdict(self), "unpriced": None}
@@ -128,6 +104,7 @@ MONEY_FIELDS = (
     "effective_usd",
     "break_even_months",
     "upfront_usd",
+    "break_even",
 )
 
 
@@ -148,6 +125,7 @@ class UnpricedLine:
     notes: list[str] = field(default_factory=list)
     speedup: float = 1.0
     scaling_efficiency: float = 1.0
+    condition: Condition | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         """The keys of a priced line, money ones null, and ``unpriced``: the reason."""
@@ -165,6 +143,7 @@ class UnpricedLine:
         out["notes"] = list(self.notes)
         out["speedup"] = self.speedup
         out["scaling_efficiency"] = self.scaling_efficiency
+        out["condition"] = self.condition
         out["unpriced"] = self.reason
         return out
 
@@ -190,7 +169,7 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
     kw = option.count * option.tdp_w * a.power_utilization / 1000
     energy_kwh = kw * hours
     notes = list(option.notes)
-    break_even = None
+    even: BreakEven | None = None
     if option.provider == "owned":
         if option.purchase_usd is None:
             raise UserError(
@@ -200,10 +179,10 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
         energy_rate = kw * a.usd_per_kwh
         rate = option.purchase_usd / use_hours + energy_rate
         energy_usd = energy_kwh * a.usd_per_kwh
-        if option.rent_usd_per_hour and option.rent_usd_per_hour > energy_rate:
-            monthly_use = HOURS_PER_MONTH * a.owned_utilization
-            saving = (option.rent_usd_per_hour - energy_rate) * monthly_use
-            break_even = option.purchase_usd / saving
+        if option.rent_usd_per_hour:
+            seen = option.rent_seen or ("cloud", "the catalog's cheapest", "not dated")
+            even = break_even(option.purchase_usd, a.amortize_years, energy_rate,
+                              option.rent_usd_per_hour, a.owned_utilization, seen)  # fmt: skip
     else:
         if option.usd_per_hour is None:
             raise UserError(f"{option.label()}: no price.", "give a price per hour.")
@@ -227,11 +206,13 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
         rework_usd=rework_usd,
         delay_usd=delay_usd,
         effective_usd=total + rework_usd + delay_usd,
-        break_even_months=break_even,
+        break_even_months=even.months_at_utilization if even else None,
         notes=notes,
         speedup=option.speedup,
         scaling_efficiency=option.scaling,
         upfront_usd=option.purchase_usd if option.provider == "owned" else None,
+        condition=option.condition,
+        break_even=even,
     )
 
 
@@ -254,6 +235,7 @@ def unpriced_line(option: Option, reference_gpu_hours: float, a: Assumptions) ->
         notes=list(option.notes),
         speedup=option.speedup,
         scaling_efficiency=option.scaling,
+        condition=option.condition,
     )
 
 

@@ -14,8 +14,10 @@ machine are priced, in this order, from:
 More GPUs than one machine holds (``predict.scaling.machines_for``: 16 H100 SXM = 2 x 8) are
 that many machines, each priced as above, as the prediction runs them.
 
-Buying: the cheapest ``purchase_new`` or ``purchase_used`` row of the GPU (a price file may
-add them; none is shipped), else its launch MSRP (``gpus.csv``), unless the user gives one.
+Buying new: the cheapest ``purchase_new`` row of the GPU (a price file may add them), else
+its launch MSRP (``gpus.csv``); buying used: the most recently seen ``purchase_used`` row
+(used prices drift down as a GPU ages, so an older row is staler, not a better offer), else
+no price (the user gives one). A price the user gives (``--purchase``, ``--used-price``) wins.
 The GPUs alone: no host (CPU, memory, chassis, power supply) share is modelled, and the
 up-front figure says so.
 """
@@ -23,11 +25,13 @@ up-front figure says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from gpuscout.catalog import Catalog, Gpu, Price
 from gpuscout.predict.scaling import machines_for
 
 SINGLY = "assumed: GPUs rented singly"
+Condition = Literal["new", "used"]
 HOST_NOTE = "GPUs only: no host share (CPU, memory, chassis, power supply) is modelled"
 
 
@@ -41,6 +45,7 @@ class Rental:
     usd_per_hour: float  # the whole option
     how: str  # printed beside the price
     assumed: bool  # n x a smaller instance's per-GPU price: the catalog cannot tell
+    seen: str = "not dated"  # when the price row was observed, and how long ago
 
     @property
     def usd_per_gpu_hour(self) -> float:
@@ -62,8 +67,8 @@ def _named(p: Price) -> str:
     )
 
 
-def _machine(rows: list[Price], k: int) -> tuple[float, int, str, bool]:
-    """($ an hour, GPUs paid, how, assumed) for one machine of ``k`` GPUs from ``rows``."""
+def _machine(rows: list[Price], k: int) -> tuple[float, int, str, bool, Price]:
+    """($ an hour, GPUs paid, how, assumed, the row used) for one machine of ``k`` GPUs."""
 
     def cheapest(size: int) -> Price:
         return min((p for p in rows if p.gpus_per_instance == size),
@@ -73,7 +78,7 @@ def _machine(rows: list[Price], k: int) -> tuple[float, int, str, bool]:
     if k in sizes:
         p = cheapest(k)
         rate = p.usd_per_gpu_hour or 0.0
-        return rate * k, k, f"{_named(p)} at ${rate:g}/GPU-h", False
+        return rate * k, k, f"{_named(p)} at ${rate:g}/GPU-h", False, p
     bigger = [s for s in sizes if s > k]
     if bigger:
         p = cheapest(bigger[0])
@@ -82,7 +87,7 @@ def _machine(rows: list[Price], k: int) -> tuple[float, int, str, bool]:
         return rate * size, size, (
             f"no {k}-GPU instance; the smallest bigger one, {_named(p)} at ${rate:g}/GPU-h, "
             f"all {size} paid for"
-        ), False  # fmt: skip
+        ), False, p  # fmt: skip
     p = cheapest(sizes[0])
     rate = p.usd_per_gpu_hour or 0.0
     if p.gpus_per_instance == 1:
@@ -92,7 +97,7 @@ def _machine(rows: list[Price], k: int) -> tuple[float, int, str, bool]:
             f"{k} x the {_named(p)}'s ${rate:g}/GPU-h (assumed: a {k}-GPU machine rents at "
             "that rate)"
         )
-    return rate * k, k, how, True
+    return rate * k, k, how, True, p
 
 
 def rental(catalog: Catalog, gpu: Gpu, provider: str, count: int) -> Rental | None:
@@ -101,10 +106,11 @@ def rental(catalog: Catalog, gpu: Gpu, provider: str, count: int) -> Rental | No
     if not rows:
         return None
     machines, k = machines_for(gpu, count)
-    usd, paid, how, assumed = _machine(rows, k)
+    usd, paid, how, assumed, row = _machine(rows, k)
     if machines > 1:
         how = f"{machines} machines, each {how}"
-    return Rental(provider, count, paid * machines, usd * machines, how, assumed)
+    return Rental(provider, count, paid * machines, usd * machines, how, assumed,
+                  row.observed_text())  # fmt: skip
 
 
 def rentals(
@@ -132,6 +138,7 @@ class Purchase:
     usd_per_gpu: float
     count: int
     how: str  # e.g. "launch MSRP $1,599 per GPU (catalog)"
+    condition: Condition = "new"
 
     @property
     def usd(self) -> float:
@@ -142,20 +149,30 @@ class Purchase:
         return f"up-front ${self.usd:,.0f} ({self.count} x {self.how}; {HOST_NOTE})"
 
 
-def purchase(catalog: Catalog, gpu: Gpu, count: int, given: float | None = None) -> Purchase | None:
-    """What buying ``count`` GPUs costs: ``given`` per GPU (``--purchase``), else the cheapest
-    new or used purchase price in the catalog's prices, else the launch MSRP; None if none."""
+def purchase(
+    catalog: Catalog, gpu: Gpu, count: int, given: float | None = None,
+    condition: Condition = "new",
+) -> Purchase | None:  # fmt: skip
+    """What buying ``count`` GPUs new or used costs: ``given`` per GPU (the user's), else the
+    catalog's price for that condition (see the module's docstring); None if none."""
     if given is not None:
-        return Purchase(given, count, f"${given:,.0f} per GPU (given)")
-    rows = [p for p in catalog.prices_for(gpu.id)
-            if p.kind in ("purchase_new", "purchase_used") and p.usd_per_gpu]  # fmt: skip
+        return Purchase(given, count, f"${given:,.0f} per GPU, {condition} (yours)", condition)
+    if condition == "used":
+        rows = catalog.prices_for(gpu.id)
+        used = [p for p in rows if p.kind == "purchase_used" and p.usd_per_gpu]
+        if not used:
+            return None
+        p = max(used, key=lambda r: ((r.observed_on or ""), -(r.usd_per_gpu or 0.0)))
+        where = f"{p.provider}, seen {p.observed_text()}; {p.source}"
+        return Purchase(p.usd_per_gpu or 0.0, count,
+                        f"${p.usd_per_gpu:,.0f} per GPU, used ({where})", "used")  # fmt: skip
+    rows = [p for p in catalog.prices_for(gpu.id) if p.kind == "purchase_new" and p.usd_per_gpu]
     if rows:
         p = min(rows, key=lambda r: r.usd_per_gpu or 0.0)
-        kind = "used" if p.kind == "purchase_used" else "new"
         return Purchase(
             p.usd_per_gpu or 0.0,
             count,
-            f"${p.usd_per_gpu:,.0f} per GPU ({kind}, {p.provider}, {p.observed_text()})",
+            f"${p.usd_per_gpu:,.0f} per GPU (new, {p.provider}, {p.observed_text()})",
         )
     if gpu.launch_price_usd:
         return Purchase(

@@ -7,6 +7,9 @@ and the scaling of several GPUs is the fitted scaling model's (``predict/scaling
 figure ``predict`` prints. A job given in GPU-hours names no step: its speed is a spec ratio
 (the GPUs' training TFLOPS, FP16/BF16 tensor with FP32 accumulate) and its scaling the fitted
 model's on the articles' benchmark step (ResNet-50, mixed precision, batch 256), both stated.
+Owned GPUs are ``@owned`` (bought new: ``--purchase``, else the catalog's new price or launch
+MSRP) or ``@used`` (bought used: ``--used-price``, else the catalog's dated ``purchase_used``
+row); each is set against the cheapest rental of as many (``price/break_even.py``).
 Prices come from the option itself (``=USD`` per hour for the whole option), else from the
 catalog, per instance size (``price/instances.py``): the provider's instance with that many
 GPUs, else its smallest bigger one (all of it paid), else n x its 1-GPU price, said to be an
@@ -25,11 +28,13 @@ from gpuscout.errors import UserError
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.scaling import constants
 from gpuscout.predict.session import Session
-from gpuscout.price.cost import Option
+from gpuscout.price.cost import Condition, Option
 from gpuscout.price.instances import cheapest_rental
 from gpuscout.price.instances import purchase as buy
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_sig
 
+# the option's @word -> how its GPUs were bought
+OWNED: dict[str, Condition] = {"owned": "new", "used": "used"}
 _SPEC = re.compile(
     r"^(?P<gpu>[^@=]+?)(?:x(?P<count>\d+))?(?:@(?P<where>[\w.-]+))?(?:=(?P<usd>[\d.]+))?$"
 )
@@ -39,17 +44,17 @@ _SPEC = re.compile(
 class OptionSpec:
     gpu: str
     count: int
-    provider: str | None  # None: cheapest anywhere; "owned": bought
+    provider: str | None  # None: cheapest anywhere; "owned": bought new; "used": bought used
     usd_per_hour: float | None
 
 
 def parse_option(text: str) -> OptionSpec:
-    """'a100-40gbx4@lambda', '3090x4=2.00', '4090@owned' -> an option spec."""
+    """'a100-40gbx4@lambda', '3090x4=2.00', '4090@owned', '3090@used' -> an option spec."""
     m = _SPEC.match(text.strip().lower())
     if m is None or not m.group("gpu").strip():
         raise UserError(
-            f"option '{text}' is not GPU[xCOUNT][@PROVIDER|@owned][=USD_PER_HOUR].",
-            "write e.g. a100-40gbx4@lambda or 3090x4=2.00.",
+            f"option '{text}' is not GPU[xCOUNT][@PROVIDER|@owned|@used][=USD_PER_HOUR].",
+            "write e.g. a100-40gbx4@lambda, 3090x4=2.00 or 4090@used.",
         )
     count = int(m.group("count") or 1)
     if count < 1:
@@ -57,6 +62,11 @@ def parse_option(text: str) -> OptionSpec:
     usd = float(m.group("usd")) if m.group("usd") else None
     if usd is not None and not usd > 0:
         raise UserError(f"option '{text}': the price must be positive.", None)
+    if usd is not None and m.group("where") in OWNED:
+        raise UserError(
+            f"option '{text}': an owned GPU has no price per hour (it is bought).",
+            "give its purchase price: --purchase GPU=USD (new) or --used-price GPU=USD (used).",
+        )
     return OptionSpec(m.group("gpu").strip(), count, m.group("where"), usd)
 
 
@@ -135,6 +145,7 @@ def build_options(
     scalings: dict[str, float],
     purchases: dict[str, float],
     job: Job | None = None,
+    used_prices: dict[str, float] | None = None,
 ) -> list[Option]:
     """Priced options for ``job`` (None: GPU-hours, which names no step), speed and scaling
     predicted by ``model`` where no flag gives them.
@@ -146,18 +157,22 @@ def build_options(
     """
     catalog = model.catalog
     speeds = _Speeds(model, reference, job or Job(0.0, ""))
-    providers = {p.provider for p in catalog.prices}
+    # rental providers only: a purchase row's seller is not somewhere to rent from
+    providers = {p.provider for p in catalog.prices if p.kind in ("on_demand", "spot")}
     speedups = {catalog.resolve(k).gpu.id: v for k, v in speedups.items()}
-    purchases = {catalog.resolve(k).gpu.id: v for k, v in purchases.items()}
+    bought = {
+        "new": {catalog.resolve(k).gpu.id: v for k, v in purchases.items()},
+        "used": {catalog.resolve(k).gpu.id: v for k, v in (used_prices or {}).items()},
+    }
     gpus = [catalog.resolve(spec.gpu).gpu for spec in specs]
     for spec in specs:
-        if spec.provider not in (None, "owned") and spec.provider not in providers:
+        if spec.provider not in (None, *OWNED) and spec.provider not in providers:
             raise UserError(
                 f"unknown provider '{spec.provider}' in option '{spec.gpu}'.",
-                f"use one of: {', '.join(sorted(providers))}, or owned.",
+                f"use one of: {', '.join(sorted(providers))}, or owned (new) or used.",
             )
     return [
-        _option(spec, gpu, catalog, speeds, speedups, scalings, purchases)
+        _option(spec, gpu, catalog, speeds, speedups, scalings, bought)
         for spec, gpu in zip(specs, gpus, strict=True)
     ]
 
@@ -169,27 +184,38 @@ def _option(
     speeds: _Speeds,
     speedups: dict[str, float],
     scalings: dict[str, float],
-    purchases: dict[str, float],
+    bought: dict[str, dict[str, float]],
 ) -> Option:
     notes: list[str] = []
     speedup, scaling, fitted = speeds.of(gpu, spec.count, speedups, scalings, notes)
     # what renting as many GPUs costs, for break-even: priced per instance size
     cheapest = cheapest_rental(catalog, gpu, spec.count)
     rent = cheapest.usd_per_hour if cheapest else None
+    seen = (cheapest.provider, cheapest.how, cheapest.seen) if cheapest else None
     price = spec.usd_per_hour
     provider = spec.provider or "cloud"
     purchase = None
+    condition = OWNED.get(spec.provider or "")
     unpriced: tuple[str, str] | None = None  # (why, how to give one)
-    if spec.provider == "owned":
-        bought = buy(catalog, gpu, spec.count, purchases.get(gpu.id))
-        if bought is None:
+    if condition is not None:
+        provider = "owned"
+        paid = buy(catalog, gpu, spec.count, bought[condition].get(gpu.id), condition)
+        if paid is None and condition == "used":
+            unpriced = (
+                f"no used price for {gpu.id} in the catalog (no dated purchase_used row)",
+                f"give --used-price {gpu.id}=USD (per GPU), or add a purchase_used row",
+            )
+        elif paid is None:
             unpriced = (
                 f"no purchase price for {gpu.id} in the catalog (its row has no launch MSRP)",
                 f"give --purchase {gpu.id}=USD (per GPU)",
             )
         else:
-            notes.append(bought.describe())
-            purchase = bought.usd
+            notes.append(paid.describe())
+            purchase = paid.usd
+        if cheapest is None and paid is not None:
+            notes.append(f"no break-even: no on-demand rental of {spec.count} x {gpu.id} in "
+                         "the catalog to compare with")  # fmt: skip
     elif price is None:
         found = cheapest_rental(catalog, gpu, spec.count, spec.provider)
         if found is None:
@@ -211,7 +237,9 @@ def _option(
         provider=provider,
         usd_per_hour=price,
         purchase_usd=purchase,
-        rent_usd_per_hour=rent,
+        rent_usd_per_hour=rent if condition else None,
+        rent_seen=seen if condition else None,
+        condition=condition,
         notes=tuple(notes),
         unpriced=unpriced[0] if unpriced else None,
         unpriced_fix=unpriced[1] if unpriced else None,

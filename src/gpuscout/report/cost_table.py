@@ -34,7 +34,8 @@ def cost_table(lines: list[CostLine], job: str, unpriced: Sequence[UnpricedLine]
             f" ({fmt_usd(line.energy_usd)})" if owned else ""
         )
         table.add_row(
-            f"{line.count} x {line.gpu} ({line.provider})",
+            f"{line.count} x {line.gpu} ({line.provider}"
+            + (f", {line.condition})" if line.condition else ")"),
             f"${line.usd_per_hour:,.2f}",
             fmt_hours(line.hours)
             + (f" ({fmt_sig(line.hours / 24)} d)" if line.hours >= 48 else ""),
