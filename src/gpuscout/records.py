@@ -139,6 +139,27 @@ class MonitorSummary(_Record):
     errors: list[str] = Field(default_factory=list)
 
 
+class DeviceEnergy(_Record):
+    device: str  # "GPU 0 (NVIDIA H100 80GB HBM3)", "package-0"
+    joules: float = Field(ge=0)
+    source: str  # as Energy.source
+
+
+class Energy(_Record):
+    """Energy of the measured steps only (gpuscout.measure.energy). ``source``: "nvml total
+    energy", "nvml power x time", "rapl package" or "amd_energy socket"; None: not reported,
+    and ``reason`` says why."""
+
+    source: str | None = None
+    reason: str | None = None
+    joules: float | None = Field(default=None, ge=0)  # every device of the run together
+    seconds: float | None = Field(default=None, ge=0)  # the window the joules cover
+    joules_per_step: float | None = Field(default=None, ge=0)
+    joules_per_sample: float | None = Field(default=None, ge=0)  # of the global batch
+    joules_per_token: float | None = Field(default=None, ge=0)  # samples x seq_len
+    devices: list[DeviceEnergy] = Field(default_factory=list)
+
+
 class WorkerRun(_Record):
     """One worker of a multi-worker run, as it saw the run."""
 
@@ -261,6 +282,7 @@ class RunResult(_Record):
     mode: Literal["train", "inference"] = "train"
     backend: Backend = "tensorflow"  # always config.backend
     inference: Inference | None = None  # inference runs only
+    energy: Energy | None = None  # None: a run stored before energy was measured, or untimed
     # The monitor's samples (columns, "t" in seconds). Stored beside the result, not in its JSON.
     monitor_timeline: dict[str, list[float | None]] = Field(default_factory=dict, exclude=True)
     # Every step's time (warm-up first), seconds. Stored beside the result, not in its JSON.

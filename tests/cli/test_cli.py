@@ -71,6 +71,14 @@ def test_bench_json_contract_and_runs_list() -> None:
     assert out["epoch_seconds"] == pytest.approx(60_000 / sps["median"])
     assert out["env"]["tensorflow"].startswith("2.") and out["env"]["keras"].startswith("3.")
     assert "step_times_s" not in out
+    # Energy of the measured steps: a figure where the counters are readable (RAPL on a CPU,
+    # NVML on a GPU), else why not, in one line (this machine: no /sys/class/powercap).
+    energy = out["energy"]
+    if energy["source"] is None:
+        assert energy["reason"] and energy["joules"] is None
+    else:
+        assert energy["joules_per_sample"] > 0 and energy["reason"] is None
+        assert energy["joules"] == pytest.approx(sum(d["joules"] for d in energy["devices"]))
 
     listed = run_in_process("runs", "list", "--json").json()
     assert [row["id"] for row in listed] == [out["id"]]
@@ -79,6 +87,8 @@ def test_bench_json_contract_and_runs_list() -> None:
     assert len(shown["step_times_s"]) >= out["measured_steps"] + out["warmup"]["steps"]
     table = run_in_process("runs", "show", str(out["id"]))
     assert "samples/s" in table.out and "95% CI" in table.out
+    flat = " ".join(table.out.split())  # the table may wrap a long row
+    assert ("samples/J), from" in flat) if energy["source"] else ("energy │ not reported (" in flat)
 
 
 def test_bench_prints_the_summary_table() -> None:

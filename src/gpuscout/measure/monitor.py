@@ -19,13 +19,16 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import psutil
 
+from gpuscout.measure.energy import EnergyLog, Watched, run_energy, seq_len
 from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.measure.nvml import Nvml, clock_event_names, open_nvml
-from gpuscout.records import GpuSummary, MonitorSummary, RunResult
+from gpuscout.measure.rapl import HWMON, POWERCAP, PackageMeter
+from gpuscout.records import Energy, GpuSummary, MonitorSummary, RunResult
 
 DEFAULT_HZ = 10.0
 MAX_SAMPLES = 2400
@@ -74,6 +77,7 @@ class Monitor:
 
     ``pid``: the process whose memory and CPU use are reported (default: this one).
     ``gpus``: NVML indices to watch (default: all). ``nvml_lib``: a pynvml-like module (tests).
+    ``rapl``: where the CPU packages' energy counters are (powercap, hwmon; a tree in tests).
     """
 
     def __init__(
@@ -84,6 +88,7 @@ class Monitor:
         nvml_lib: Any = None,
         max_samples: int = MAX_SAMPLES,
         clock: Callable[[], float] = time.monotonic,
+        rapl: tuple[Path, Path] = (POWERCAP, HWMON),
     ) -> None:
         self.interval = 1.0 / hz
         self.max_samples = max_samples
@@ -99,10 +104,14 @@ class Monitor:
         self._names = self.nvml.names if self.nvml else []
         self._max_clock = self.nvml.max_sm_clock_mhz if self.nvml else []
         self._power_limit = self.nvml.power_limit_w if self.nvml else []
+        self._gpu_notice = notice
+        self.rapl = PackageMeter(*rapl)
+        self.energy_log = EnergyLog(max_samples)  # counters and step anchors, for energy
         self.process = psutil.Process(pid)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._stopped = False
         self._start = clock()
         self._stride, self._count = 1, 0
         self.timeline: dict[str, list[float | None]] = defaultdict(list)
@@ -157,9 +166,11 @@ class Monitor:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        last = not self._stopped and (self.nvml is not None or self.rapl.readable)
+        self._stopped = True
+        if last and self._died is None:
+            self._sample_or_keep_error()  # a last reading: counters' deltas cover the end
         if self.nvml is not None:
-            if self._died is None:
-                self._sample_or_keep_error()  # a last reading: counters' deltas cover the end
             self.nvml.close()
             self.nvml = None
 
@@ -197,8 +208,10 @@ class Monitor:
         row["cpu_mhz"] = float(freq.current) if freq and freq.current else None
         readings = {i: self.nvml.read(i) for i in self.gpus} if self.nvml else {}
         xids = self.nvml.xid_errors() if self.nvml else []
+        packages = self.rapl.read()
         with self._lock:
             self._samples += 1
+            counters = {f"cpu.{name}": joules for name, joules in packages.items()}
             for i, r in readings.items():
                 for name in (
                     "utilization",
@@ -213,6 +226,9 @@ class Monitor:
                     "energy_j",
                 ):
                     row[f"gpu{i}.{name}"] = getattr(r, name)
+                for name in ("energy_j", "power_w"):
+                    if (value := getattr(r, name)) is not None:
+                        counters[f"gpu{i}.{name}"] = value
                 if r.clock_event_bits:
                     self._events[i].update(clock_event_names(r.clock_event_bits))
             for index, xid in xids:
@@ -225,6 +241,28 @@ class Monitor:
             for key, value in row.items():
                 self._aggs[key].add(value)
             self._keep(row)
+            self.energy_log.sample(self.clock() - self._start, counters)
+
+    def step_progress(self, steps: int, elapsed_s: float) -> None:
+        """The measuring child had done ``steps`` steps ``elapsed_s`` after its protocol began
+        (its progress message, received now): anchors the steps to this clock, for energy."""
+        with self._lock:
+            self.energy_log.anchor(self.clock() - self._start, steps, elapsed_s)
+
+    def energy(self, result: RunResult) -> Energy | None:
+        """The energy of ``result``'s measured steps from this monitor's samples (after stop)."""
+        with self._lock:
+            watched = Watched(
+                gpus=[
+                    (i, self._names[i] if i < len(self._names) else f"GPU {i}") for i in self.gpus
+                ],
+                gpu_notice=self._gpu_notice,
+                cpu_source=self.rapl.source if self.rapl.readable else None,
+                cpu_reason=self.rapl.reason,
+                interval_s=self.interval,
+            )
+            log = self.energy_log
+            return run_energy(result, log.samples, log.anchors, watched, seq_len(result))
 
     def _keep(self, row: dict[str, float | None]) -> None:
         self._count += 1
@@ -348,7 +386,8 @@ def start_monitor(pid: int | None, device: str | None, hz: float = DEFAULT_HZ) -
 
 
 def attach(result: RunResult, monitor: Monitor | None) -> RunResult:
-    """``result`` with the monitor's summary, timeline and warnings (stops the monitor)."""
+    """``result`` with the monitor's summary, timeline, warnings and the energy of its measured
+    steps (stops the monitor)."""
     if monitor is None:
         return result
     monitor.stop()
@@ -356,6 +395,7 @@ def attach(result: RunResult, monitor: Monitor | None) -> RunResult:
     return result.model_copy(
         update={
             "monitor": summary,
+            "energy": monitor.energy(result),
             "monitor_timeline": monitor.timeline_columns(),
             "warnings": [*result.warnings, *monitor_warnings(summary)],
         }

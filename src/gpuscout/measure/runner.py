@@ -128,6 +128,9 @@ def run_child(
                     elif monitor is not None:
                         windows[message["label"]] = monitor.summary()
                 elif "phase" in message or "progress" in message:
+                    if monitor is not None and "elapsed_s" in message.get("progress", {}):
+                        p = message["progress"]  # anchors the steps to the monitor's clock
+                        monitor.step_progress(int(p["steps"]), float(p["elapsed_s"]))
                     on_message(message)
                     if interrupts.received and not stop.interrupted:
                         raise KeyboardInterrupt  # one that on_message's code swallowed

@@ -12,10 +12,10 @@ from rich.text import Text
 
 from gpuscout.measure import peaks
 from gpuscout.predict.hlo import is_lower_bound
-from gpuscout.records import Distribution, RunResult
+from gpuscout.records import Distribution, Energy, RunResult
 from gpuscout.report.monitor_rows import monitor_rows
 from gpuscout.text import printable
-from gpuscout.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds
+from gpuscout.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds, fmt_sig
 
 if TYPE_CHECKING:  # the store pulls in SQLAlchemy: import it only for type checking
     from gpuscout.store import RunRow
@@ -115,6 +115,8 @@ def result_table(result: RunResult) -> Table:
         _plain(table, label, text)
     if result.peak_memory_bytes is not None:
         _plain(table, "peak memory", fmt_bytes(result.peak_memory_bytes))
+    if result.energy is not None:
+        _plain(table, "energy", energy_text(result.energy))
     env = result.env
     _plain(
         table,
@@ -127,6 +129,36 @@ def result_table(result: RunResult) -> Table:
         for label, text in monitor_rows(result.monitor):
             _plain(table, label, text)
     return table
+
+
+def energy_text(e: Energy) -> str:
+    """Joules per sample and samples per joule (per token too, where the run has tokens), the
+    source and the window; or "not reported" and why: a missing figure is never left blank."""
+    if e.source is None or e.joules is None:
+        return f"not reported ({e.reason or 'no reason recorded'})"
+    parts = []
+    if e.joules_per_sample:
+        rate = fmt_rate(1 / e.joules_per_sample)
+        parts.append(f"{joules(e.joules_per_sample)} per sample ({rate} samples/J)")
+    if e.joules_per_token:
+        rate = fmt_rate(1 / e.joules_per_token)
+        parts.append(f"{joules(e.joules_per_token)} per token ({rate} tokens/J)")
+    if not parts:  # no batch size (a ScoutCallback run told none), or nothing counted
+        parts.append(f"{joules(e.joules_per_step or 0.0)} per step")
+    text = " · ".join(parts) + f", from {e.source}"
+    if e.seconds is not None:
+        text += f" · {joules(e.joules)} over the measured {fmt_seconds(e.seconds)}"
+    if len(e.devices) > 1:
+        text += " (" + ", ".join(f"{d.device} {joules(d.joules)}" for d in e.devices) + ")"
+    return text
+
+
+def joules(value: float) -> str:
+    """Energy with an SI prefix: 61.4 J, 512 mJ, 3.20 kJ."""
+    for unit, size in (("MJ", 1e6), ("kJ", 1e3), ("J", 1.0), ("mJ", 1e-3)):
+        if value >= size:
+            return f"{fmt_sig(value / size)} {unit}"
+    return f"{fmt_sig(value * 1e6)} µJ"
 
 
 def distribution_rows(d: Distribution, step_s: float | None = None) -> list[tuple[str, str]]:
