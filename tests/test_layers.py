@@ -37,7 +37,8 @@ RANK = {
 # Imported by anyone; they import only each other (and, for type hints only, a stage).
 SHARED = {
     "gpuscout", "records", "units", "errors", "workloads", "run_settings", "text", "limits",
-    "ranges", "lazy", "interrupts", "comparison", "articles", "step_ir",
+    "ranges", "lazy", "interrupts", "comparison", "articles", "step_ir", "record_base",
+    "device_records",
 }  # fmt: skip
 # May import any stage: they compose the pipeline.
 ORCHESTRATORS = {"cli", "scout", "assemble", "__main__", "keras"}
