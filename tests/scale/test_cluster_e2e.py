@@ -114,7 +114,8 @@ def test_two_ranks_of_a_cluster_manager_store_one_run_with_two_workers(
     tmp_path: Path, manager: Callable[[int], dict[str, str]], backend: str
 ) -> None:
     """Both ranks end ok; the chief's store holds one run over 2 workers, with the network
-    the run saw, shown by ``runs show`` beside the scaling model's all-reduce for it."""
+    the run saw, shown by ``runs show`` beside the scaling model's all-reduce for it, and
+    every worker's row."""
     if backend == "jax":
         pytest.importorskip("jax")
     port = free_port_pair()
@@ -139,6 +140,16 @@ def test_two_ranks_of_a_cluster_manager_store_one_run_with_two_workers(
     worker = RunResult.model_validate_json(results[1][1])
     assert worker.config.task_index == 1 and worker.distribution
     assert worker.distribution.workers == 2
+    # Every worker's own row, sent to the chief over the run's collectives (no shared disk):
+    # each with its own speed and environment, as its own stored run has them.
+    rows = spread.worker_runs
+    assert [(w.task_index, w.status) for w in rows] == [(0, "ok"), (1, "ok")]
+    assert [w.address for w in rows] == chief.config.workers
+    for w, own in zip(rows, (chief, worker), strict=True):
+        assert own.samples_per_second and w.samples_per_second and w.samples_per_second > 0
+        assert w.samples_per_second == pytest.approx(own.samples_per_second.median)
+        assert w.env == own.env and w.env["hostname"] and w.env[backend]
+    assert worker.distribution.worker_runs == []  # the rows are the chief's only
     # The network the run saw: an all-reduce of the gradients' size, on both ranks.
     for d in (spread, worker.distribution):
         assert d.gradient_bytes == d.allreduce_bytes == MLP_GRADIENT_BYTES
@@ -151,6 +162,7 @@ def test_two_ranks_of_a_cluster_manager_store_one_run_with_two_workers(
     flat = " ".join(shown.out.split())
     assert "as measured between these workers" in flat and "GB/s bus bandwidth" in flat
     assert "scaling model" in flat and "of the measured" in flat
+    assert "worker 1" in flat and "samples/s as it saw it" in flat
     assert not leftovers()
 
 

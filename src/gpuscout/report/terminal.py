@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -121,8 +121,7 @@ def result_table(result: RunResult) -> Table:
     _plain(
         table,
         "software",
-        (f"JAX {env['jax']}" if env.get("jax") else f"TensorFlow {env.get('tensorflow')}")
-        + f" · Keras {env.get('keras')} · Python {env.get('python')}",
+        f"{framework(env)} · Keras {env.get('keras')} · Python {env.get('python')}",
     )
     _plain(table, "device", f"{env.get('device_name')} ({env.get('cpu_cores')} CPU cores)")
     if result.monitor is not None:
@@ -201,10 +200,15 @@ def distribution_rows(d: Distribution, step_s: float | None = None) -> list[tupl
             (
                 f"worker {w.task_index}",
                 f"{w.address} · {w.status} · {speed or w.message or ''} · {host}, "
-                f"TensorFlow {w.env.get('tensorflow')}",
+                f"{framework(w.env)}",
             )
         )
     return rows
+
+
+def framework(env: dict[str, Any]) -> str:
+    """The framework a run (or a worker) measured through, as its environment recorded it."""
+    return f"JAX {env['jax']}" if env.get("jax") else f"TensorFlow {env.get('tensorflow')}"
 
 
 def network_rows(d: Distribution, step_s: float | None) -> list[tuple[str, str]]:

@@ -5,7 +5,10 @@ Each worker is the very command a cluster manager runs on each machine,
 or Ray Train sets it; :mod:`gpuscout.scale.cluster` reads it), here on free loopback ports: a
 thin local driver over the same rendezvous layer a cluster uses. Each stores
 its run in a scratch database; the launcher reads them back and stores one combined run: the
-chief's timing (task 0) with every worker's status, speed as it saw it, and environment.
+chief's timing (task 0) with every worker's status, speed as it saw it, and environment. The
+chief's run already holds the row each worker sent it (as under a cluster manager); the
+launcher keeps its own rows, which also say when each worker exited and why one failed
+(:func:`with_sent_rows`).
 
 Failure paths end in bounded time with no process left behind: when one worker fails, the
 others get ``FAIL_GRACE_S`` to report their own failure (a collective aborted by the dead
@@ -316,9 +319,28 @@ def combine(config: BenchConfig, chief: RunResult | None, reports: list[WorkerRu
         f"launched by 'gpuscout launch': {len(reports)} workers on this machine's loopback "
         f"({HOST}), sharing its CPU cores (and GPUs, if any); the run is the chief's (worker 0)"
     )
+    rows = with_sent_rows(reports, spread.worker_runs)
     return result.model_copy(
         update={
-            "distribution": spread.model_copy(update={"worker_runs": reports}),
+            "distribution": spread.model_copy(update={"worker_runs": rows}),
             "assumptions": [*result.assumptions, note],
         }
     )
+
+
+def with_sent_rows(reports: list[WorkerRun], sent: list[WorkerRun]) -> list[WorkerRun]:
+    """The launcher's own rows, which know what the chief's cannot: when each worker exited,
+    and why one failed (a worker that failed after the rows were gathered, or never sent
+    one, stays failed here). The chief's run holds the row each worker sent it over the
+    run's collectives (``gpuscout.measure.worker_rows``); a failed worker that stored no run
+    of its own but had sent its row keeps its speed and environment from it."""
+    by_index = {w.task_index: w for w in sent}
+    out = []
+    for report in reports:
+        row = by_index.get(report.task_index)
+        if row is not None and not report.env and report.samples_per_second is None:
+            report = report.model_copy(
+                update={"samples_per_second": row.samples_per_second, "env": row.env}
+            )
+        out.append(report)
+    return out

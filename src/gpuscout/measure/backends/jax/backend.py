@@ -29,7 +29,7 @@ from gpuscout.measure.protocol import BUILDING, Outcome, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
-from gpuscout.records import BenchConfig, RunResult
+from gpuscout.records import BenchConfig, RunResult, WorkerRun
 from gpuscout.run_settings import tf32_run_note
 from gpuscout.scale import distribute
 from gpuscout.workloads import Workload
@@ -296,11 +296,7 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
     gc.collect()
     job.on_phase("measuring")
     protocol = Protocol(rule, job.on_progress)
-    if config.loop == "fit":
-        outcome = _fit(jax, config, t, protocol)
-    else:
-        outcome = _loop(jax, t, protocol, replicas)
-    env = {
+    env = {  # before the steps: over workers, each sends the chief its own after them
         **environment.base_environment(),
         **jax_runtime.jax_environment(jax, device),
         "precision": keras.mixed_precision.global_policy().name,
@@ -308,6 +304,11 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
         "tf32_enabled": tf32,
         "workload_hash": prep.workload_hash,
     }
+    gathered: list[WorkerRun] = []  # over workers, on the chief: every worker's row
+    if config.loop == "fit":
+        outcome = _fit(jax, config, t, protocol)
+    else:
+        outcome = _loop(jax, t, protocol, replicas, env, gathered)
     name = config.model if job.model_spec is not None and config.model else config.workload
     held = replicas.devices if replicas else [device]
     result = compose(
@@ -316,12 +317,17 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
     )  # fmt: skip
     if replicas is None:
         return result
-    return result.model_copy(update={"distribution": replicas.spread(prep.batch_size or 0)})
+    spread = replicas.spread(prep.batch_size or 0).model_copy(update={"worker_runs": gathered})
+    return result.model_copy(update={"distribution": spread})
 
 
-def _loop(jax: Any, t: Trainable, protocol: Protocol, replicas: Replicas | None) -> Outcome:
+def _loop(
+    jax: Any, t: Trainable, protocol: Protocol, replicas: Replicas | None,
+    env: dict[str, Any], gathered: list[WorkerRun],
+) -> Outcome:  # fmt: skip
     """gpuscout's own loop: the jitted step, state threaded through, awaited each step; fed
-    by the run's pipeline if it has one. Over workers, the chief decides when all stop."""
+    by the run's pipeline if it has one. Over workers, the chief decides when all stop, and
+    gets every worker's row (``env``: this one's) in ``gathered``."""
     box = [t.state]
     batches = batches_of(t)
 
@@ -335,12 +341,12 @@ def _loop(jax: Any, t: Trainable, protocol: Protocol, replicas: Replicas | None)
         if replicas is not None and replicas.workers:
             r = replicas
 
-            def network() -> None:  # the gradients: the trainable variables, as they are now
-                size = sum(int(a.size) * a.dtype.itemsize for a in box[0][0])
-                r.network.update(jax_workers.measure_network(jax, r.split(), r.replicated(), size))
+            def after(outcome: Outcome) -> None:
+                size = t.prep.batch_size
+                gathered.extend(jax_workers.after_steps(jax, r, outcome, box[0], size, env))
 
             return jax_workers.agreed_run(
-                jax, protocol, one_step, r.task_index == 0, r.split(), r.replicated(), network
+                jax, protocol, one_step, r.task_index == 0, r.split(), r.replicated(), after
             )
         return protocol.run(one_step, returns_loss=True)
     finally:

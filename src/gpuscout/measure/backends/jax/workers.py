@@ -10,14 +10,18 @@ collectives (gloo over TCP), which is why CI can run two workers on one machine.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuscout.measure import network
+from gpuscout.measure import network, worker_rows
 from gpuscout.measure.protocol import Outcome, Protocol
+from gpuscout.records import WorkerRun
 from gpuscout.scale import distribute
 from gpuscout.scale.distribute import Plan
+
+if TYPE_CHECKING:  # sharding imports this module
+    from gpuscout.measure.backends.jax.sharding import Replicas
 
 CPU_COLLECTIVES = "gloo"  # JAX's TCP collectives between CPU processes (no MPI needed)
 
@@ -75,10 +79,10 @@ def agreed_run(
     chief: bool,
     split: Any,
     whole: Any,
-    on_stop: Callable[[], None] = lambda: None,
+    on_stop: Callable[[Outcome], None] = lambda _: None,
 ) -> Outcome:
     """Run ``step`` (returning its loss, ready) until the chief's protocol says stop, then
-    ``on_stop`` (on every worker, after the same step: it may run collectives).
+    ``on_stop`` of the outcome (on every worker, after the same step: it may run collectives).
 
     Every worker must run the same number of steps, or the last collective waits for ever:
     after each timed step one all-reduce of a scalar, outside the timing, tells every worker
@@ -92,7 +96,7 @@ def agreed_run(
         return float(summed(place_global(jax, np.full((count,), says, np.float32), split)))
 
     outcome = protocol.run_with_workers(step, chief, agree)
-    on_stop()
+    on_stop(outcome)
     return outcome
 
 
@@ -113,3 +117,32 @@ def measure_network(jax: Any, split: Any, whole: Any, gradient_bytes: int) -> di
         total(rows).block_until_ready()
 
     return network.fields(gradient_bytes, elements, ranks, network.time_allreduce(once))
+
+
+def after_steps(
+    jax: Any, replicas: Replicas, outcome: Outcome, state: Any, batch: int, env: dict[str, Any]
+) -> list[WorkerRun]:
+    """On every worker, after the same last step: the network the run saw, over an all-reduce
+    the size of the gradients (the trainable variables of ``state``, as they are now), into
+    ``replicas.network``; then this worker's row (``env``: its own environment) sent to the
+    chief, which gets every worker's row back (the others: none)."""
+    r = replicas
+    size = sum(int(a.size) * a.dtype.itemsize for a in state[0])
+    r.network.update(measure_network(jax, r.split(), r.replicated(), size))
+    own = worker_rows.own_row(r.task_index, r.workers[r.task_index], outcome, batch, env)
+    return gather_rows(jax, own, chief=r.task_index == 0)
+
+
+def gather_rows(jax: Any, row: WorkerRun, chief: bool) -> list[WorkerRun]:
+    """Every worker's row (``worker_rows``), all-gathered between the processes through JAX's
+    own collectives (``process_allgather``: one buffer per process); kept by the chief only,
+    empty elsewhere. Every worker calls it once, after ``measure_network``. A peer gone by
+    then: no rows, and the run stands (JAX's error is a RuntimeError under every name its
+    versions gave it)."""
+    from jax.experimental import multihost_utils
+
+    try:
+        gathered = multihost_utils.process_allgather(worker_rows.pack(row))
+    except RuntimeError:
+        return []
+    return worker_rows.unpack(np.asarray(gathered)) if chief else []

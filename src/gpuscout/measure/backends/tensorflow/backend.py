@@ -21,7 +21,7 @@ from gpuscout.measure.protocol import BUILDING, Outcome, Progress, Protocol, Sto
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
-from gpuscout.records import BenchConfig, RunResult
+from gpuscout.records import BenchConfig, RunResult, WorkerRun
 from gpuscout.run_settings import tf32_run_note
 from gpuscout.scale import distribute
 from gpuscout.workloads import Workload
@@ -210,9 +210,7 @@ def _measure(
     )
     tf_runtime.reset_peak_memory(tf, device)
     gc.collect()  # start from a clean heap: building the model left garbage behind
-    on_phase("measuring")
-    protocol = Protocol(rule, on_progress)
-    outcome = _train(tf, config, prep, device, replicas, protocol, sync)
+    # before the steps: over workers, each sends it to the chief with its row after them
     env = {
         **environment.base_environment(),
         **tf_runtime.tf_environment(tf, device),
@@ -221,6 +219,9 @@ def _measure(
         **tf32,
         "workload_hash": prep.workload_hash,
     }
+    on_phase("measuring")
+    protocol = Protocol(rule, on_progress)
+    outcome = _train(tf, config, prep, device, replicas, protocol, sync, env)
     name = config.model if model_spec is not None and config.model else config.workload
     result = compose(
         config,
@@ -240,7 +241,8 @@ def _measure(
         r.plan.strategy or distribute.MIRRORED, r.devices, r.logical, r.replicas,
         prep.batch_size, r.workers,
     )  # fmt: skip
-    return result.model_copy(update={"distribution": spread.model_copy(update=r.network)})
+    gathered = {**r.network, "worker_runs": list(r.worker_runs)}  # the rows: on the chief
+    return result.model_copy(update={"distribution": spread.model_copy(update=gathered)})
 
 
 def _train(
@@ -251,16 +253,25 @@ def _train(
     replicas: tf_distribute.Replicas | None,
     protocol: Protocol,
     sync: Callable[[], None],
+    env: dict[str, Any],
 ) -> Outcome:
-    """Time the steps with the loop ``config`` asks for."""
+    """Time the steps with the loop ``config`` asks for; over workers, each sends the chief
+    its own row (``env``: this worker's environment)."""
+    from gpuscout.measure import worker_rows
     from gpuscout.measure.backends.tensorflow import strategy as tf_distribute
     from gpuscout.measure.backends.tensorflow import train as tf_train
 
     if replicas is not None:
+        r = replicas
+
+        def own_row(outcome: Outcome) -> WorkerRun:
+            return worker_rows.own_row(r.plan.task_index, r.address, outcome, prep.batch_size, env)
+
         with replicas.strategy.scope():
             return tf_distribute.distributed_loop(
-                tf, replicas, prep.built, prep.dataset, config.precision, protocol, sync
-            )
+                tf, replicas, prep.built, prep.dataset, config.precision, protocol, sync,
+                own_row if r.workers > 1 else None,
+            )  # fmt: skip
     with tf.device(device.tf_name):
         if config.loop == "fit":
             return tf_train.fit_loop(

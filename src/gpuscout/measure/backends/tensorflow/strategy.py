@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.measure import network
+from gpuscout.measure import network, worker_rows
 from gpuscout.measure.backends.keras.models import Built
 from gpuscout.measure.backends.tensorflow.train import train_step_function
 from gpuscout.measure.protocol import Outcome, Protocol
+from gpuscout.records import WorkerRun
 from gpuscout.scale import distribute
 from gpuscout.scale.distribute import MULTI_WORKER, Plan
 
@@ -38,6 +39,14 @@ class Replicas:
     # Over workers, the network the run saw (gpuscout.measure.network), filled in after the
     # timed steps: the Distribution's all-reduce fields.
     network: dict[str, Any] = field(default_factory=dict)
+    # On the chief, every worker's own row (gpuscout.measure.worker_rows), gathered after the
+    # network figure: the Distribution's worker_runs. Empty on the other workers.
+    worker_runs: list[WorkerRun] = field(default_factory=list)
+
+    @property
+    def address(self) -> str:
+        """This worker's address, as the run's workers list names it."""
+        return self.plan.workers[self.plan.task_index] if self.plan.workers else ""
 
     @property
     def name(self) -> str:
@@ -109,6 +118,7 @@ def distributed_loop(
     precision: str,
     protocol: Protocol,
     sync: Callable[[], None],
+    own_row: Callable[[Outcome], WorkerRun] | None = None,
 ) -> Outcome:
     """The custom loop under the strategy: ``strategy.run`` of the train step on each replica's
     share of a global batch; the gradients are all-reduced inside ``apply_gradients``.
@@ -120,7 +130,8 @@ def distributed_loop(
     waits for ever: the chief's protocol decides, and after each (timed) step one extra
     all-reduce of a scalar, outside the timing, tells every worker whether to stop. Then,
     still on every worker, a short all-reduce of the gradients' size is timed: the network
-    the run saw (``replicas.network``).
+    the run saw (``replicas.network``); and every worker's ``own_row`` of the outcome is
+    all-gathered, so the chief holds every worker's row (``replicas.worker_runs``).
     """
     strategy = replicas.strategy
     step_on_batch = train_step_function(tf, built, precision, False, replicas.replicas)
@@ -151,10 +162,34 @@ def distributed_loop(
     outcome = protocol.run_with_workers(
         one_step, replicas.plan.is_chief, lambda says: float(agree(tf.constant(says)).numpy())
     )
-    # a peer gone after the timed steps: the run stands, without the network figure
+    # a peer gone after the timed steps: the run stands, without the network figure (and
+    # without the rows: once a collective has failed, the next would only wait for its timeout)
     with contextlib.suppress(tf.errors.OpError):
         replicas.network.update(measure_network(tf, strategy, built, replicas.replicas))
+        if own_row is not None:
+            rows = gather_rows(tf, strategy, worker_rows.pack(own_row(outcome)))
+            if replicas.plan.is_chief:
+                replicas.worker_runs.extend(rows)
     return outcome
+
+
+def gather_rows(tf: Any, strategy: Any, packed: Any) -> list[WorkerRun]:
+    """All-gather ``packed`` (this worker's row, ``worker_rows.pack``'s fixed-size bytes)
+    between the strategy's replicas through its own collectives, the way ``measure_network``
+    all-reduces: every worker calls it once, after the same collectives. Each local replica
+    sends the same row, which ``worker_rows.unpack`` keeps once."""
+
+    @tf.function  # type: ignore[untyped-decorator]
+    def gather() -> Any:
+        def on_replica() -> Any:
+            mine = tf.constant(words[None, :], tf.int32)
+            return tf.distribute.get_replica_context().all_gather(mine, axis=0)
+
+        return strategy.run(on_replica)
+
+    words = worker_rows.as_words(packed)  # TensorFlow's collectives move no uint8
+    gathered = strategy.experimental_local_results(gather())[0].numpy()
+    return worker_rows.unpack(worker_rows.from_words(gathered))
 
 
 def measure_network(tf: Any, strategy: Any, built: Built, ranks: int) -> dict[str, Any]:
