@@ -29,7 +29,7 @@ while (($#)); do
 done
 [ -n "$dir" ] || { echo "gpu_wheels: give the folder to fill: $0 DIR" >&2; exit 2; }
 PACKAGES="keras namex optree pydantic pydantic-core annotated-types typing-inspection
-typing-extensions platformdirs SQLAlchemy psycopg psycopg-binary"
+typing-extensions platformdirs SQLAlchemy psycopg psycopg-binary python-hostlist"
 python="${PYTHON:-$here/.venv/bin/python}"
 [ -x "$python" ] || python=python3
 specs=()
