@@ -137,6 +137,9 @@ class Distribution(_Record):
     global_batch: int
     scaling: Scaling | None = None
     worker_runs: list[WorkerRun] = Field(default_factory=list)
+    # A worker that is not the chief sent its row to the chief's run (which holds it): bench
+    # stores no second copy of the measurement (gpuscout.measure.worker_rows).
+    row_sent: bool = False
     gradient_bytes: int | None = None  # the model's trainable variables, as its gradients
     allreduce_bytes: int | None = None  # the buffer all-reduced: the gradients', capped
     allreduce_s: float | None = None  # its median time

@@ -95,7 +95,7 @@ def test_launch_runs_two_workers_and_stores_one_combined_run(tmp_path: Path) -> 
 def test_a_crashed_worker_fails_the_launch_in_bounded_time(tmp_path: Path) -> None:
     r = run_cli(
         "launch", "--workers", "2", "--db", str(tmp_path / "runs.sqlite"), "--json", "--",
-        "bench", "--model", f"{MODELS}:dies_on_worker_1", *QUICK, "--worker-timeout", "10",
+        "bench", "--model", f"{MODELS}:dies_on_worker_1", *QUICK, "--worker-timeout", "5",
         timeout=150,
     )  # fmt: skip
     assert r.code == 1

@@ -13,7 +13,6 @@ import pytest
 
 from gpuscout.records import BenchConfig, RunResult
 from gpuscout.scale import distribute
-from gpuscout.store import Store
 from tests.conftest import leftovers, run_cli
 
 pytest.importorskip("jax")
@@ -39,32 +38,9 @@ def test_jax_workers_plan_as_jax_distributed_with_deadlines_after_the_parents() 
     }
 
 
-@pytest.mark.slow
-def test_launch_runs_two_jax_workers_and_stores_one_combined_run(tmp_path: Path) -> None:
-    db = tmp_path / "runs.sqlite"
-    r = run_cli(
-        "launch", "--workers", "2", "--db", str(db), "--json", "--",
-        "bench", "--backend", "jax", "--workload", "mlp", *QUICK,
-        timeout=240,
-    )  # fmt: skip
-    assert r.code == 0, r.err
-    run = RunResult.model_validate(r.json())
-    spread = run.distribution
-    assert run.status == "ok" and spread is not None and run.samples_per_second
-    assert (spread.strategy, spread.workers, spread.replicas) == ("jax.distributed", 2, 2)
-    # the global batch is split: 16 rows on each worker's device, 32 a step in all
-    assert (spread.per_replica_batch, spread.global_batch, run.batch_size) == (16, 32, 32)
-    assert spread.devices == ["CPU:0"] and not spread.logical_devices
-    assert run.measured_steps == 6 and run.backend == "jax" and run.config.task_index == 0
-    assert [w.task_index for w in spread.worker_runs] == [0, 1]
-    assert all(w.status == "ok" and w.env.get("jax") for w in spread.worker_runs)
-    assert spread.worker_runs[0].samples_per_second == run.samples_per_second.median
-    assert any("stop decision is shared" in a for a in run.assumptions)
-    with Store(db) as store:
-        (row,) = store.list()
-        assert row.device == "2 workers x CPU:0"
-        assert len(store.get(row.id).step_times_s) == 8  # the chief's, warm-up included
-    assert not leftovers()
+# Two JAX processes end to end (jax.distributed, the batch split, every worker's row, the
+# shared stop): tests/scale/test_cluster_e2e.py's skypilot-jax case; launch's combined run:
+# tests/cli/test_scale_cli.py (one two-process run per case, not two).
 
 
 def test_a_jax_worker_whose_coordinator_never_comes_fails_after_the_worker_timeout(

@@ -101,3 +101,15 @@ def test_launch_keeps_its_own_rows_and_fills_a_silent_failure_from_the_sent_row(
         "error", "killed by SIGKILL", 5.0
     )  # fmt: skip
     assert got[1].env == ENV and got[1].samples_per_second == 1234.5
+
+
+def test_launch_takes_a_worker_that_stored_nothing_from_its_sent_row() -> None:
+    """bench stores no run for a worker whose row reached the chief: the launcher's
+    placeholder (ok, nothing known) is filled from that row; without the row it is an error
+    that says so."""
+    placeholder = WorkerRun(task_index=1, address="a:2", status="ok", exited_after_s=4.0)
+    (filled,) = with_sent_rows([placeholder], [row(1)])
+    assert (filled.status, filled.exited_after_s, filled.env) == ("ok", 4.0, ENV)
+    assert filled.samples_per_second == 1234.5
+    (lost,) = with_sent_rows([placeholder], [])
+    assert lost.status == "error" and "did not reach the chief" in (lost.message or "")

@@ -119,21 +119,31 @@ def test_two_ranks_of_a_cluster_manager_store_one_run_with_two_workers(
     if backend == "jax":
         pytest.importorskip("jax")
     port = free_port_pair()
-    # Each rank has its own store, as each node of a cluster has its own disk.
-    dbs = [tmp_path / f"rank{i}.sqlite" for i in range(2)]
+    # Both ranks given one store, as a team store would be (--db D on every node): the
+    # measurement is stored once, by the chief; the other rank's row is in it.
+    db = tmp_path / "runs.sqlite"
     args = ("--cluster", manager.__name__, "--port-base", str(port), "--backend", backend)
-    procs = [start(manager(i), dbs[i], *args, "--worker-timeout", "60") for i in range(2)]
+    procs = [start(manager(i), db, *args, "--worker-timeout", "60") for i in range(2)]
     results = finish(procs, timeout=240)
     for code, _, err in results:
         assert code == 0, err
+    assert "worker 1: not stored here; its row is in the chief's run" in results[1][2]
     chief = RunResult.model_validate_json(results[0][1])
-    with Store(dbs[0]) as store:
+    with Store(db) as store:
         (row,) = store.list()  # one stored run, over two workers
         stored = store.get(row.id)
+        assert len(stored.step_times_s) == 32  # the chief's, warm-up included
     assert stored.distribution == chief.distribution and row.device == "2 workers x CPU:0"
     spread = chief.distribution
     assert spread is not None and chief.status == "ok" and chief.backend == backend
     assert (spread.workers, spread.replicas, spread.global_batch) == (2, 2, 32)
+    # the global batch is split: 16 rows on each worker's device, 32 a step in all
+    assert (spread.per_replica_batch, chief.batch_size) == (16, 32)
+    assert spread.devices == ["CPU:0"] and not spread.logical_devices
+    strategy = "jax.distributed" if backend == "jax" else "MultiWorkerMirroredStrategy"
+    assert spread.strategy == strategy
+    if backend == "jax":
+        assert any("stop decision is shared" in a for a in chief.assumptions)
     host = "localhost" if manager is slurm else "127.0.0.1"  # as each manager names it
     assert chief.config.workers == [f"{host}:{port}", f"{host}:{port + 1}"]
     assert chief.config.task_index == 0 and chief.measured_steps == 30
@@ -150,6 +160,7 @@ def test_two_ranks_of_a_cluster_manager_store_one_run_with_two_workers(
         assert w.samples_per_second == pytest.approx(own.samples_per_second.median)
         assert w.env == own.env and w.env["hostname"] and w.env[backend]
     assert worker.distribution.worker_runs == []  # the rows are the chief's only
+    assert worker.distribution.row_sent and not spread.row_sent
     # The network the run saw: an all-reduce of the gradients' size, on both ranks.
     for d in (spread, worker.distribution):
         assert d.gradient_bytes == d.allreduce_bytes == MLP_GRADIENT_BYTES
@@ -157,7 +168,7 @@ def test_two_ranks_of_a_cluster_manager_store_one_run_with_two_workers(
         assert d.allreduce_busbw_gb_per_s == pytest.approx(
             2 * (2 - 1) / 2 * MLP_GRADIENT_BYTES / d.allreduce_s / 1e9
         )
-    shown = run_in_process("runs", "show", str(row.id), "--db", str(dbs[0]))
+    shown = run_in_process("runs", "show", str(row.id), "--db", str(db))
     assert shown.code == 0, shown.err
     flat = " ".join(shown.out.split())
     assert "as measured between these workers" in flat and "GB/s bus bandwidth" in flat

@@ -287,7 +287,18 @@ def run(args: argparse.Namespace) -> int:
         return _sweep(args, config, store, BenchProgress(err, enabled=live))
     with BenchProgress(err, enabled=live) as progress:
         result = run_isolated(config, on_progress=progress.update, on_phase=progress.phase)
-    result = publish(store.save(noted(result, args.note)), args)
+    if result.distribution is not None and result.distribution.row_sent:
+        # a worker, not the chief: its row is in the chief's stored run (one run per
+        # measurement, even when every rank writes to one team store)
+        if not args.quiet:
+            err.print(
+                f"worker {config.task_index}: not stored here; its row is in the chief's "
+                "run (worker 0's store)",
+                markup=False,
+                highlight=False,
+            )
+    else:
+        result = publish(store.save(noted(result, args.note)), args)
     store.close()
     return show(result, args)
 

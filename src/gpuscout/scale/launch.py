@@ -260,6 +260,15 @@ def _stored_run(worker: _Worker) -> RunResult | None:
 
 
 def _report(worker: _Worker, run: RunResult | None) -> WorkerRun:
+    if run is None and worker.index > 0 and worker.proc.returncode == 0:
+        # it sent its row to the chief's run and stored none of its own (bench): its speed
+        # and environment come from that row (with_sent_rows)
+        return WorkerRun(
+            task_index=worker.index,
+            address=worker.address,
+            status="ok",
+            exited_after_s=worker.exited_after_s,
+        )
     if run is None:
         return WorkerRun(
             task_index=worker.index,
@@ -332,15 +341,25 @@ def with_sent_rows(reports: list[WorkerRun], sent: list[WorkerRun]) -> list[Work
     """The launcher's own rows, which know what the chief's cannot: when each worker exited,
     and why one failed (a worker that failed after the rows were gathered, or never sent
     one, stays failed here). The chief's run holds the row each worker sent it over the
-    run's collectives (``gpuscout.measure.worker_rows``); a failed worker that stored no run
-    of its own but had sent its row keeps its speed and environment from it."""
+    run's collectives (``gpuscout.measure.worker_rows``); a worker that stored no run of its
+    own (bench stores none once its row reached the chief; a failed one may have sent it
+    first) takes its speed and environment from it. One that stored none and whose row is
+    not there either is said so."""
     by_index = {w.task_index: w for w in sent}
     out = []
     for report in reports:
         row = by_index.get(report.task_index)
-        if row is not None and not report.env and report.samples_per_second is None:
+        unknown = not report.env and report.samples_per_second is None
+        if row is not None and unknown:
             report = report.model_copy(
                 update={"samples_per_second": row.samples_per_second, "env": row.env}
+            )
+        elif unknown and report.status == "ok":
+            report = report.model_copy(
+                update={
+                    "status": "error",
+                    "message": "it stored no run, and its row did not reach the chief",
+                }
             )
         out.append(report)
     return out

@@ -130,19 +130,24 @@ def after_steps(
     size = sum(int(a.size) * a.dtype.itemsize for a in state[0])
     r.network.update(measure_network(jax, r.split(), r.replicated(), size))
     own = worker_rows.own_row(r.task_index, r.workers[r.task_index], outcome, batch, env)
-    return gather_rows(jax, own, chief=r.task_index == 0)
+    rows = gather_rows(jax, own, chief=r.task_index == 0)
+    if rows is None:
+        return []
+    if r.task_index != 0:  # the chief's run holds this worker's row now
+        r.network["row_sent"] = True
+    return rows
 
 
-def gather_rows(jax: Any, row: WorkerRun, chief: bool) -> list[WorkerRun]:
+def gather_rows(jax: Any, row: WorkerRun, chief: bool) -> list[WorkerRun] | None:
     """Every worker's row (``worker_rows``), all-gathered between the processes through JAX's
     own collectives (``process_allgather``: one buffer per process); kept by the chief only,
     empty elsewhere. Every worker calls it once, after ``measure_network``. A peer gone by
-    then: no rows, and the run stands (JAX's error is a RuntimeError under every name its
-    versions gave it)."""
+    then: None (no rows sent), and the run stands (JAX's error is a RuntimeError under every
+    name its versions gave it)."""
     from jax.experimental import multihost_utils
 
     try:
         gathered = multihost_utils.process_allgather(worker_rows.pack(row))
     except RuntimeError:
-        return []
+        return None
     return worker_rows.unpack(np.asarray(gathered)) if chief else []

@@ -170,6 +170,8 @@ def distributed_loop(
             rows = gather_rows(tf, strategy, worker_rows.pack(own_row(outcome)))
             if replicas.plan.is_chief:
                 replicas.worker_runs.extend(rows)
+            else:  # the chief's run holds this worker's row now
+                replicas.network["row_sent"] = True
     return outcome
 
 
