@@ -23,7 +23,7 @@ SMALL = {
     "resnet50": ({"image_size": 32, "classes": 10}, 16),
     "bert-base": ({"seq_len": 16, "layers": 2, "hidden": 64, "heads": 2, "ffn": 128,
                    "vocab": 500}, 8),
-    "gpt2": ({"seq_len": 16, "layers": 2, "hidden": 64, "heads": 2, "ffn": 128, "vocab": 500}, 4),
+    "gpt2": ({"seq_len": 16, "layers": 1, "hidden": 64, "heads": 2, "ffn": 128, "vocab": 500}, 4),
 }  # fmt: skip
 
 _TRAIN = """
