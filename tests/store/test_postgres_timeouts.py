@@ -122,6 +122,18 @@ def _short_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(deadline, "GRACE_S", 0.5)
 
 
+@pytest.fixture
+def short_engine(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """An engine on the test server with the short deadline (statement 0.5 s + 0.5 s grace),
+    disposed after the test."""
+    _short_deadline(monkeypatch)
+    engine = postgres_engine(postgres_url(pg_url))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
 @contextmanager
 def _stopped(pid: int) -> Iterator[None]:
     """SIGSTOP a backend of the throwaway cluster (never a server we were only lent) for the
@@ -177,40 +189,32 @@ def _one_line_deadline(exc: UserError, url: str, what: str) -> None:
 
 
 def test_a_stopped_backend_ends_a_statement_in_one_line_and_nothing_is_committed(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    short_engine: Any, pg_url: str
 ) -> None:
-    _short_deadline(monkeypatch)
-    engine = postgres_engine(postgres_url(pg_url))
-    try:
-        with engine.begin() as conn:
-            conn.execute(text("CREATE TABLE t (x int)"))
-        with engine.connect() as conn:
-            conn.execute(text("INSERT INTO t VALUES (1)"))
-            pid = _backend_pid(conn)
-            with _stopped(pid), pytest.raises(UserError) as caught:
-                _guarded(lambda: conn.execute(text("SELECT 1")), pid)
-        _one_line_deadline(caught.value, pg_url, "a statement")
-        with engine.connect() as conn:  # a new connection: the stopped one was thrown away
-            assert _backend_pid(conn) != pid
-            assert conn.execute(text("SELECT count(*) FROM t")).scalar() == 0
-    finally:
-        engine.dispose()
+    engine = short_engine
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE t (x int)"))
+    with engine.connect() as conn:
+        conn.execute(text("INSERT INTO t VALUES (1)"))
+        pid = _backend_pid(conn)
+        with _stopped(pid), pytest.raises(UserError) as caught:
+            _guarded(lambda: conn.execute(text("SELECT 1")), pid)
+    _one_line_deadline(caught.value, pg_url, "a statement")
+    with engine.connect() as conn:  # a new connection: the stopped one was thrown away
+        assert _backend_pid(conn) != pid
+        assert conn.execute(text("SELECT count(*) FROM t")).scalar() == 0
 
 
 def test_a_stopped_backend_ends_a_commit_saying_its_outcome_is_unknown(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    short_engine: Any, pg_url: str
 ) -> None:
-    _short_deadline(monkeypatch)
-    engine = postgres_engine(postgres_url(pg_url))
-    try:
-        with engine.connect() as conn:
-            pid = _backend_pid(conn)
-            with _stopped(pid), pytest.raises(UserError) as caught:
-                _guarded(conn.commit, pid)
-        _one_line_deadline(caught.value, pg_url, "a COMMIT")
-        assert "whether it was stored is unknown" in str(caught.value)
-    finally:
-        engine.dispose()
+    engine = short_engine
+    with engine.connect() as conn:
+        pid = _backend_pid(conn)
+        with _stopped(pid), pytest.raises(UserError) as caught:
+            _guarded(conn.commit, pid)
+    _one_line_deadline(caught.value, pg_url, "a COMMIT")
+    assert "whether it was stored is unknown" in str(caught.value)
 
 
 def test_a_stopped_pooled_connection_fails_its_ping_and_the_read_uses_a_new_one(
@@ -306,17 +310,11 @@ def test_a_run_whose_insert_gets_no_answer_is_kept_in_a_file_and_not_stored(
         assert store.count() == 0  # the transaction was never committed
 
 
-def test_client_sockets_have_keepalives_and_a_user_timeout(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _short_deadline(monkeypatch)
-    engine = postgres_engine(postgres_url(pg_url))
-    try:
-        with engine.connect() as conn:
-            fd = conn.connection.dbapi_connection.fileno()  # type: ignore[union-attr]
-            with socket.socket(fileno=os.dup(fd)) as sock:
-                assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
-                assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 30
-                assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 1000
-    finally:
-        engine.dispose()
+def test_client_sockets_have_keepalives_and_a_user_timeout(short_engine: Any) -> None:
+    engine = short_engine
+    with engine.connect() as conn:
+        fd = conn.connection.dbapi_connection.fileno()  # type: ignore[union-attr]
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 30
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 1000
