@@ -103,23 +103,33 @@ def run_cli(*args: str, block_tf: bool = False, timeout: float = 300) -> CliResu
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
-def run_in_process(*args: str) -> CliResult:
+def run_in_process(*args: str, stderr_file: bool = False) -> CliResult:
     """Run ``gpuscout ARGS`` through :func:`gpuscout.cli.main` in this process: for refusals,
-    hundreds of which would each cost an interpreter start as subprocesses. stdin is empty."""
+    hundreds of which would each cost an interpreter start as subprocesses. stdin is empty.
+
+    ``stderr_file``: stderr is a real temporary file, not a string buffer, for commands that
+    start a measuring child (the runner hands it the command's own stderr file, as a terminal
+    or a log would be); the child stays a real process, what a test of the measurement checks.
+    """
     from gpuscout.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
-    with (
-        contextlib.redirect_stdout(out),
-        contextlib.redirect_stderr(err),
-        contextlib.ExitStack() as stack,
-    ):
-        stack.enter_context(_stdin_from(io.StringIO("")))
-        try:
-            code = main(list(args))
-        except SystemExit as exit_:  # argparse's own exits
-            code = exit_.code if isinstance(exit_.code, int) else 1
-    return CliResult(code, out.getvalue(), err.getvalue())
+    out = io.StringIO()
+    with contextlib.ExitStack() as stack:
+        err: Any = (
+            stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))
+            if stderr_file
+            else io.StringIO()
+        )
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            stack.enter_context(_stdin_from(io.StringIO("")))
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse's own exits
+                code = exit_.code if isinstance(exit_.code, int) else 1
+            err.flush()
+        err.seek(0)
+        said = err.read()
+    return CliResult(code, out.getvalue(), said)
 
 
 @contextlib.contextmanager

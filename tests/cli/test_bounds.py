@@ -21,8 +21,7 @@ import pytest
 from gpuscout.errors import UserError
 from gpuscout.limits import MAX_WORKERS, WORKER_BYTES, activation_floor, check_workers
 from gpuscout.records import RunResult
-from tests.cli.in_process import run_measuring_in_process
-from tests.conftest import assert_user_errors, leftovers, run_cli
+from tests.conftest import assert_user_errors, leftovers, run_cli, run_in_process
 
 MODELS = Path(__file__).parent.parent / "data" / "user_models.py"
 PROFILES = Path(__file__).parents[2] / "src" / "gpuscout" / "predict" / "data" / "profiles.json"
@@ -127,10 +126,9 @@ def test_a_model_builder_that_never_returns_is_stopped_within_the_build_limit(
 
     monkeypatch.setattr(runner, "BUILD_MIN_S", 3.0)
     t0 = time.monotonic()
-    r = run_measuring_in_process(
+    r = run_in_process(
         "bench", "--model", f"{MODELS}:hangs", "--seconds", "1", "--json",
-        "--db", str(tmp_path / "runs.sqlite"),
-    )  # fmt: skip
+        "--db", str(tmp_path / "runs.sqlite"), stderr_file=True)  # fmt: skip
     took = time.monotonic() - t0
     assert r.code == 1, r.err
     run = RunResult.model_validate(r.json())

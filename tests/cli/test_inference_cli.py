@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.cli.in_process import run_measuring_in_process
 from tests.conftest import assert_user_errors, run_cli, run_in_process
 
 
@@ -71,11 +70,10 @@ def pytest_approx(value: float) -> object:
 def test_mlp_through_a_saved_model_beside_the_function_with_a_rate() -> None:
     """Every point of the grid, in its order (8 points at the least a point gets, 1 s). The
     command runs in this process, its measuring child (which serves the model) a real one."""
-    r = run_measuring_in_process(
+    r = run_in_process(
         "bench", "--workload", "mlp", "--mode", "inference", "--batch-sizes", "1,16",
         "--concurrency", "1,2", "--serving", "both", "--seconds", "4", "--slo-ms", "100",
-        "--rate", "1000000", "--json",
-    )  # fmt: skip
+        "--rate", "1000000", "--json", stderr_file=True)  # fmt: skip
     assert r.code == 0, r.err
     inf = r.json()["inference"]
     assert [(p["path"], p["batch_size"], p["concurrency"]) for p in inf["points"]] == [

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.in_process import run_measuring_in_process
 from tests.cli.test_publish_cli import tensorboard_scalars
 from tests.conftest import assert_user_errors, run_cli, run_in_process
 
@@ -30,10 +29,10 @@ def test_scout_measures_reports_summarises_and_publishes(
     monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # a folder store, for the test only
     html, md, logdir = tmp_path / "out" / "report.html", tmp_path / "report.md", tmp_path / "tb"
-    res = run_measuring_in_process(
+    res = run_in_process(
         "scout", "--measure", "mlp=2", "--html", str(html), "--md", str(md), "-q",
         "--note", "ci <scout>", "--tensorboard", str(logdir), "--mlflow",
-    )  # fmt: skip
+        stderr_file=True)  # fmt: skip
     assert res.code == 0, res.err
     assert res.out.startswith("For 20 epochs x 60,000 samples of mlp: ")  # the answer first
     for text in ("measured here", "predicted, fastest 5", "checklist: The articles' checklist",
@@ -99,10 +98,9 @@ def test_scout_with_your_model_is_the_whole_journey_in_one_command(tmp_path: Pat
     spec = f"{model}:compiled_regressor"
     html, md, db = tmp_path / "report.html", tmp_path / "report.md", str(tmp_path / "s.sqlite")
     job = ("--samples", "1200000", "--epochs", "50", "--deadline", "48h", "--budget", "2000")
-    res = run_measuring_in_process(
+    res = run_in_process(
         "scout", "--model", spec, "--seconds", "2", *job, "--db", db, "-q",
-        "--html", str(html), "--md", str(md),
-    )  # fmt: skip
+        "--html", str(html), "--md", str(md), stderr_file=True)  # fmt: skip
     assert res.code == 0, res.err
     headline = res.out.splitlines()[0]
     assert headline.startswith(f"For 50 epochs x 1,200,000 samples of your model {spec}: ")

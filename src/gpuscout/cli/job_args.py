@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -185,6 +184,8 @@ def check_job_options(args: argparse.Namespace, outputs: list[tuple[Path | None,
         refuse_with("--steps", given(args, SIZE_OPTIONS), "--steps is the whole job by itself "
                     "(steps x the batch per GPU), so the two sizes would disagree",
                     "give --steps S alone, or --epochs E and/or --samples N.")  # fmt: skip
+    from gpuscout.cli.paths import same_file
+
     inputs = [(Path(c), "--catalog", "catalog file") for c in getattr(args, "catalog", [])]
     for flag, spec in (("--model", args.model), ("--job", getattr(args, "job", None))):
         if spec and (spec.endswith(".keras") or ".py:" in spec):
@@ -193,21 +194,9 @@ def check_job_options(args: argparse.Namespace, outputs: list[tuple[Path | None,
             inputs.append((model_file(spec), flag, "model file"))
     for path, flag in outputs:
         for source, source_flag, what in inputs:
-            if path is not None and _same_file(path, source):
+            if path is not None and same_file(path.expanduser(), source.expanduser()):
                 refuse_with(f"{flag} {path}", [source_flag], f"the report would overwrite "
                             f"the {what} it reads", f"pass another file to {flag}.")  # fmt: skip
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """Whether two paths name one file: the same absolute path, or (both existing) the same
-    file, which a symlink or a hard link cannot hide."""
-    a, b = a.expanduser(), b.expanduser()
-    if os.path.abspath(a) == os.path.abspath(b):
-        return True
-    try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:

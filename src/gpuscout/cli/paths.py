@@ -49,7 +49,7 @@ def check_output_file(path: Path, flag: str) -> None:
 COMPANIONS = ("", "-wal", "-shm", "-journal")  # SQLite's files beside a database
 
 
-def _same(a: Path, b: Path) -> bool:
+def same_file(a: Path, b: Path) -> bool:
     """Whether two paths name one file: the same absolute and resolved path, or (both
     existing) the same device and inode, which a symlink, a hard link or ``..`` cannot hide."""
     try:
@@ -81,7 +81,7 @@ def check_not_the_store(path: Path, flag: str, db: Path | str | None = None) -> 
         if is_url(store):
             continue
         for extra in COMPANIONS:
-            if any(_same(target, Path(f"{base}{extra}")) for base in _names(Path(store))):
+            if any(same_file(target, Path(f"{base}{extra}")) for base in _names(Path(store))):
                 what = "the results database" + (f"'s {extra[1:]} file" if extra else "")
                 raise UserError(
                     f"{flag} '{path}' is {what} ('{store}'); writing there would destroy "
