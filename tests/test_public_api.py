@@ -112,3 +112,17 @@ def test_specs_and_audit_stay_light() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_bench_parent_does_not_pay_for_scipy_stats() -> None:
+    """``bench``'s own process parses, starts the child and stores: scipy.stats (a second to
+    import) is the measuring child's, imported there before the clock starts."""
+    code = BLOCK_TF + (
+        "import gpuscout.cli.bench, gpuscout.cli.scout, gpuscout.measure.runner\n"
+        "assert 'scipy.stats' not in sys.modules, 'scipy.stats imported'\n"
+        "from gpuscout.measure.protocol import Protocol, StopRule\n"
+        "Protocol(StopRule())\n"
+        "assert 'scipy.stats' in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

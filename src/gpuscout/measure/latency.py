@@ -16,9 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from gpuscout.measure.stats import CONFIDENCE
+from gpuscout.measure.stats import CONFIDENCE, scipy_stats
 from gpuscout.records import BenchConfig, Inference, Interval, LatencyPoint, RunResult
 
 PERCENTILES = {"p50_s": 0.50, "p90_s": 0.90, "p99_s": 0.99}
@@ -33,7 +32,7 @@ def quantile(samples: Sequence[float], q: float) -> Interval:
     if x.size == 0:
         raise ValueError("no samples")
     median = float(np.quantile(x, q, method="inverted_cdf"))
-    ci = stats.quantile_test(x, q=median, p=q).confidence_interval(CONFIDENCE)
+    ci = scipy_stats().quantile_test(x, q=median, p=q).confidence_interval(CONFIDENCE)
     low, high = float(ci.low), float(ci.high)
     return Interval(
         median=median,

@@ -15,7 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuscout.measure.loss_check import LossWatch
-from gpuscout.measure.stats import TARGET_REL_CI, StepSummary, detect_warmup, summarize
+from gpuscout.measure.stats import (
+    TARGET_REL_CI,
+    StepSummary,
+    detect_warmup,
+    scipy_stats,
+    summarize,
+)
 
 # The phase a backend reports while it builds the model: the runner gives it its own deadline
 # (a user's builder may never return), so both sides use this one name.
@@ -86,6 +92,7 @@ class Protocol:
         on_progress: Callable[[Progress], None] | None = None,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
+        scipy_stats()  # its first import takes a second: here, before the budget's clock starts
         self.rule = rule
         self.on_progress = on_progress
         self.clock = clock

@@ -20,11 +20,12 @@ Choices, and why:
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 CONFIDENCE = 0.95  # of every interval gpuscout reports
 # Measuring stops once the median's interval is within +-2 % (bench's stopping rule).
@@ -41,6 +42,14 @@ BLOCKS = 30  # at most this many blocks ...
 MIN_BLOCK = 5  # ... of at least this many steps (a median of 2 steps is a mean)
 MIN_BLOCKS = 12  # fewer blocks than this: per-step interval only
 BLOCKED_FROM = MIN_BLOCKS * MIN_BLOCK
+
+
+def scipy_stats() -> ModuleType:
+    """``scipy.stats``, imported on first use. Its import takes about a second on this project's
+    CPU machines, and a command's parent process (``bench``, ``scout``) reads only this module's
+    constants: the measuring child imports it before its first timed step
+    (``protocol.Protocol.run``), so the import never lands inside a measurement."""
+    return importlib.import_module("scipy.stats")
 
 
 def _as_array(times: ArrayLike) -> NDArray[np.float64]:
@@ -91,7 +100,7 @@ def _still_speeding_up(tail: NDArray[np.float64], ref: float) -> bool:
     drift = float(np.median(tail[:m]) - np.median(tail[m:]))
     if drift <= WARMUP_DRIFT_TOL * ref:
         return False
-    trend = stats.kendalltau(np.arange(len(tail)), tail)
+    trend = scipy_stats().kendalltau(np.arange(len(tail)), tail)
     return bool(trend.statistic <= WARMUP_TREND_TAU and trend.pvalue < WARMUP_TREND_P)
 
 
@@ -100,7 +109,8 @@ def median_ci(x: ArrayLike, confidence: float = CONFIDENCE) -> tuple[float, floa
     a = _as_array(x)
     if len(a) < 6:  # below 6 samples no order-statistic interval reaches 95%
         return (float("nan"), float("nan"))
-    ci = stats.quantile_test(a, q=float(np.median(a)), p=0.5).confidence_interval(confidence)
+    test = scipy_stats().quantile_test(a, q=float(np.median(a)), p=0.5)
+    ci = test.confidence_interval(confidence)
     return (float(ci.low), float(ci.high))
 
 
@@ -154,7 +164,7 @@ def mean_ci(x: ArrayLike, blocks: int = 10) -> tuple[float, float]:
         return float("nan"), float("nan")
     size = len(a) // k
     means = a[: size * k].reshape(k, size).mean(axis=1)
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, k - 1) * means.std(ddof=1) / np.sqrt(k))
+    half = float(scipy_stats().t.ppf(0.5 + CONFIDENCE / 2, k - 1) * means.std(ddof=1) / np.sqrt(k))
     mean = float(a.mean())
     return mean - half, mean + half
 
