@@ -145,6 +145,35 @@ _KEPT: dict[str, Callable[[Dims], list[int]]] = {
 }
 
 
+def host_is_the_device(device: str | None) -> bool:
+    """Whether a measurement's weights live in this machine's memory: ``--device CPU...``, or
+    no NVIDIA driver loaded (TensorFlow and JAX then train on the CPU)."""
+    if device is not None:
+        return device.upper().startswith("CPU")
+    return not os.path.exists("/proc/driver/nvidia/version")
+
+
+def check_fits_host(workload: str, dims: Dims, available_bytes: float, fix: str) -> None:
+    """UserError (with ``fix``) when a workload's weights, gradients and optimizer state alone
+    exceed the memory available on this machine (for the decoder LLMs, whose size is known
+    before any weight exists): building it, to train it or to trace its step, would push the
+    machine into swap or the OOM killer long before anything is measured or counted."""
+    from gpuscout.workloads.llm import LLAMA_WORKLOADS, weight_state_bytes
+
+    if workload not in {w.name for w in LLAMA_WORKLOADS}:
+        return
+    need = weight_state_bytes(dims)
+    if need <= available_bytes:
+        return
+    how = f"LoRA rank {dims['lora_rank']}" if dims.get("lora_rank") else "every weight trained"
+    raise UserError(
+        f"{workload} ({how}) holds {_gb(need)} of weights, gradients and AdamW state in "
+        f"float32 before any activation, but this machine has {_gb(available_bytes)} "
+        "available.",
+        fix,
+    )
+
+
 def activation_floor(workload: str, dims: Dims, batch: int, precision: str, kind: str) -> float:
     """Bytes of activations a step needs at least: for ``kind`` "train", every tensor kept for
     the backward pass; for "forward", the largest one (it must exist at once). 0 if unknown.

@@ -15,6 +15,7 @@ from gpuscout.cli.parser import (
     CONCURRENCIES,
     DEVICE_COUNTS,
     EPOCH_SAMPLES,
+    LORA_RANK,
     RATE,
     SECONDS,
     SEED,
@@ -31,6 +32,7 @@ from gpuscout.cli.parser import (
 )
 from gpuscout.errors import UserError
 from gpuscout.run_settings import LOOPS, PRECISIONS, TF32_HELP
+from gpuscout.workloads.llm import LORA_RANK as LLM_LORA_RANK
 
 if TYPE_CHECKING:
     from gpuscout.records import BenchConfig, RunResult
@@ -67,8 +69,12 @@ def register(sub: Any) -> None:
     what.add_argument(
         "--seq-len",
         type=SEQ_LEN,
-        help="sequence length (bert-*: default 128; gpt2*: 1024, the most)",
+        help="sequence length (bert-*: default 128; gpt2*: 1024, the most; llama-*: 2048)",
     )
+    what.add_argument(
+        "--lora-rank", type=LORA_RANK, metavar="R",
+        help=f"--mode lora: the adapters' rank (default {LLM_LORA_RANK}, the QLoRA paper's)",
+    )  # fmt: skip
     what.add_argument(
         "--epoch-samples", type=EPOCH_SAMPLES,
         help="samples in one epoch, to project epoch time, e.g. 1281167 for ImageNet-1k "
@@ -140,9 +146,11 @@ def register(sub: Any) -> None:
         "numbers (default 0)",
     )  # fmt: skip
     serve = p.add_argument_group("inference (--mode inference): latency under load")
-    serve.add_argument("--mode", choices=("train", "inference"), default="train",
-                       help="train: samples/s of training steps (default); inference: serving "
-                       "latency percentiles at each --batch-sizes and --concurrency")  # fmt: skip
+    serve.add_argument("--mode", choices=("train", "lora", "inference"), default="train",
+                       help="train: samples/s of training steps, every weight trained "
+                       "(default); lora: the same with the base frozen and LoRA adapters "
+                       "trained (llama-* workloads); inference: serving latency percentiles at "
+                       "each --batch-sizes and --concurrency")  # fmt: skip
     serve.add_argument("--batch-sizes", type=BATCHES, metavar="B,...",
                        help="batch sizes to serve (default 1,8,32)")  # fmt: skip
     serve.add_argument("--concurrency", type=CONCURRENCIES, metavar="C,...",
@@ -235,7 +243,10 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
 
     if args.mode == "inference" and args.scaling:
         raise UserError("--mode inference does not take --scaling.", "drop --scaling.")
+    from gpuscout.workloads.llm import mode_dims
+
     dims = {"seq_len": args.seq_len} if args.seq_len else {}
+    dims |= mode_dims(args.workload, args.model, args.mode, args.lora_rank)
     seconds = args.seconds if args.seconds else (None if args.steps else DEFAULT_SECONDS)
     return BenchConfig(
         workload=args.workload,
@@ -256,7 +267,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         devices=args.devices,
         global_batch_size=args.global_batch_size,
         workers=[w.strip() for w in args.workers.split(",") if w.strip()] if args.workers else None,
-        mode=args.mode,
+        mode="train" if args.mode == "lora" else args.mode,
         batch_sizes=args.batch_sizes,
         concurrency=args.concurrency,
         slo_ms=args.slo_ms,

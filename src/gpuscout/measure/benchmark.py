@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.limits import check_fits_host, host_is_the_device
 from gpuscout.measure.job import Job
 from gpuscout.measure.pipelines import check_demo_batch
 from gpuscout.measure.protocol import Progress
@@ -37,6 +38,12 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
     dims = workload.resolve(config.dims) if workload is not None else {}  # bad sizes fail here
     _check_mode(config)
     _check_backend(config)
+    if workload is not None and host_is_the_device(config.device):
+        import psutil
+
+        check_fits_host(workload.name, dims, psutil.virtual_memory().available,
+                        "measure it on a GPU that holds it, or try the step on --workload "
+                        "llama-tiny here.")  # fmt: skip
     layout = distribute.plan(config)
     if layout.workers:
         distribute.check_port_free(layout.workers[layout.task_index])

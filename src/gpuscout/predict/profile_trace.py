@@ -24,11 +24,19 @@ def compute(
 
     ``scale_from``: a second batch to trace too, so the profile learns how it grows with the
     batch and ``at_batch`` works (twice the time; the shipped profiles do it)."""
+    import psutil
+
+    from gpuscout.limits import check_fits_host
     from gpuscout.predict.hlo import step_cost
     from gpuscout.workloads import get_workload
 
-    step_hlo = tracer(backend).step_hlo
     resolved = get_workload(workload).resolve(dims)
+    # Tracing builds the model, weights and optimizer state included, in this machine's memory
+    check_fits_host(workload, resolved, psutil.virtual_memory().available,
+                    "no profile of this size is shipped yet and tracing it here needs that "
+                    "memory: predict a smaller --workload, or trace it on a machine that holds "
+                    "it with scripts/ship_profiles.py.")  # fmt: skip
+    step_hlo = tracer(backend).step_hlo
     ir = step_hlo(workload, resolved, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
     profile = profile_from_ir(workload, resolved, batch, precision, ir, cost)

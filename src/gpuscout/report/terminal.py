@@ -16,6 +16,7 @@ from gpuscout.records import Distribution, Energy, RunResult
 from gpuscout.report.monitor_rows import monitor_rows
 from gpuscout.text import printable
 from gpuscout.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds, fmt_sig
+from gpuscout.workloads import run_shape
 
 if TYPE_CHECKING:  # the store pulls in SQLAlchemy: import it only for type checking
     from gpuscout.store import RunRow
@@ -69,12 +70,17 @@ def result_table(result: RunResult) -> Table:
         return table
     st = result.step_time_s
     assert st is not None and result.warmup is not None
+    tokens, shape = run_shape(result.workload, result.config.dims)
     if result.samples_per_second is None:  # ScoutCallback without batch_size: steps only
         steps = f"{fmt_rate(1 / st.median)} steps/s"
         _plain(table, "samples/s", f"not measured (no batch size given): {steps}")
     else:
         _plain(table, "samples/s (median)", _interval(result))
         _plain(table, "samples/s (mean rate)", fmt_rate(result.mean_samples_per_second or 0))
+        if tokens:
+            sps = result.samples_per_second
+            _plain(table, "tokens/s (median)", f"{fmt_rate(sps.median * tokens)} ({tokens:,} a "
+                   "sample: every position is trained on)")  # fmt: skip
     _plain(
         table,
         "step time",
@@ -99,7 +105,8 @@ def result_table(result: RunResult) -> Table:
         table,
         "settings",
         f"batch {result.batch_size or 'not given'} · {result.precision} · "
-        f"XLA {'on' if result.xla else 'off'} · loop {result.loop}",
+        f"XLA {'on' if result.xla else 'off'} · loop {result.loop}"
+        + (f" · {shape}" if shape else ""),
     )
     if result.distribution is not None:
         step = result.step_time_s.median if result.step_time_s else None

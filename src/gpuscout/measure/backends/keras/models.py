@@ -1,4 +1,4 @@
-"""Keras code for the built-in workloads (see ``workloads.py`` for what each one is).
+"""Keras code for the built-in workloads (see ``workloads/`` for what each one is).
 
 Each builder returns the model, its loss and its optimizer. Under a mixed-precision policy the
 last layer is kept in float32, as Keras' mixed-precision guide prescribes, so the loss is
@@ -14,8 +14,10 @@ from typing import Any
 import keras
 
 from gpuscout.articles import SEED_MLP_DROPOUT
+from gpuscout.measure.backends.keras.llama import build_llama
 from gpuscout.measure.backends.keras.transformers import build_bert_large, build_gpt2
 from gpuscout.workloads import Dims
+from gpuscout.workloads.llm import LLAMA_WORKLOADS
 
 
 @dataclass(frozen=True)
@@ -127,4 +129,5 @@ BUILDERS: dict[str, Callable[[Dims], Built]] = {
     "gpt2-medium": build_gpt2,
     "gpt2-large": build_gpt2,
     "input-bound-demo": build_mlp,
+    **{w.name: build_llama for w in LLAMA_WORKLOADS},
 }

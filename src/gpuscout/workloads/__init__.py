@@ -1,5 +1,8 @@
 """The registry of built-in workloads: what each one is, its shapes, its epoch and its FLOPs.
 
+The Llama-style fine-tuning workloads are in ``workloads/llm.py``; ``Workload`` itself in
+``workloads/base.py``.
+
 Deliberately free of TensorFlow: listing workloads, validating a name or projecting an epoch
 must not pay for importing TensorFlow. The Keras code that builds each model lives in
 ``measure/backends/tensorflow/models.py`` (bert-large and GPT-2: ``transformers.py`` beside it)
@@ -14,78 +17,13 @@ MultiHeadAttention masks the scores after computing all of them, so that is the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 
 from gpuscout import articles
 from gpuscout.errors import UserError, did_you_mean
-
-Dims = Mapping[str, int]
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A built-in training workload.
-
-    ``dims`` are the size knobs of the model (with defaults); ``tiny`` overrides them for
-    tests, so every workload can be built and trained in seconds on a CPU.
-    """
-
-    name: str
-    description: str
-    epoch_samples: int
-    epoch_unit: str
-    default_batch_gpu: int
-    default_batch_cpu: int
-    dims: Dims
-    tiny: Dims
-    input_shape: Callable[[Dims], tuple[int, ...]]
-    input_dtype: str
-    label_shape: tuple[int, ...]
-    flops_per_sample: Callable[[Dims], float] | None = None
-    flops_note: str = ""
-    settable: tuple[str, ...] = field(default=())
-    # A real input pipeline of its own (tf_data.PIPELINES), used instead of synthetic data.
-    has_pipeline: bool = False
-    # The job priced when the user names none (scout, report): a training run someone would
-    # recognise for this model, in epochs, and where that number comes from (printed with it).
-    default_epochs: float = 1.0
-    default_epochs_why: str = "one epoch"
-    # "classify": one class label per sample, drawn from dims["classes"]; "causal-lm": the
-    # next token at every position (labels shaped like the input, drawn from dims["vocab"]).
-    task: str = "classify"
-    # Upper bounds of settings the model cannot exceed (a learned position table's length),
-    # each with the reason printed when a user asks for more.
-    max_dims: Mapping[str, tuple[int, str]] = field(default_factory=dict)
-
-    def resolve(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
-        """Defaults with ``overrides`` applied; unknown or non-positive values are user errors."""
-        out = dict(self.dims)
-        for key, value in (overrides or {}).items():
-            if key not in out:
-                raise UserError(
-                    f"workload '{self.name}' has no setting '{key}'.",
-                    f"use one of: {', '.join(sorted(out))}.",
-                )
-            if value <= 0:
-                raise UserError(f"{key} must be positive, got {value}.", f"pass {key} > 0.")
-            if key in self.max_dims and value > self.max_dims[key][0]:
-                limit, why = self.max_dims[key]
-                flag = "--" + key.replace("_", "-")
-                raise UserError(
-                    f"{self.name} takes {key} up to {limit:,} ({why}), got {value:,}.",
-                    f"pass {flag} {limit} or less.",
-                )
-            out[key] = int(value)
-        return out
-
-    def labels_shape(self, dims: Dims) -> tuple[int, ...]:
-        """One label per sample, or one per position for a causal language model."""
-        return (dims["seq_len"],) if self.task == "causal-lm" else self.label_shape
-
-    def training_flops_per_sample(self, dims: Dims) -> float | None:
-        return self.flops_per_sample(dims) if self.flops_per_sample else None
-
+from gpuscout.workloads.base import Dims as Dims
+from gpuscout.workloads.base import Workload as Workload
+from gpuscout.workloads.llm import LLAMA_WORKLOADS
 
 # The seed MLP's shape, as the articles give it (``articles.py``): the mlp workload and the
 # doctor's demo share it.
@@ -365,8 +303,25 @@ WORKLOADS: dict[str, Workload] = {
             flops_note="analytic, exact for the dense layers",
             has_pipeline=True,
         ),
+        *LLAMA_WORKLOADS,
     )
 }
+
+
+def run_shape(workload: str, dims: Mapping[str, int]) -> tuple[int | None, str]:
+    """Tokens per sample (a language model's sequence length, else None) and the settings a
+    reader needs to know what a run trained ("sequence 2,048 tokens · LoRA rank 64, base
+    frozen"); (None, "") for a workload without a sequence or not built in (a user's model)."""
+    w = WORKLOADS.get(workload)
+    if w is None or "seq_len" not in w.dims:
+        return None, ""
+    d = {**w.dims, **dims}
+    text = f"sequence {d['seq_len']:,} tokens"
+    if d.get("lora_rank"):
+        text += f" · LoRA rank {d['lora_rank']}, base frozen"
+    elif "lora_rank" in d:
+        text += " · every weight trained"
+    return (d["seq_len"] if w.task == "causal-lm" else None), text
 
 
 def get_workload(name: str, *, own_model: bool = True) -> Workload:

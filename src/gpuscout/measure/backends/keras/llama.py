@@ -1,0 +1,158 @@
+"""Keras code for the Llama-style decoders (``workloads/llm.py`` says which shapes and why).
+
+Keras layers and ``keras.ops`` only, so the same model trains on TensorFlow and on JAX and
+mixed precision comes from the global dtype policy: token embedding, then blocks of
+x + o(attention(RMSNorm(x))) and x + down(silu(gate(RMSNorm(x))) * up(RMSNorm(x))) with
+rotary positions on queries and keys and grouped-query causal attention
+(``keras.ops.dot_product_attention``: key/value heads shared by heads / kv_heads query
+heads), a final RMSNorm and the output projection (tied to the embedding, or its own matrix).
+No biases, as in Llama. Weights are drawn from N(0, 0.02) (Llama's initializer_range).
+
+LoRA (``lora_rank`` > 0): ``LoRADense`` on every linear layer of the blocks, everything else
+frozen, so the optimizer holds state for the adapters only and the step computes no weight
+gradient for the base. Not Keras' own ``Dense.enable_lora``: it merges the adapters into the
+kernel on every call (x @ (W + A @ B)), so its step computes the full weight gradient and
+then projects it, as much work as full fine-tuning (traced: 96 % of it at llama-tiny's size);
+PEFT, torchtune and the QLoRA paper add the side path x @ A @ B, which is what published
+LoRA throughput measures.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import keras
+
+from gpuscout.measure.backends.keras.transformers import TiedLogits
+from gpuscout.workloads import Dims
+from gpuscout.workloads.llm import LORA_ALPHA_PER_RANK, head_dim
+
+if TYPE_CHECKING:  # models.py imports this module for its BUILDERS
+    from gpuscout.measure.backends.keras.models import Built
+
+RMS_EPSILON = 1e-5  # rms_norm_eps of every release in workloads/llm.py
+INIT_STDDEV = 0.02
+# AdamW's learning rate: full fine-tuning as Stanford Alpaca fine-tuned LLaMA-7B (2e-5); LoRA
+# as the QLoRA paper for 7B and 13B models (2e-4). Neither changes the step's work.
+FULL_LR, LORA_LR = 2e-5, 2e-4
+
+
+class Rotary(keras.layers.Layer):  # type: ignore[misc]
+    """Rotary position embedding (Su et al. 2021) on (batch, length, heads, head_dim), in the
+    rotate-half layout of Hugging Face's Llama: the first half of each head's features pairs
+    with the second half, rotated by position x base^(-2i / head_dim)."""
+
+    def __init__(self, theta: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.theta = theta
+
+    def call(self, x: Any) -> Any:
+        ops = keras.ops
+        length, dim = ops.shape(x)[1], ops.shape(x)[-1]
+        half = dim // 2
+        inverse = ops.power(self.theta, -ops.arange(0, half, dtype="float32") * 2.0 / dim)
+        angles = ops.einsum("t,f->tf", ops.arange(length, dtype="float32"), inverse)
+        cos = ops.cast(ops.cos(angles), x.dtype)[None, :, None, :]
+        sin = ops.cast(ops.sin(angles), x.dtype)[None, :, None, :]
+        first, second = x[..., :half], x[..., half:]
+        return ops.concatenate([first * cos - second * sin, second * cos + first * sin], -1)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "theta": self.theta}
+
+
+class LoRADense(keras.layers.Layer):  # type: ignore[misc]
+    """x @ W + (alpha / rank) x @ A @ B with W frozen (Hu et al. 2021): A drawn as PEFT draws
+    it (Kaiming-uniform), B zeros, so training starts from the base model's output."""
+
+    def __init__(self, units: int, rank: int, alpha: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.units, self.rank, self.alpha = units, rank, alpha
+
+    def build(self, input_shape: Any) -> None:
+        inputs = input_shape[-1]
+        self.kernel = self.add_weight(
+            shape=(inputs, self.units), name="kernel", trainable=False,
+            initializer=keras.initializers.RandomNormal(stddev=INIT_STDDEV),
+        )  # fmt: skip
+        self.lora_a = self.add_weight(
+            shape=(inputs, self.rank), name="lora_a", initializer="he_uniform"
+        )
+        self.lora_b = self.add_weight(shape=(self.rank, self.units), name="lora_b",
+                                      initializer="zeros")  # fmt: skip
+
+    def call(self, x: Any) -> Any:
+        ops, dtype = keras.ops, self.compute_dtype
+        base = ops.matmul(x, ops.cast(self.kernel, dtype))
+        side = ops.matmul(ops.matmul(x, ops.cast(self.lora_a, dtype)), ops.cast(self.lora_b, dtype))
+        return base + side * (self.alpha / self.rank)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "units": self.units, "rank": self.rank,
+                "alpha": self.alpha}  # fmt: skip
+
+
+def _linear(units: int, name: str, d: Dims | None = None) -> Any:
+    """A bias-free linear layer; with LoRA (``d["lora_rank"]``) one that takes adapters."""
+    if d is not None and d["lora_rank"]:
+        rank = d["lora_rank"]
+        return LoRADense(units, rank, rank * LORA_ALPHA_PER_RANK, name=name)
+    init = keras.initializers.RandomNormal(stddev=INIT_STDDEV)
+    return keras.layers.Dense(units, use_bias=False, kernel_initializer=init, name=name)
+
+
+def _attention(x: Any, d: Dims, i: int) -> Any:
+    length, heads, kv, dim = d["seq_len"], d["heads"], d["kv_heads"], head_dim(d)
+    rotary = Rotary(float(d["rope_theta"]), name=f"rotary_{i}")
+    q = keras.layers.Reshape((length, heads, dim))(_linear(heads * dim, f"q_proj_{i}", d)(x))
+    k = keras.layers.Reshape((length, kv, dim))(_linear(kv * dim, f"k_proj_{i}", d)(x))
+    v = keras.layers.Reshape((length, kv, dim))(_linear(kv * dim, f"v_proj_{i}", d)(x))
+    y = keras.ops.dot_product_attention(rotary(q), rotary(k), v, is_causal=True)
+    y = keras.layers.Reshape((length, heads * dim))(y)
+    return _linear(d["hidden"], f"o_proj_{i}", d)(y)
+
+
+def _block(x: Any, d: Dims, i: int) -> Any:
+    y = keras.layers.RMSNormalization(epsilon=RMS_EPSILON, name=f"attn_norm_{i}")(x)
+    x = x + _attention(y, d, i)
+    y = keras.layers.RMSNormalization(epsilon=RMS_EPSILON, name=f"mlp_norm_{i}")(x)
+    gate = keras.activations.silu(_linear(d["ffn"], f"gate_proj_{i}", d)(y))
+    return x + _linear(d["hidden"], f"down_proj_{i}", d)(
+        gate * _linear(d["ffn"], f"up_proj_{i}", d)(y)
+    )
+
+
+def freeze_base(model: Any) -> None:
+    """LoRA: every layer without adapters (embedding, norms, output projection) frozen."""
+    for layer in model.layers:
+        if layer.weights and not isinstance(layer, LoRADense):
+            layer.trainable = False
+
+
+def build_llama(d: Dims) -> Built:
+    """The decoder at the sizes in ``d``; loss on every position; LoRA if ``lora_rank``."""
+    from gpuscout.measure.backends.keras.models import Built
+
+    ids = keras.Input((d["seq_len"],), dtype="int32", name="token_ids")
+    embedding = keras.layers.Embedding(
+        d["vocab"],
+        d["hidden"],
+        embeddings_initializer=keras.initializers.RandomNormal(stddev=INIT_STDDEV),
+        name="token_embedding",
+    )
+    x = embedding(ids)
+    for i in range(d["layers"]):
+        x = _block(x, d, i)
+    x = keras.layers.RMSNormalization(epsilon=RMS_EPSILON, name="final_norm")(x)
+    if d["tied"]:
+        logits = TiedLogits(embedding, name="lm_head")(x)
+    else:
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(
+            _linear(d["vocab"], "lm_head")(x)
+        )
+    model = keras.Model(ids, logits, name="llama")
+    if d["lora_rank"]:
+        freeze_base(model)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    rate = LORA_LR if d["lora_rank"] else FULL_LR
+    return Built(model, loss, keras.optimizers.AdamW(rate, weight_decay=0.0))
