@@ -1,7 +1,8 @@
 """Regenerate the cost profiles shipped in ``src/gpuscout/predict/data/profiles.json``.
 
 The built-in workloads at the sizes the published calibration data and the default ``predict``
-use; needs TensorFlow (CPU is enough: nothing runs, the step is only traced). Each step is
+use; needs TensorFlow, and JAX for the decoder LLMs (CPU is enough: nothing runs, the step is
+only traced). Each step is
 traced at its batch and at half of it, so the profile learns how every kernel grows with the
 batch and ``Profile.at_batch`` models each published row at its own batch size without
 TensorFlow. Takes several minutes. Run after changing a model builder, the train step or the
@@ -37,6 +38,13 @@ SHAPES = [
     ("bert-base", {**BERT_LARGE, "seq_len": 384}, 32),
     ("bert-large", {"seq_len": 384}, 32),
     ("gpt2", {}, 8),
+    # The decoder LLMs at their default sequence (2,048) and batch, fine-tuned fully and with
+    # LoRA (rank 64): traced on JAX from shapes alone (predict/profile_trace.tracing_backend),
+    # seconds each and half a gigabyte, where TensorFlow would build 32 GB of weights.
+    ("llama-3.1-8b", {}, 4),
+    ("llama-3.1-8b", {"lora_rank": 64}, 4),
+    ("llama-2-7b", {}, 4),
+    ("llama-2-7b", {"lora_rank": 64}, 4),
 ]
 # gpt2-medium and gpt2-large are not shipped: tracing them takes more than 20 GB of memory
 # (gpt2-medium's fp32 trace alone filled a 24 GB machine); predict traces them on demand.

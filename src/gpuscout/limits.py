@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from gpuscout.errors import UserError
 from gpuscout.ranges import float_in, int_in
+from gpuscout.workloads.llm import LLAMA_WORKLOADS
 
 if TYPE_CHECKING:
     from gpuscout.catalog import Catalog
@@ -132,6 +133,18 @@ def _gpt2(d: Dims) -> list[int]:
     return [*_bert(d), d["seq_len"] * d["vocab"]]
 
 
+def _llama(d: Dims) -> list[int]:
+    """Per layer: the normed input, Q, K, V (K and V at the key/value heads' width), the
+    attention probabilities (heads x L x L), the attended values and the attention's output;
+    the MLP's normed input, gate, up and their product. Then the logits over the vocabulary."""
+    length, h, ffn = d["seq_len"], d["hidden"], d["ffn"]
+    kv = d["kv_heads"] * (h // d["heads"])
+    attention = [length * h, length * h, length * kv, length * kv, d["heads"] * length * length]
+    mlp = [length * h, length * ffn, length * ffn, length * ffn]
+    layer = [*attention, length * h, length * h, *mlp]
+    return [*(layer * d["layers"]), length * d["vocab"]]
+
+
 _KEPT: dict[str, Callable[[Dims], list[int]]] = {
     "mlp": _dense,
     "input-bound-demo": _dense,
@@ -142,6 +155,7 @@ _KEPT: dict[str, Callable[[Dims], list[int]]] = {
     "gpt2": _gpt2,
     "gpt2-medium": _gpt2,
     "gpt2-large": _gpt2,
+    **{w.name: _llama for w in LLAMA_WORKLOADS},
 }
 
 
@@ -158,7 +172,7 @@ def check_fits_host(workload: str, dims: Dims, available_bytes: float, fix: str)
     exceed the memory available on this machine (for the decoder LLMs, whose size is known
     before any weight exists): building it, to train it or to trace its step, would push the
     machine into swap or the OOM killer long before anything is measured or counted."""
-    from gpuscout.workloads.llm import LLAMA_WORKLOADS, weight_state_bytes
+    from gpuscout.workloads.llm import weight_state_bytes
 
     if workload not in {w.name for w in LLAMA_WORKLOADS}:
         return

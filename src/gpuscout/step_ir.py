@@ -23,6 +23,9 @@ class StepIR:
     optimizer_state_bytes: int
     tf_version: str  # the framework that traced it ("2.21.0"; "jax 0.10.2" for JAX)
     model_name: str  # prefixes the op names of the forward pass in the HLO
+    # Weights the step reads but does not train (LoRA's frozen base): held, no gradient or
+    # optimizer state. 0 where every weight is trained.
+    frozen_bytes: int = 0
 
 
 def variable_bytes(var: Any) -> int:

@@ -30,8 +30,12 @@ CASES = [
          "llama-3.1-8b (every weight trained) holds 128 GB of weights"),
     Case(("bench", "--workload", "llama-3.1-8b", "--mode", "lora", "--device", "CPU:0"), 2,
          "llama-3.1-8b (LoRA rank 64) holds 35 GB of weights"),
-    Case(("predict", "--workload", "llama-3.1-8b", "--gpus", "h100-sxm"), 2,
-         "no profile of this size is shipped yet"),
+    Case(("predict", "--workload", "llama-3.1-8b", "--mode", "lora", "--lora-rank", "5000"), 2,
+         "llama-3.1-8b takes lora_rank up to 4,096"),
+    Case(("predict", "--workload", "gpt2", "--mode", "lora"), 2,
+         "--mode lora: workload 'gpt2' has no LoRA adapters"),
+    Case(("predict", "--workload", "llama-tiny", "--lora-rank", "4"), 2,
+         "--lora-rank 4 applies to --mode lora only"),
     Case(("bench", "--workload", "llama-8b"), 2, "unknown workload 'llama-8b'"),
 ]  # fmt: skip
 

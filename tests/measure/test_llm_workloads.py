@@ -53,8 +53,17 @@ trained, frozen, _ = state
 after = dict(zip([v.path for v in model.trainable_variables], trained))
 after |= dict(zip([v.path for v in model.non_trainable_variables], frozen))
 changed = sorted(k for k in before if not np.array_equal(before[k], np.asarray(after[k])))
+# predict's trace from shapes alone against the trace of the built model: the same step
+from gpuscout.measure.backends.jax.hlo import abstract_step_hlo, step_hlo
+from gpuscout.predict.hlo import step_cost
+traced = {}
+for how, trace in (("abstract", abstract_step_hlo), ("built", step_hlo)):
+    ir = trace("llama-tiny", {"lora_rank": 4}, 2, "fp32")
+    cost = step_cost(ir.hlo, forward_scope=ir.model_name)
+    traced[how] = [cost.flops["matmul"], ir.params, ir.param_bytes, ir.optimizer_state_bytes,
+                   ir.frozen_bytes]
 print(json.dumps({"changed": changed, "trainable": sum(int(np.prod(v.shape))
-      for v in model.trainable_variables), "loss": float(loss)}))
+      for v in model.trainable_variables), "loss": float(loss), "traced": traced}))
 """
 
 
@@ -111,7 +120,8 @@ def test_modes_and_sizes_are_checked_before_anything_starts() -> None:
 def test_lora_trains_the_adapters_and_leaves_the_base_on_both_backends() -> None:
     """3 steps of gpuscout's own train step (bench's) on each backend: with LoRA only the
     adapters change, every base weight (embedding, norms, projections, head) stays bit for bit
-    where it was; full fine-tuning changes every weight."""
+    where it was; full fine-tuning changes every weight. The JAX process also traces the step
+    from shapes alone, as predict does for the large decoders, against the built model's."""
     flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     env = {**os.environ, "KERAS_BACKEND": "jax", "XLA_FLAGS": flags}
     on_jax = subprocess.Popen([sys.executable, "-c", _ON_JAX], stdout=subprocess.PIPE,
@@ -150,6 +160,11 @@ def test_lora_trains_the_adapters_and_leaves_the_base_on_both_backends() -> None
     jax = json.loads(out.strip().splitlines()[-1])
     assert set(jax["changed"]) == adapters and np.isfinite(jax["loss"])
     assert jax["trainable"] == adapter_params(w.resolve(TINY_LORA))
+    # The step predict traces from shapes alone (no weight allocated) is the built model's:
+    # the same FLOPs and sizes, the frozen base counted apart (fp32 here: 4 bytes a weight)
+    abstract, built = jax["traced"]["abstract"], jax["traced"]["built"]
+    assert abstract == built
+    assert abstract[4] == 4 * base_params(w.resolve(TINY_LORA))
 
 
 def test_the_traced_step_counts_what_the_analytic_count_says() -> None:
@@ -157,13 +172,15 @@ def test_the_traced_step_counts_what_the_analytic_count_says() -> None:
     less the first layer's input gradient (nobody needs the embedding's), LoRA 2 x the frozen
     base's forward plus 3 x attention and adapters, less the same. Within 15 % below and never
     above, as for the other transformer workloads (tests/predict/test_hlo.py)."""
-    from gpuscout.predict.profile_trace import compute
+    from gpuscout.measure.backends.tensorflow.hlo import step_hlo
+    from gpuscout.predict.hlo import step_cost
 
     w = get_workload("llama-tiny")
     counted = {}
     for label, dims in (("full", {}), ("lora", TINY_LORA)):
         analytic = llama_training_flops(w.resolve(dims))
-        counted[label] = compute("llama-tiny", dims, 2, "fp32").flops["matmul"] / 2
+        ir = step_hlo("llama-tiny", w.resolve(dims), 2, "fp32")
+        counted[label] = step_cost(ir.hlo, forward_scope=ir.model_name).flops["matmul"] / 2
         assert analytic * 0.85 <= counted[label] <= analytic * 1.001, (label, counted, analytic)
     assert counted["lora"] < 0.8 * counted["full"]  # no weight gradients for the base
 

@@ -11,6 +11,7 @@ from gpuscout.cli.parser import (
     BATCH,
     EPOCH_SAMPLES,
     GPU_COUNTS,
+    LORA_RANK,
     NETWORK_GBIT,
     RUN_ID,
     SEQ_LEN,
@@ -22,6 +23,7 @@ from gpuscout.cli.parser import (
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS, TF32_HELP
+from gpuscout.workloads.llm import LORA_RANK as LLM_LORA_RANK
 
 DEFAULT_GPUS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
 
@@ -48,12 +50,18 @@ def register(sub: Any) -> None:
     p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=precision_help("fp32"))
     add_backend_option(p, "traces the step")
     p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True, help=TF32_HELP)
-    p.add_argument("--mode", choices=("train", "inference"), default="train",
-                   help="train: samples/s of training steps (default); inference: latency "
-                   "of a forward pass per batch (traced once, with TF)")  # fmt: skip
+    p.add_argument("--mode", choices=("train", "lora", "inference"), default="train",
+                   help="train: samples/s of training steps, every weight trained (default); "
+                   "lora: the base frozen and LoRA adapters trained (llama-* workloads); "
+                   "inference: latency of a forward pass per batch (traced once, with TF)"
+                   )  # fmt: skip
+    p.add_argument("--lora-rank", type=LORA_RANK, metavar="R",
+                   help=f"--mode lora: the adapters' rank (default {LLM_LORA_RANK})")  # fmt: skip
     p.add_argument("-b", "--batch-size", type=BATCH,
                    help="samples per GPU per step (default: the workload's)")  # fmt: skip
-    p.add_argument("--seq-len", type=SEQ_LEN, help="sequence length (bert-*, gpt2*: at most 1024)")
+    p.add_argument("--seq-len", type=SEQ_LEN,
+                   help="sequence length (bert-*; gpt2*: at most 1024; llama-*: default 2048)"
+                   )  # fmt: skip
     p.add_argument(
         "--gpus", type=gpu_names, default=DEFAULT_GPUS,
         help=f"GPUs to predict, a comma list of catalog names or 'all' (default: {DEFAULT_GPUS})",
@@ -91,7 +99,9 @@ def register(sub: Any) -> None:
 
 def run_predict(args: argparse.Namespace) -> int:
     from gpuscout.predict.request import PredictRequest, predict_for
+    from gpuscout.workloads.llm import mode_dims
 
+    lora = mode_dims(args.workload, args.model, args.mode, args.lora_rank).get("lora_rank")
     answer = predict_for(
         PredictRequest(
             gpus=args.gpus,
@@ -100,9 +110,10 @@ def run_predict(args: argparse.Namespace) -> int:
             precision=args.precision,
             backend=args.backend,
             tf32=args.tf32,
-            mode=args.mode,
+            mode="train" if args.mode == "lora" else args.mode,
             batch_size=args.batch_size,
             seq_len=args.seq_len,
+            lora_rank=lora,
             counts=args.count,
             network_gbit=args.network,
             epoch_samples=args.epoch_samples,

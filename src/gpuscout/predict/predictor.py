@@ -113,12 +113,13 @@ def anchor_from_run(
 
 
 def memory_needed(profile: Profile) -> float:
-    """Bytes: weights, gradients, optimizer state and the activations kept for backward; for a
-    forward pass, the weights (it keeps nothing for a backward pass; its transient buffers are
-    not counted)."""
+    """Bytes: weights (frozen ones too), gradients and optimizer state of the trained ones, and
+    the activations kept for backward; for a forward pass, the weights (it keeps nothing for a
+    backward pass; its transient buffers are not counted)."""
     if profile.kind == "forward":
         return profile.param_bytes + profile.saved_activation_bytes
-    return 2 * profile.param_bytes + profile.optimizer_state_bytes + profile.saved_activation_bytes
+    trained = 2 * profile.param_bytes + profile.optimizer_state_bytes
+    return profile.frozen_bytes + trained + profile.saved_activation_bytes
 
 
 def predict(

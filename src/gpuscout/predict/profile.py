@@ -74,6 +74,8 @@ class Profile(BaseModel):
     param_bytes: int
     optimizer_state_bytes: int
     saved_activation_bytes: float  # per step
+    # Weights read but not trained (LoRA's frozen base): no gradient, no optimizer state.
+    frozen_bytes: int = 0
     method: str
     tf_version: str
     # "train": one training step (forward, backward, update); "forward": one inference call,

@@ -24,19 +24,23 @@ def compute(
 
     ``scale_from``: a second batch to trace too, so the profile learns how it grows with the
     batch and ``at_batch`` works (twice the time; the shipped profiles do it)."""
-    import psutil
-
-    from gpuscout.limits import check_fits_host
     from gpuscout.predict.hlo import step_cost
     from gpuscout.workloads import get_workload
 
     resolved = get_workload(workload).resolve(dims)
-    # Tracing builds the model, weights and optimizer state included, in this machine's memory
-    check_fits_host(workload, resolved, psutil.virtual_memory().available,
-                    "no profile of this size is shipped yet and tracing it here needs that "
-                    "memory: predict a smaller --workload, or trace it on a machine that holds "
-                    "it with scripts/ship_profiles.py.")  # fmt: skip
-    step_hlo = tracer(backend).step_hlo
+    backend = tracing_backend(workload, backend)
+    if backend == "jax" and workload in abstract_workloads():
+        step_hlo = tracer(backend).abstract_step_hlo
+    else:
+        import psutil
+
+        from gpuscout.limits import check_fits_host
+
+        # Tracing builds the model, weights and optimizer state included, in this memory
+        check_fits_host(workload, resolved, psutil.virtual_memory().available,
+                        "JAX traces it from shapes alone, without its weights: pip install "
+                        "'gpuscout[jax]', or predict a smaller --workload.")  # fmt: skip
+        step_hlo = tracer(backend).step_hlo
     ir = step_hlo(workload, resolved, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
     profile = profile_from_ir(workload, resolved, batch, precision, ir, cost)
@@ -60,8 +64,10 @@ def profile_from_ir(
     from gpuscout.predict.hlo import loops_note
 
     on_jax = str(ir.tf_version).startswith("jax")
+    abstract = " from shapes alone (no weight allocated)" if (
+        on_jax and workload in abstract_workloads()) else ""  # fmt: skip
     method = (
-        ("XLA HLO of the jitted JAX train step (lowered for CUDA)" if on_jax
+        (f"XLA HLO of the jitted JAX train step (lowered for CUDA){abstract}" if on_jax
          else "XLA HLO of the tf.function train step (stage=hlo), dead code removed")
         if kind == "train"
         else "XLA HLO of the model's forward pass (training=False"
@@ -80,6 +86,7 @@ def profile_from_ir(
         params=ir.params,
         param_bytes=ir.param_bytes,
         optimizer_state_bytes=ir.optimizer_state_bytes,
+        frozen_bytes=ir.frozen_bytes,
         saved_activation_bytes=cost.saved_activation_bytes,
         kernels=cost.kernels,
         method=f"{method}; {loops}" if loops else method,
@@ -97,6 +104,27 @@ def user_model_name(model_spec: str) -> str:
     path = parse_model_spec(model_spec).path
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     return f"model:{model_spec}:{digest}"
+
+
+def abstract_workloads() -> set[str]:
+    """The workloads whose step JAX traces from shapes alone (the decoder LLMs)."""
+    from gpuscout.workloads.llm import LLAMA_WORKLOADS
+
+    return {w.name for w in LLAMA_WORKLOADS}
+
+
+def tracing_backend(workload: str, backend: str) -> str:
+    """Where ``workload``'s profile is traced: a decoder LLM on JAX, from shapes, whatever
+    the run's backend, where JAX is installed (TensorFlow would build every weight: 32 GB of
+    float32 for an 8B model before the step is traced); every other workload on ``backend``."""
+    import importlib.util
+
+    if workload not in abstract_workloads():
+        return backend
+    try:
+        return "jax" if importlib.util.find_spec("jax") is not None else backend
+    except ImportError:  # an import hook that refuses JAX: as good as not installed
+        return backend
 
 
 def tracer(backend: str) -> Any:
@@ -131,8 +159,12 @@ def get_profile(
     workload: str, dims: Mapping[str, int], batch: int, precision: str,
     backend: str = "tensorflow",
 ) -> Profile:  # fmt: skip
-    """The profile from the caches, else computed (needs the backend) and cached."""
-    found = cached(workload, dims, batch, precision, backend=backend)
+    """The profile from the caches, else computed (needs the backend) and cached. A decoder
+    LLM's shipped profile was traced on JAX: it is read whether JAX is installed or not."""
+    found = None
+    if workload in abstract_workloads():
+        found = cached(workload, dims, batch, precision, backend="jax")
+    found = found or cached(workload, dims, batch, precision, backend=backend)
     if found is None:
         found = compute(workload, dims, batch, precision, backend=backend)
         store(found)

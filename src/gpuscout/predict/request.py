@@ -33,6 +33,7 @@ class PredictRequest:
     mode: Literal["train", "inference"] = "train"
     batch_size: int | None = None  # per GPU (default: the workload's; 32 for a model)
     seq_len: int | None = None
+    lora_rank: int | None = None  # LoRA adapters of this rank, the base frozen (decoder LLMs)
     counts: Sequence[tuple[int, int]] = ((1, 1),)  # (machines, GPUs per machine)
     network_gbit: float = scaling.DEFAULT_NETWORK_GBIT
     epoch_samples: int | None = None
@@ -140,6 +141,8 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
     else:
         workload = get_workload(req.workload or "")
         dims = {"seq_len": req.seq_len} if req.seq_len else {}
+        if req.lora_rank:
+            dims["lora_rank"] = req.lora_rank
         batch = req.batch_size or workload.default_batch_gpu
         resolved = workload.resolve(dims)
         check_fits_a_gpu(workload.name, resolved, batch, req.precision, "train", catalog)

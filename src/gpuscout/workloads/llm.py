@@ -153,7 +153,10 @@ def _llama(name: str) -> Workload:
         f"Alpaca, {ALPACA_EXAMPLES:,} examples, one per sequence.",
         epoch_samples=ALPACA_EXAMPLES,
         epoch_unit="sequences",
-        default_batch_gpu=4,
+        # one sequence a step per GPU: the micro-batch fine-tuning scripts fall back to on 24 GB
+        # cards (a larger batch is reached by accumulating gradients, which does not change a
+        # step's speed per sequence); set it with --batch-size
+        default_batch_gpu=1,
         default_batch_cpu=2 if tiny else 1,
         dims=dims,
         tiny=TINY_DIMS,

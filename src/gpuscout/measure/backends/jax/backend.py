@@ -38,8 +38,9 @@ MODEL_BATCH = {"GPU": 256, "CPU": 32}  # as the TensorFlow backend's for a user'
 
 
 def train_step(
-    jax: Any, built: Any, precision: str, jit: bool = True, replicas: Replicas | None = None
-) -> tuple[Any, Any]:
+    jax: Any, built: Any, precision: str, jit: bool = True, replicas: Replicas | None = None,
+    abstract: bool = False,
+) -> tuple[Any, Any]:  # fmt: skip
     """The jitted step ``(state, x, y) -> (state, loss)`` and the model's initial state
     (``jit=False``: the same step run eagerly, op by op, for the doctor's jax.jit fix;
     ``replicas``: jitted data parallel over their Mesh, see ``jax/sharding.py``).
@@ -55,7 +56,11 @@ def train_step(
 
     model, loss_fn = built.model, built.loss
     optimizer = with_loss_scaling(built.optimizer, precision)
-    optimizer.build(model.trainable_variables)
+    if abstract:  # ``abstract``: the state as shapes only, its variables never allocated
+        with keras.StatelessScope(initialize_variables=False):
+            optimizer.build(model.trainable_variables)
+    else:
+        optimizer.build(model.trainable_variables)
 
     def loss_and_state(tv: Any, ntv: Any, ov: Any, x: Any, y: Any) -> Any:
         pred, ntv = model.stateless_call(tv, ntv, x, training=True)
@@ -72,10 +77,14 @@ def train_step(
         tv, ov = optimizer.stateless_apply(ov, grads, tv)
         return (tv, ntv, ov), loss
 
-    state = (
-        [v.value for v in model.trainable_variables],
-        [v.value for v in model.non_trainable_variables],
-        [v.value for v in optimizer.variables],
+    def value(v: Any) -> Any:
+        if abstract:
+            return jax.ShapeDtypeStruct(tuple(v.shape), jax.dtypes.canonicalize_dtype(v.dtype))
+        return v.value
+
+    state = tuple(
+        [value(v) for v in group]
+        for group in (model.trainable_variables, model.non_trainable_variables, optimizer.variables)
     )
     if not jit:
         return step, state

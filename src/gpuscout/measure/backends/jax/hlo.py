@@ -51,6 +51,7 @@ def step_ir(jax: Any, built: Any, precision: str, x: Any, y: Any) -> StepIR:
         optimizer_state_bytes=sum(variable_bytes(v) for v in moments),
         tf_version=f"jax {jax.__version__}",
         model_name=FORWARD_SCOPE,
+        frozen_bytes=sum(variable_bytes(v) for v in built.model.non_trainable_variables),
     )
 
 
@@ -76,6 +77,47 @@ def step_hlo(workload: str, dims: Mapping[str, int], batch: int, precision: str)
 
         x, y = arrays(w, resolved, batch, 0)
         return step_ir(jax, BUILDERS[w.name](resolved), precision, x, y)
+
+    return _under_policy(precision, build)
+
+
+def abstract_step_hlo(workload: str, dims: Mapping[str, int], batch: int, precision: str) -> StepIR:
+    """The same step as ``step_hlo``, traced from shapes alone: no weight, optimizer moment or
+    input is ever allocated, so an 8B decoder's step lowers in seconds in half a gigabyte.
+
+    The model is built inside a ``keras.StatelessScope`` that leaves its variables
+    uninitialized (Keras defers a variable created there until it is first used), and the step
+    is traced on ``jax.ShapeDtypeStruct``s of its state and batch. For the decoder LLM workloads
+    (``keras/llama.py`` builds their model apart from the optimizer, which must be created
+    outside the scope; ``train_step(abstract=True)`` builds its moments in such a scope)."""
+    w = get_workload(workload)
+    resolved = w.resolve(dims)
+
+    def build(jax: Any) -> StepIR:
+        import keras
+
+        from gpuscout.measure.backends.jax.backend import train_step
+        from gpuscout.measure.backends.keras.llama import llama_loss_and_optimizer, llama_model
+        from gpuscout.measure.backends.keras.models import Built
+
+        with keras.StatelessScope(initialize_variables=False):
+            model = llama_model(resolved)
+        built = Built(model, *llama_loss_and_optimizer(resolved))
+        step, state = train_step(jax, built, precision, abstract=True)
+        x = jax.ShapeDtypeStruct((batch, *w.input_shape(resolved)), np.int32)
+        y = jax.ShapeDtypeStruct((batch, *w.labels_shape(resolved)), np.int32)
+        lowered = step.trace(state, x, y).lower(lowering_platforms=("cuda",))
+        trained = model.trainable_variables
+        moments = [s for s in state[2] if np.dtype(s.dtype).kind == "f"]
+        return StepIR(
+            hlo=lowered_text(lowered),
+            params=sum(int(math.prod(v.shape)) for v in trained),
+            param_bytes=sum(variable_bytes(v) for v in trained),
+            optimizer_state_bytes=sum(variable_bytes(m) for m in moments),
+            tf_version=f"jax {jax.__version__}",
+            model_name=FORWARD_SCOPE,
+            frozen_bytes=sum(variable_bytes(v) for v in model.non_trainable_variables),
+        )
 
     return _under_policy(precision, build)
 

@@ -63,7 +63,9 @@ class Rotary(keras.layers.Layer):  # type: ignore[misc]
 
 class LoRADense(keras.layers.Layer):  # type: ignore[misc]
     """x @ W + (alpha / rank) x @ A @ B with W frozen (Hu et al. 2021): A drawn as PEFT draws
-    it (Kaiming-uniform), B zeros, so training starts from the base model's output."""
+    it (Kaiming-uniform), B zeros, so training starts from the base model's output. W is held
+    in the compute dtype (bfloat16 under mixed_bfloat16), as PEFT loads a base model: it is
+    never updated, so float32 master weights would only double its memory."""
 
     def __init__(self, units: int, rank: int, alpha: float, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -72,7 +74,7 @@ class LoRADense(keras.layers.Layer):  # type: ignore[misc]
     def build(self, input_shape: Any) -> None:
         inputs = input_shape[-1]
         self.kernel = self.add_weight(
-            shape=(inputs, self.units), name="kernel", trainable=False,
+            shape=(inputs, self.units), name="kernel", trainable=False, dtype=self.compute_dtype,
             initializer=keras.initializers.RandomNormal(stddev=INIT_STDDEV),
         )  # fmt: skip
         self.lora_a = self.add_weight(
@@ -92,13 +94,14 @@ class LoRADense(keras.layers.Layer):  # type: ignore[misc]
                 "alpha": self.alpha}  # fmt: skip
 
 
-def _linear(units: int, name: str, d: Dims | None = None) -> Any:
+def _linear(units: int, name: str, d: Dims | None = None, dtype: str | None = None) -> Any:
     """A bias-free linear layer; with LoRA (``d["lora_rank"]``) one that takes adapters."""
     if d is not None and d["lora_rank"]:
         rank = d["lora_rank"]
         return LoRADense(units, rank, rank * LORA_ALPHA_PER_RANK, name=name)
     init = keras.initializers.RandomNormal(stddev=INIT_STDDEV)
-    return keras.layers.Dense(units, use_bias=False, kernel_initializer=init, name=name)
+    return keras.layers.Dense(units, use_bias=False, kernel_initializer=init, name=name,
+                              dtype=dtype)  # fmt: skip
 
 
 def _attention(x: Any, d: Dims, i: int) -> Any:
@@ -129,16 +132,18 @@ def freeze_base(model: Any) -> None:
             layer.trainable = False
 
 
-def build_llama(d: Dims) -> Built:
-    """The decoder at the sizes in ``d``; loss on every position; LoRA if ``lora_rank``."""
-    from gpuscout.measure.backends.keras.models import Built
-
+def llama_model(d: Dims) -> Any:
+    """The decoder at the sizes in ``d`` (LoRA if ``lora_rank``), without its optimizer: the
+    abstract tracer (``jax/hlo.py``) builds it where no weight may be allocated. With LoRA the
+    frozen embedding and output projection are held in the compute dtype too (see LoRADense)."""
+    frozen = keras.mixed_precision.global_policy().compute_dtype if d["lora_rank"] else None
     ids = keras.Input((d["seq_len"],), dtype="int32", name="token_ids")
     embedding = keras.layers.Embedding(
         d["vocab"],
         d["hidden"],
         embeddings_initializer=keras.initializers.RandomNormal(stddev=INIT_STDDEV),
         name="token_embedding",
+        dtype=frozen,
     )
     x = embedding(ids)
     for i in range(d["layers"]):
@@ -147,12 +152,23 @@ def build_llama(d: Dims) -> Built:
     if d["tied"]:
         logits = TiedLogits(embedding, name="lm_head")(x)
     else:
-        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(
-            _linear(d["vocab"], "lm_head")(x)
-        )
+        head = _linear(d["vocab"], "lm_head", dtype=frozen)
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(head(x))
     model = keras.Model(ids, logits, name="llama")
     if d["lora_rank"]:
         freeze_base(model)
+    return model
+
+
+def llama_loss_and_optimizer(d: Dims) -> tuple[Any, Any]:
+    """Next-token cross-entropy at every position, and AdamW (no weight decay)."""
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     rate = LORA_LR if d["lora_rank"] else FULL_LR
-    return Built(model, loss, keras.optimizers.AdamW(rate, weight_decay=0.0))
+    return loss, keras.optimizers.AdamW(rate, weight_decay=0.0)
+
+
+def build_llama(d: Dims) -> Built:
+    """The decoder, its loss and its optimizer (``models.BUILDERS``)."""
+    from gpuscout.measure.backends.keras.models import Built
+
+    return Built(llama_model(d), *llama_loss_and_optimizer(d))

@@ -75,6 +75,7 @@ def _trace(tf: Any, build: Callable[[], tuple[Any, Any, Any]], precision: str) -
             optimizer_state_bytes=sum(variable_bytes(v) for v in state),
             tf_version=tf.__version__,
             model_name=built.model.name,
+            frozen_bytes=sum(variable_bytes(v) for v in built.model.non_trainable_variables),
         )
     finally:
         keras.mixed_precision.set_global_policy(previous)
