@@ -1,12 +1,13 @@
 """Requests that cannot fit are refused up front; nothing gpuscout starts outlives it.
 
-Refusals run with TensorFlow blocked: they must come before any worker starts or any step is
-traced. The process tests are real: a launcher SIGKILLed mid-collective, a model builder that
-never returns, a reader that closes the pipe.
+Refusals must import no TensorFlow (assert_user_errors checks it): they must come before any
+worker starts or any step is traced. The process tests are real: a launcher SIGKILLed
+mid-collective, a model builder that never returns, a reader that closes the pipe.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -21,9 +22,9 @@ import pytest
 from gpuscout.errors import UserError
 from gpuscout.limits import MAX_WORKERS, WORKER_BYTES, activation_floor, check_workers
 from gpuscout.records import RunResult
-from tests.conftest import assert_user_errors, leftovers, run_cli, run_in_process
+from tests.conftest import assert_user_errors, leftovers, run_in_process
 
-MODELS = Path(__file__).parent.parent / "data" / "user_models.py"
+BARE = Path(__file__).parent.parent / "data" / "bare_builders.py"
 PROFILES = Path(__file__).parents[2] / "src" / "gpuscout" / "predict" / "data" / "profiles.json"
 CLI = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
@@ -60,10 +61,15 @@ def test_requests_that_cannot_fit_or_mean_nothing_are_refused_in_one_line(
 
 
 def test_launch_names_the_override_and_how_many_workers_fit() -> None:
-    r = run_cli("launch", "--workers", "1000", "--", "bench", "--workload", "mlp", block_tf=True)
-    assert r.code == 2 and "--force" in r.err and "at most" in r.err, r.err
-    r = run_cli("launch", "--workers", "1000", "--force", "--", "bench", block_tf=True)
-    assert r.code == 2 and f"at most {MAX_WORKERS} workers" in r.err, r.err
+    """In this process, without TensorFlow (assert_user_errors): before any worker starts."""
+    launch = ("launch", "--workers", "1000")
+    assert_user_errors(
+        [
+            ((*launch, "--", "bench", "--workload", "mlp"), "--force"),
+            ((*launch, "--", "bench", "--workload", "mlp"), "at most"),
+            ((*launch, "--force", "--", "bench"), f"at most {MAX_WORKERS} workers"),
+        ]
+    )
 
 
 def test_workers_are_held_to_memory_first_then_to_the_cores() -> None:
@@ -121,13 +127,16 @@ def test_a_model_builder_that_never_returns_is_stopped_within_the_build_limit(
     """The builder sleeps for an hour; the child is killed once building passes the limit
     (the --seconds budget, at least BUILD_MIN_S). Run in this process with the floor lowered
     to 3 s, so the test waits 3 s rather than 30: the measuring child is still a real process,
-    and the limit is the one the runner computes (--seconds 1 is below the floor)."""
+    and the limit is the one the runner computes (--seconds 1 is below the floor). The limit
+    is the runner's, the same for every backend: the child is the cheaper one (JAX where
+    installed, a builder file importing no framework: tests/data/bare_builders.py)."""
     from gpuscout.measure import runner
 
+    backend = "jax" if importlib.util.find_spec("jax") is not None else "tensorflow"
     monkeypatch.setattr(runner, "BUILD_MIN_S", 3.0)
     t0 = time.monotonic()
     r = run_in_process(
-        "bench", "--model", f"{MODELS}:hangs", "--seconds", "1", "--json",
+        "bench", "--backend", backend, "--model", f"{BARE}:hangs", "--seconds", "1", "--json",
         "--db", str(tmp_path / "runs.sqlite"), stderr_file=True)  # fmt: skip
     took = time.monotonic() - t0
     assert r.code == 1, r.err

@@ -1,7 +1,16 @@
-"""The command line, end to end in fresh interpreters: success, the JSON contract, bad input."""
+"""The command line, end to end: success, the JSON contract, bad input.
+
+A command that measures runs in this process (``run_in_process``) unless what is tested is
+the command's own process (its stdout as a file descriptor, its signals): the measuring child
+that imports TensorFlow is a real process either way, and a fresh interpreter for the command
+itself cost a second more each. Refusals run in this process too, with the check that they
+import no TensorFlow (``assert_user_errors``); ``--help`` and ``runs list`` are checked with it
+blocked in a fresh interpreter.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -9,10 +18,17 @@ from pathlib import Path
 import pytest
 
 from gpuscout.store import Store
-from tests.conftest import run_cli, run_in_process
+from tests.conftest import CliResult, assert_user_errors, run_cli, run_in_process
 
 DATA = Path(__file__).parent.parent / "data"
 FAST = ("--steps", "5", "--warmup-steps", "1", "-b", "8")
+# A builder that never gets to build runs on the cheaper measuring child (bare_builders.py).
+CHEAPEST = "jax" if importlib.util.find_spec("jax") is not None else "tensorflow"
+
+
+def _measure(*args: str) -> CliResult:
+    """``gpuscout ARGS`` in this process, its measuring child a real one."""
+    return run_in_process(*args, stderr_file=True)
 
 
 def test_help_does_not_import_tensorflow() -> None:
@@ -30,8 +46,10 @@ def test_runs_list_does_not_import_tensorflow() -> None:
 
 def test_bench_json_contract_and_runs_list() -> None:
     """The run's JSON, then the stored run read back (in this process: ``runs`` without
-    TensorFlow is checked blocked by the tests below)."""
-    r = run_cli("bench", "--workload", "mlp", "--seconds", "3", "--json")
+    TensorFlow is checked blocked by the tests above). That nothing but the JSON reaches the
+    command's stdout file descriptor, whatever the child prints, is
+    test_user_model_output_does_not_corrupt_json's (a fresh interpreter)."""
+    r = _measure("bench", "--workload", "mlp", "--seconds", "3", "--json")
     assert r.code == 0, r.err
     out = json.loads(r.out)  # stdout is one JSON object and nothing else
     assert isinstance(out, dict)
@@ -91,15 +109,16 @@ def test_bench_json_contract_and_runs_list() -> None:
     assert ("samples/J), from" in flat) if energy["source"] else ("energy │ not reported (" in flat)
 
 
-def test_bench_prints_the_summary_table() -> None:
-    r = run_cli("bench", "--workload", "cnn-small", *FAST)
+def test_bench_prints_the_summary_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # as run_cli sets it: the table is not wrapped
+    r = _measure("bench", "--workload", "cnn-small", *FAST)
     assert r.code == 0, r.err
     assert "samples/s (median)" in r.out and "assumptions" in r.out
     assert "stopped: steps" in r.out
 
 
 def test_quiet() -> None:
-    r = run_cli("bench", "--workload", "mlp", "-q", *FAST)
+    r = _measure("bench", "--workload", "mlp", "-q", *FAST)
     assert r.code == 0, r.err
     assert r.out.startswith("run 1: ok, ")
     assert r.err.startswith("gpuscout: new results database at ")  # the one line: where
@@ -114,45 +133,40 @@ def _one_line_error(r) -> str:  # type: ignore[no-untyped-def]
     return lines[0]
 
 
-def test_unknown_workload() -> None:
-    line = _one_line_error(run_cli("bench", "--workload", "resnet", block_tf=True))
-    assert "unknown workload 'resnet'" in line and "Did you mean 'resnet50'?" in line
-    assert "mlp, cnn-small, resnet50, bert-base" in line
+def test_bench_refuses_bad_input_before_measuring() -> None:
+    """Each in one line, exit 2, with no TensorFlow imported (assert_user_errors)."""
+    assert_user_errors(
+        [
+            (("bench", "--workload", "resnet"), "unknown workload 'resnet'"),
+            (("bench", "--workload", "resnet"), "Did you mean 'resnet50'?"),
+            (("bench", "--workload", "resnet"), "mlp, cnn-small, resnet50, bert-base"),
+            (("bench", "--model", "nowhere/model.py:build"), "'nowhere/model.py' does not exist"),
+            *((("bench", "--batch-size", v), "--batch-size") for v in ("0", "-3", "ten")),
+            *(
+                (("bench", "--batch-size", v), says)
+                for v, says in (("0", "got 0"), ("-3", "got -3"), ("ten", "'ten'"))
+            ),
+            (("bench", "--data", f"{DATA}/user_models.py:dataset"), "--data needs --model"),
+            (("bench", "-w", "mlp", "--seq-len", "64"), "workload 'mlp' has no setting 'seq_len'"),
+        ]
+    )
 
 
-def test_missing_model_file() -> None:
-    line = _one_line_error(run_cli("bench", "--model", "nowhere/model.py:build", block_tf=True))
-    assert "'nowhere/model.py' does not exist" in line
-
-
-def test_model_not_returning_a_model() -> None:
-    line = _one_line_error(run_cli("bench", "--model", f"{DATA}/user_models.py:not_a_model"))
-    assert "returned dict, not a keras.Model" in line
-
-
-@pytest.mark.parametrize("value", ["0", "-3", "ten"])
-def test_bad_batch_size(value: str) -> None:
-    line = _one_line_error(run_cli("bench", "--batch-size", value, block_tf=True))
-    assert "--batch-size" in line and value in line
+# A builder that returns no model (``returned dict, not a keras.Model``): the message is
+# tests/measure/test_backend.py::test_model_function_returning_something_else's, and a
+# builder's refusal raised in the measuring child reaching the command as one line with exit
+# 2 is tests/adversarial/test_child_rows.py's (the forks_then_fails row).
 
 
 def test_unknown_device() -> None:
-    line = _one_line_error(run_cli("bench", "--device", "GPU:3", *FAST))
+    line = _one_line_error(_measure("bench", "--device", "GPU:3", *FAST))
     assert "unknown device 'GPU:3'" in line and "CPU:0" in line
-
-
-def test_emulated_precision_runs_with_a_warning() -> None:
-    r = run_cli("bench", "--workload", "mlp", "--precision", "mixed_float16", "--json", *FAST)
-    assert r.code == 0, r.err
-    out = r.json()
-    assert out["status"] == "ok" and out["precision"] == "mixed_float16"
-    assert any("emulated" in w for w in out["warnings"])
 
 
 def test_oom_is_stored_with_advice(tmp_path: Path) -> None:
     db = tmp_path / "oom.sqlite"
     model = f"{DATA}/user_models.py:runs_out_of_memory"
-    r = run_cli("bench", "--model", model, "-b", "64", "--db", str(db), "--json")
+    r = _measure("bench", "--model", model, "-b", "64", "--db", str(db), "--json")
     assert r.code == 1
     out = r.json()
     assert out["status"] == "oom" and "Try --batch-size 32" in out["message"]
@@ -162,46 +176,51 @@ def test_oom_is_stored_with_advice(tmp_path: Path) -> None:
 
 
 def test_bad_db_path(tmp_path: Path) -> None:
-    line = _one_line_error(run_cli("runs", "list", "--db", str(tmp_path), block_tf=True))
-    assert "is a directory" in line
+    assert_user_errors([(("runs", "list", "--db", str(tmp_path)), "is a directory")])
 
 
 def test_bad_db_file_is_not_touched(tmp_path: Path) -> None:
     path = tmp_path / "x.sqlite"
     path.write_bytes(b"not sqlite" * 200)
-    line = _one_line_error(run_cli("runs", "list", "--db", str(path), block_tf=True))
-    assert "cannot open the database" in line
+    assert_user_errors([(("runs", "list", "--db", str(path)), "cannot open the database")])
     assert path.read_bytes() == b"not sqlite" * 200
 
 
 def test_runs_show_unknown_id(tmp_path: Path) -> None:
-    line = _one_line_error(run_cli("runs", "show", "42", block_tf=True))
-    assert "no results database at" in line  # nothing stored yet, and nothing created
+    # nothing stored yet, and nothing created
+    assert_user_errors([(("runs", "show", "42"), "no results database at")])
     Store(tmp_path / "runs.sqlite").close()
-    line = _one_line_error(run_cli("runs", "show", "42", block_tf=True))
-    assert "no run with id 42" in line
+    assert_user_errors([(("runs", "show", "42"), "no run with id 42")])
 
 
 def test_version() -> None:
-    r = run_cli("--version", block_tf=True)
+    r = run_in_process("--version")
     assert r.code == 0 and r.out.startswith("gpuscout ")
 
 
 def test_a_crashed_measurement_is_stored(tmp_path: Path) -> None:
+    """The measuring child is SIGKILLed while building: the run is stored as an error. On
+    the cheaper child (JAX, where installed): what is tested is the runner's, not a backend's."""
     db = tmp_path / "crash.sqlite"
-    model = f"{DATA}/user_models.py:crashes_the_process"
-    r = run_cli("bench", "--model", model, "--db", str(db), "--json")
-    assert r.code == 1
+    model = f"{DATA}/bare_builders.py:crashes_the_process"
+    r = _measure("bench", "--backend", CHEAPEST, "--model", model, "--db", str(db), "--json")
+    assert r.code == 1, r.err
     out = r.json()
     assert out["status"] == "error" and "killed by SIGKILL" in out["message"]
     assert sqlite3.connect(db).execute("select status from runs").fetchone() == ("error",)
 
 
 def test_user_model_output_does_not_corrupt_json() -> None:
+    """In a fresh interpreter, as the only test here: the child's stdout is the command's
+    stderr, so what the user's model prints cannot corrupt the JSON on the command's stdout
+    file descriptor (in this process, a leak would bypass the captured ``sys.stdout``).
+    The same run checks that an emulated precision runs, with a warning saying so."""
     model = f"{DATA}/user_models.py:prints_to_stdout"
-    r = run_cli("bench", "--model", model, "--json", *FAST)
+    r = run_cli("bench", "--model", model, "--precision", "mixed_float16", "--json", *FAST)
     assert r.code == 0, r.err
-    assert r.json()["status"] == "ok"
+    out = r.json()
+    assert out["status"] == "ok" and out["precision"] == "mixed_float16"
+    assert any("emulated" in w for w in out["warnings"]), out["warnings"]
     assert "hello from the user's model" in r.err
 
 
@@ -243,15 +262,3 @@ def test_terminated_run_is_stored_and_leaves_no_process(tmp_path: Path) -> None:
     except ProcessLookupError:
         alive = False
     assert not alive, "the measuring child outlived its parent"
-
-
-def test_data_without_model() -> None:
-    line = _one_line_error(
-        run_cli("bench", "--data", f"{DATA}/user_models.py:dataset", block_tf=True)
-    )
-    assert "--data needs --model" in line
-
-
-def test_seq_len_on_a_workload_without_it() -> None:
-    line = _one_line_error(run_cli("bench", "-w", "mlp", "--seq-len", "64", block_tf=True))
-    assert "workload 'mlp' has no setting 'seq_len'" in line

@@ -1,4 +1,9 @@
-"""``gpuscout doctor`` and ``gpuscout soak`` end to end, as a user runs them (real TensorFlow)."""
+"""``gpuscout doctor`` and ``gpuscout soak`` end to end, as a user runs them (real TensorFlow).
+
+The commands run in this process (``run_in_process``, stderr a real file): what they start,
+the measuring child, is the real process a user's command starts; a fresh interpreter for the
+parent would only add its start-up. Ctrl-C stays a real process: the signal is what it tests.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +16,19 @@ import subprocess
 import sys
 import time
 
+import pytest
 from rich.console import Console
 
 from gpuscout.diagnose.records import DoctorReport
 from gpuscout.report.doctor_view import print_doctor
-from tests.conftest import assert_user_errors, leftovers, run_cli, run_in_process
+from tests.conftest import assert_user_errors, leftovers, run_in_process
 
 
 def test_doctor_calls_the_demo_input_bound_and_measures_each_fix() -> None:
     # 8 steps: 4 blocks of 2 for each mean's interval (a slow step widens it, see test_diagnose);
     # batch 64, and one larger (the default 128 and its search up to 1024 took 20 s more)
-    r = run_cli("doctor", "--workload", "input-bound-demo", "--steps", "8", "--batch-size", "64",
-                "--max-batch", "128", "--json", timeout=600)  # fmt: skip
+    r = run_in_process("doctor", "--workload", "input-bound-demo", "--steps", "8", "--batch-size",
+                       "64", "--max-batch", "128", "--json", stderr_file=True)  # fmt: skip
     assert r.code == 0, r.err
     data = r.json()
     assert data["verdict"].startswith("input-bound")
@@ -70,10 +76,19 @@ def test_doctor_and_soak_reject_bad_input_in_one_line() -> None:
     )
 
 
-def test_soak_ends_with_a_verdict_and_stores_the_run() -> None:
+def _one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A soak trains for a set time, so its CPU time is that time x TensorFlow's busy threads:
+    one thread each (TensorFlow reads these in the measuring child) keeps what is tested, the
+    verdict from the windows, at a fraction of the CPU beside the other test process."""
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "1")
+    monkeypatch.setenv("TF_NUM_INTEROP_THREADS", "1")
+
+
+def test_soak_ends_with_a_verdict_and_stores_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """15 seconds: 5-second windows, too few to measure the machine's noise (4 are needed),
     so no drift can be ruled out or shown: INCONCLUSIVE, exit code 4, never a pass."""
-    r = run_cli("soak", "--minutes", "0.25", "--workload", "mlp", "--json", timeout=300)
+    _one_thread(monkeypatch)
+    r = run_in_process("soak", "--minutes", "0.25", "--workload", "mlp", "--json", stderr_file=True)
     data = r.json()
     assert data["verdict"] == "inconclusive" and r.code == 4, (r.code, data["reasons"])
     assert data["noise"] is None and "too short to measure" in data["reasons"][0]
@@ -88,7 +103,10 @@ def test_soak_ends_with_a_verdict_and_stores_the_run() -> None:
     assert table.code == 0 and "CPU (monitor)" in table.out, table.err
 
 
-def test_soak_stops_cleanly_on_ctrl_c_and_keeps_what_was_measured() -> None:
+def test_soak_stops_cleanly_on_ctrl_c_and_keeps_what_was_measured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _one_thread(monkeypatch)
     code = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "soak", "--minutes", "10", "-w", "mlp", "--json"],
@@ -118,7 +136,7 @@ def test_soak_stops_cleanly_on_ctrl_c_and_keeps_what_was_measured() -> None:
 
 def test_doctor_on_your_model_passes_the_fixes_to_a_data_function_that_takes_them() -> None:
     models = "tests/data/user_models.py"
-    r = run_cli(
+    r = run_in_process(
         "doctor",
         "--model",
         f"{models}:uncompiled_classifier",
@@ -131,7 +149,7 @@ def test_doctor_on_your_model_passes_the_fixes_to_a_data_function_that_takes_the
         "--max-batch",  # one size past the data's 64 samples: the bisection is test_diagnose's
         "72",
         "--json",
-        timeout=600,
+        stderr_file=True,
     )
     assert r.code == 0, r.err
     data = r.json()

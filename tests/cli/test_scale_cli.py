@@ -2,7 +2,10 @@
 
 Real TensorFlow in real processes: MirroredStrategy over logical CPU devices, and
 MultiWorkerMirroredStrategy over workers on loopback ports. Every failure must end within the
-test's timeout (run_cli raises past it) and leave no gpuscout process behind.
+test's timeout (run_cli raises past it: those run in a fresh interpreter) and leave no gpuscout
+process behind. A run expected to succeed runs in this process (``run_in_process``: a fresh
+interpreter for the command itself cost a second more); what it starts (the measuring
+children, the launched workers) are real processes.
 """
 
 from __future__ import annotations
@@ -23,15 +26,20 @@ from rich.console import Console
 from gpuscout.records import RunResult
 from gpuscout.report.scaling_table import print_sweep
 from gpuscout.store import Store
-from tests.conftest import assert_user_errors, leftovers, run_cli
+from tests.conftest import CliResult, assert_user_errors, leftovers, run_cli, run_in_process
 
 MODELS = Path(__file__).parent.parent / "data" / "user_models.py"
 QUICK = ("--steps", "12", "--warmup-steps", "2", "--batch-size", "16")
 
 
+def _run(*args: str) -> CliResult:
+    """``gpuscout ARGS`` in this process; its measuring children and workers are real."""
+    return run_in_process(*args, stderr_file=True)
+
+
 def test_scaling_over_logical_devices_accounts_for_the_global_batch(tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
-    r = run_cli(
+    r = _run(
         "bench", "--workload", "mlp", "--devices", "2", "--scaling", "1,2", *QUICK,
         "--db", str(db), "--json", "--note", "sweep",
     )  # fmt: skip
@@ -68,7 +76,7 @@ def test_scaling_over_logical_devices_accounts_for_the_global_batch(tmp_path: Pa
 
 def test_launch_runs_two_workers_and_stores_one_combined_run(tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
-    r = run_cli(
+    r = _run(
         "launch", "--workers", "2", "--db", str(db), "--json", "--note", "loopback <b>test</b>",
         "--", "bench", "--workload", "mlp", *QUICK,
     )  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_in_process
 from tests.measure.jax_cache import jax_compile_once, jax_compiled  # noqa: F401  (fixtures)
 
 pytest.importorskip("jax", reason="the JAX backend's tests need pip install 'gpuscout[jax]'")
@@ -199,7 +199,9 @@ def test_every_workload_trains_on_jax_and_counts_what_tensorflow_counts() -> Non
 def test_a_jax_run_is_measured_stored_and_says_its_backend(tmp_path: Path) -> None:
     db = str(tmp_path / "runs.sqlite")
     args = ("--workload", "mlp", "--precision", "mixed_bfloat16", "--steps", "12", "--loop", "fit")
-    r = run_cli("bench", "--backend", "jax", *args, "--warmup-steps", "3", "--db", db, "--json")
+    # in this process (stderr a real file): the measuring child is the JAX process tested
+    r = run_in_process("bench", "--backend", "jax", *args, "--warmup-steps", "3", "--db", db,
+                       "--json", stderr_file=True)  # fmt: skip
     assert r.code == 0, r.err
     run = r.json()
     assert run["status"] == "ok" and run["backend"] == "jax" and run["config"]["backend"] == "jax"
@@ -210,7 +212,7 @@ def test_a_jax_run_is_measured_stored_and_says_its_backend(tmp_path: Path) -> No
     assert run["loop"] == "fit" and any("model.fit" in a for a in run["assumptions"])
     assert run["samples_per_second"]["median"] > 0 and run["mfu"] > 0
     assert "tensorflow" not in run["env"]  # the JAX child never started TensorFlow
-    shown = run_cli("runs", "show", str(run["id"]), "--db", db, "--json")
+    shown = run_in_process("runs", "show", str(run["id"]), "--db", db, "--json")
     assert shown.code == 0 and shown.json()["backend"] == "jax"
 
 
@@ -236,8 +238,8 @@ def test_a_jax_scaling_sweep_splits_the_global_batch_over_a_mesh_of_host_devices
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism=1")
     db = str(tmp_path / "runs.sqlite")
     few = ("--steps", "8", "--warmup-steps", "2", "--batch-size", "16", "--db", db, "--json")
-    r = run_cli("bench", "--backend", "jax", "--workload", "mlp", "--devices", "2", "--scaling",
-                "1,2", *few)  # fmt: skip
+    r = run_in_process("bench", "--backend", "jax", "--workload", "mlp", "--devices", "2",
+                       "--scaling", "1,2", *few, stderr_file=True)  # fmt: skip
     assert r.code == 0, r.err
     one, two = r.json()
     assert [one["device"], two["device"]] == ["CPU:0", "CPU:0,CPU:1"]
@@ -308,7 +310,10 @@ def test_runs_that_differ_only_in_backend_are_ranked_with_a_ratio() -> None:
 
 
 def test_float16_on_a_cpu_is_refused_with_what_works() -> None:
-    r = run_cli("bench", "--backend", "jax", "--precision", "mixed_float16", "--steps", "3")
+    # refused by the JAX measuring child (it reads the device): that child is real, the
+    # command around it runs in this process
+    r = run_in_process("bench", "--backend", "jax", "--precision", "mixed_float16", "--steps",
+                       "3", stderr_file=True)  # fmt: skip
     assert r.code == 2, r.err
     assert "mixed_float16 on JAX needs a GPU" in r.err and "mixed_bfloat16" in r.err
     assert "Traceback" not in r.err
@@ -321,38 +326,6 @@ def test_scout_on_jax_without_jax_says_so_before_measuring(tmp_path: Path) -> No
     assert not (tmp_path / "r.html").exists()
 
 
-_FIT = """
-import json, sys
-import numpy as np
-import keras
-from gpuscout.keras import ScoutCallback
-model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
-                          keras.layers.Dense(2)])
-model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-x = np.random.default_rng(0).random((640, 8), dtype=np.float32)
-y = (x[:, 0] > 0.5).astype("int32")
-printed = []
-cb = ScoutCallback(batch_size=32, db=sys.argv[1], predict_on=("h100-sxm",),
-                   print_fn=printed.append)
-model.fit(x, y, batch_size=32, epochs=2, verbose=0, callbacks=[cb])
-print(json.dumps({**cb.result.to_json_dict(), "printed": printed[0],
-                  "predicted": len(cb.predictions)}))
-"""
-
-
-def test_scout_callback_records_the_backend_keras_runs_on(tmp_path: Path) -> None:
-    """A user's model.fit on Keras-on-JAX, timed by ScoutCallback: the stored run says jax,
-    with JAX's device; other GPUs are predicted from the step traced on JAX; and TensorFlow is
-    never imported for it."""
-    db = str(tmp_path / "runs.sqlite")
-    run = _on_jax(_FIT.replace("import json, sys", "import json, sys\n" + _NO_TF), db)
-    assert run["status"] == "ok" and run["backend"] == "jax" and run["config"]["backend"] == "jax"
-    assert run["device"] == "CPU:0" and run["env"]["keras_backend"] == "jax"
-    assert run["predicted"] == 1 and "H100" in run["printed"], run["printed"]
-    listed = run_cli("runs", "list", "--db", db, "--json")
-    assert listed.code == 0 and listed.json()[0]["backend"] == "jax"
-
-
 # Any import of TensorFlow in the process fails (JAX runs need none of it).
 _NO_TF = """
 class _NoTF:
@@ -362,26 +335,26 @@ class _NoTF:
 sys.meta_path.insert(0, _NoTF())
 """
 
-
-def test_a_jax_gpus_compute_capability_is_read_for_the_doctors_precisions() -> None:
-    """jaxlib's CUDA devices say "9.0"; doctor offers float16/bfloat16 by it (no GPU here, so
-    the attribute is planted on a stand-in)."""
-    from types import SimpleNamespace
-
-    from gpuscout.measure.backends.jax.runtime import _compute_capability
-
-    assert _compute_capability(SimpleNamespace(compute_capability="9.0")) == (9, 0)
-    assert _compute_capability(SimpleNamespace(compute_capability="12.1")) == (12, 1)
-    assert _compute_capability(SimpleNamespace()) is None  # a device that does not say
-    assert _compute_capability(SimpleNamespace(compute_capability="gfx90a")) is None
-
-
-_FIT_STEPS = """
-import json, sys
+# Two users' model.fit in one Keras-on-JAX process (JAX and Keras start once): one timed and
+# stored by ScoutCallback, then one per steps_per_execution (4 and 1), timed and counted.
+_CALLBACKS = (
+    "import json, sys\n"
+    + _NO_TF
+    + """
 import numpy as np
 import keras
 from gpuscout.keras import ScoutCallback
 from gpuscout.measure.backends.keras.callback import FitTimer
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                          keras.layers.Dense(2)])
+model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+x = np.random.default_rng(0).random((640, 8), dtype=np.float32)
+y = (x[:, 0] > 0.5).astype("int32")
+printed = []
+cb = ScoutCallback(batch_size=32, db=sys.argv[1], predict_on=("h100-sxm",),
+                   print_fn=printed.append)
+model.fit(x, y, batch_size=32, epochs=2, verbose=0, callbacks=[cb])
+fit = {**cb.result.to_json_dict(), "printed": printed[0], "predicted": len(cb.predictions)}
 x = np.random.default_rng(0).random((320, 8), dtype=np.float32)  # 10 batches of 32
 y = (x[:, 0] > 0.5).astype("int32")
 out = {}
@@ -402,22 +375,52 @@ for k in (4, 1):
               "stored_times": len(r.step_times_s), "measured_time": sum(measured),
               "mean_sps": r.mean_samples_per_second, "sps": r.samples_per_second.median,
               "median": r.step_time_s.median, "assumptions": r.assumptions}
-print(json.dumps(out))
+print(json.dumps({"fit": fit, "per_execution": out}))
 """
+)
 
 
-def test_scout_callback_on_jax_counts_steps_per_execution() -> None:
-    """On JAX too Keras calls back once per execution of steps_per_execution=4 steps, and
-    gives the last of an epoch of 10 batches (2 steps) the index of a 4th: every batch is
-    counted, as many as with steps_per_execution=1 (counts only, never a speed)."""
-    out = _on_jax(_FIT_STEPS)
-    four, one = out["4"], out["1"]
+def test_scout_callback_on_jax_records_its_backend_and_counts_steps_per_execution(
+    tmp_path: Path,
+) -> None:
+    """One Keras-on-JAX process, TensorFlow blocked from import in it, checks two facets of
+    ScoutCallback in a user's model.fit (they were two tests, two JAX start-ups):
+
+    - the run it stores says jax, with JAX's device; other GPUs are predicted from the step
+      traced on JAX; and TensorFlow is never imported for it;
+    - on JAX too Keras calls back once per execution of steps_per_execution=4 steps, and
+      gives the last of an epoch of 10 batches (2 steps) the index of a 4th: every batch is
+      counted, as many as with steps_per_execution=1 (counts only, never a speed).
+    """
+    db = str(tmp_path / "runs.sqlite")
+    both = _on_jax(_CALLBACKS, db)
+    run = both["fit"]
+    assert run["status"] == "ok" and run["backend"] == "jax" and run["config"]["backend"] == "jax"
+    assert run["device"] == "CPU:0" and run["env"]["keras_backend"] == "jax"
+    assert run["predicted"] == 1 and "H100" in run["printed"], run["printed"]
+    listed = run_in_process("runs", "list", "--db", db, "--json")
+    assert listed.code == 0 and listed.json()[0]["backend"] == "jax"
+    four, one = both["per_execution"]["4"], both["per_execution"]["1"]
     assert four["times"] == one["times"] == 30 == four["ran"] == one["ran"]  # 3 epochs of 10
     assert four["steps"] == [4, 4, 2] * 3 and four["callbacks"] == 9
     assert one["steps"] == [1] * 30
-    for run in (four, one):
-        assert run["status"] == "ok"
-        assert run["measured"] + run["warmup"] == 30 == run["stored_times"]
-        assert run["mean_sps"] == pytest.approx(32 * run["measured"] / run["measured_time"])
-        assert run["sps"] == pytest.approx(32 / run["median"])
+    for counted in (four, one):
+        assert counted["status"] == "ok"
+        assert counted["measured"] + counted["warmup"] == 30 == counted["stored_times"]
+        mean = 32 * counted["measured"] / counted["measured_time"]
+        assert counted["mean_sps"] == pytest.approx(mean)
+        assert counted["sps"] == pytest.approx(32 / counted["median"])
     assert any("steps_per_execution = 4 was counted" in a for a in four["assumptions"])
+
+
+def test_a_jax_gpus_compute_capability_is_read_for_the_doctors_precisions() -> None:
+    """jaxlib's CUDA devices say "9.0"; doctor offers float16/bfloat16 by it (no GPU here, so
+    the attribute is planted on a stand-in)."""
+    from types import SimpleNamespace
+
+    from gpuscout.measure.backends.jax.runtime import _compute_capability
+
+    assert _compute_capability(SimpleNamespace(compute_capability="9.0")) == (9, 0)
+    assert _compute_capability(SimpleNamespace(compute_capability="12.1")) == (12, 1)
+    assert _compute_capability(SimpleNamespace()) is None  # a device that does not say
+    assert _compute_capability(SimpleNamespace(compute_capability="gfx90a")) is None

@@ -1,5 +1,7 @@
 """The JAX backend's doctor and soak on CPU, and a user's model fed by its own --data: each
-a JAX process measuring several trials (issue 19; split from test_jax_backend.py)."""
+a JAX process measuring several trials (issue 19; split from test_jax_backend.py). The
+commands run in this process (stderr a real file): their measuring children are the JAX
+processes tested, and a fresh interpreter for each parent would only add its start-up."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, run_in_process
+from tests.conftest import run_in_process
 from tests.measure.jax_cache import jax_compile_once, jax_compiled  # noqa: F401  (fixtures)
 
 pytest.importorskip("jax", reason="the JAX backend's tests need pip install 'gpuscout[jax]'")
@@ -22,15 +24,16 @@ def test_your_own_model_and_a_soak_run_on_jax(tmp_path: Path) -> None:
     soak, each stored as a JAX run."""
     db = str(tmp_path / "runs.sqlite")
     few = ("--steps", "12", "--warmup-steps", "3", "--db", db, "--json")
-    own = run_cli("bench", "--backend", "jax", "--model", f"{NUMPY_DATA}:classifier", "--data",
-                  f"{NUMPY_DATA}:batches", *few)  # fmt: skip
+    own = run_in_process("bench", "--backend", "jax", "--model", f"{NUMPY_DATA}:classifier",
+                         "--data", f"{NUMPY_DATA}:batches", *few, stderr_file=True)  # fmt: skip
     assert own.code == 0, own.err
     run = own.json()
     assert run["status"] == "ok" and run["backend"] == "jax" and run["tflops"] > 0
     assert run["batch_size"] == 16  # read from the data
     said = " ".join(run["assumptions"])
     assert "HLO of the jitted training step" in said and "input pipeline is part of" in said
-    soaked = run_cli("soak", "--backend", "jax", "--minutes", "0.02", "--db", db, "--json")
+    soaked = run_in_process("soak", "--backend", "jax", "--minutes", "0.02", "--db", db, "--json",
+                            stderr_file=True)  # fmt: skip
     assert soaked.code in (0, 3), soaked.err  # 1.2 s: too short for windows, so incomplete
     assert soaked.json()["steps"] > 0 and "loss finite" in " ".join(soaked.json()["evidence"])
     listed = run_in_process("runs", "list", "--db", db, "--json").json()
@@ -43,8 +46,9 @@ def test_doctor_on_jax_calls_the_demo_input_bound_and_measures_jax_fixes() -> No
     caching it is the fix (said by the measured interval, not a speed picked here); the fixes
     are JAX's (XLA is always on, the compiled step is jax.jit), each with JAX code."""
     # batch 64, and one larger (the default 128 and its search up to 1024 took 30 s more)
-    r = run_cli("doctor", "--backend", "jax", "--workload", "input-bound-demo", "--steps", "8",
-                "--batch-size", "64", "--max-batch", "128", "--json", timeout=600)  # fmt: skip
+    r = run_in_process("doctor", "--backend", "jax", "--workload", "input-bound-demo", "--steps",
+                       "8", "--batch-size", "64", "--max-batch", "128", "--json",
+                       stderr_file=True)  # fmt: skip
     assert r.code == 0, r.err
     data = r.json()
     assert data["verdict"].startswith("input-bound")
@@ -73,9 +77,10 @@ def test_doctor_on_jax_reads_your_pydataset_and_applies_the_fixes_from_outside()
     and caches them itself, and says how in the fix's note; its 64 samples bound the batch
     search (up to 72: the bisection below 128 is tests/measure/test_diagnose's); no TensorFlow
     in the files."""
-    r = run_cli("doctor", "--backend", "jax", "--model", f"{NUMPY_DATA}:classifier", "--data",
-                f"{NUMPY_DATA}:sequence", "--steps", "4", "--skip", "mixed precision,jax.jit",
-                "--max-batch", "72", "--json", timeout=600)  # fmt: skip
+    r = run_in_process("doctor", "--backend", "jax", "--model", f"{NUMPY_DATA}:classifier",
+                       "--data", f"{NUMPY_DATA}:sequence", "--steps", "4", "--skip",
+                       "mixed precision,jax.jit", "--max-batch", "72", "--json",
+                       stderr_file=True)  # fmt: skip
     assert r.code == 0, r.err
     data = r.json()
     assert data["batch_size"] == 16  # read from the data

@@ -1,9 +1,10 @@
 """A store that refuses writes, a typo'd --db, ``runs delete``, and a store of many runs.
 
-Read-only files and folders are real (chmod) and the commands run as a user would, in a fresh
-process. Root ignores file modes, so under root the command runs without the capabilities that
-let it (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER): it is then held to the modes as
-any user is.
+Read-only files and folders are real (chmod), and the commands that must meet them run in a
+fresh process held to file modes. Root ignores file modes, so under root that process runs
+without the capabilities that let it (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER): it is
+then held to the modes as any user is. One such process runs a test's commands one after
+another (each an interpreter start saved); commands that need no held process run in this one.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from gpuscout.errors import UserError
 from gpuscout.store import Store, engines
 from gpuscout.store import db as db_module
 from gpuscout.store.exchange import export_json, read_runs
-from tests.conftest import BLOCK_TF, CliResult, run_cli
+from tests.conftest import BLOCK_TF, CliResult, assert_user_errors, run_in_process
 from tests.store.test_store import _result
 
 PR_CAPBSET_DROP = 24
@@ -53,24 +54,44 @@ def _held_to_modes() -> Callable[[], None] | None:
     return _drop_file_mode_override
 
 
-def cli_held_to_modes(*args: str, cwd: Path | None = None) -> CliResult:
-    """``gpuscout ARGS`` as an ordinary user would run it (TensorFlow blocked: a refusal
-    before measuring never needs it, and a measurement would fail without it)."""
+# Runs each argv of a JSON list through gpuscout.cli.main, as run_in_process does, and prints
+# [exit code, stdout, stderr] of each as JSON. An exception main lets out ends the process with
+# its traceback, as it would end the command.
+_EACH = """
+import contextlib, io, json, sys
+from gpuscout.cli import main
+said = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    said.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(said))
+"""
+
+
+def cli_held_to_modes(*commands: tuple[str, ...]) -> list[CliResult]:
+    """Each ``gpuscout ARGS`` of ``commands`` as an ordinary user would run it, one after
+    another in one fresh process held to file modes (TensorFlow blocked: a refusal before
+    measuring never needs it, and a measurement would fail without it)."""
     blocker = Path(tempfile.mkdtemp(prefix="block-tf-"))
     (blocker / "sitecustomize.py").write_text(BLOCK_TF)
     env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(blocker)}
-    code = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     proc = subprocess.run(
-        [sys.executable, "-c", code, *args],
+        [sys.executable, "-c", _EACH, json.dumps(commands)],
         capture_output=True,
         text=True,
         timeout=300,
         env=env,
-        cwd=cwd,
+        stdin=subprocess.DEVNULL,
         preexec_fn=_held_to_modes(),
         check=False,
     )
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+    assert proc.returncode == 0, proc.stderr
+    return [CliResult(code, out, err) for code, out, err in json.loads(proc.stdout)]
 
 
 @pytest.fixture
@@ -103,29 +124,37 @@ def test_a_read_only_store_is_refused_before_measuring(
     bench = ("bench", "--workload", "mlp", "--seconds", "600", "--quiet")
     ro_file, folder = read_only["file"], read_only["folder"]
     before = ro_file.read_bytes()
-    err = _one_line(cli_held_to_modes(*bench, "--db", str(ro_file)))
-    assert f"the database '{ro_file}' is read-only. To fix: make it writable" in err
-    err = _one_line(cli_held_to_modes(*bench, "--db", str(folder / "new.sqlite")))
-    assert f"cannot create the database '{folder / 'new.sqlite'}': its folder is not" in err
-    assert not (folder / "new.sqlite").exists()
-    err = _one_line(cli_held_to_modes(*bench, "--db", str(read_only["in_folder"])))
-    assert "is in a read-only folder, where SQLite cannot write its -wal and -shm" in err
     export = tmp_path / "one.json"
     export.write_text(export_json([_result(3)]))
-    err = _one_line(cli_held_to_modes("runs", "import", str(export), "--db", str(ro_file)))
-    assert "is read-only" in err
-    err = _one_line(cli_held_to_modes("runs", "delete", "1", "--yes", "--db", str(ro_file)))
-    assert "is read-only" in err
+    said = [
+        _one_line(r)
+        for r in cli_held_to_modes(
+            (*bench, "--db", str(ro_file)),
+            (*bench, "--db", str(folder / "new.sqlite")),
+            (*bench, "--db", str(read_only["in_folder"])),
+            ("runs", "import", str(export), "--db", str(ro_file)),
+            ("runs", "delete", "1", "--yes", "--db", str(ro_file)),
+        )
+    ]
+    assert f"the database '{ro_file}' is read-only. To fix: make it writable" in said[0]
+    assert f"cannot create the database '{folder / 'new.sqlite'}': its folder is not" in said[1]
+    assert not (folder / "new.sqlite").exists()
+    assert "is in a read-only folder, where SQLite cannot write its -wal and -shm" in said[2]
+    assert "is read-only" in said[3]
+    assert "is read-only" in said[4]
     assert ro_file.read_bytes() == before
 
 
 def test_a_read_only_store_can_still_be_read(read_only: dict[str, Path]) -> None:
-    for db in (read_only["file"], read_only["in_folder"]):
-        r = cli_held_to_modes("runs", "list", "--json", "--db", str(db))
-        assert r.code == 0, r.err
-        assert [row["id"] for row in json.loads(r.out)] == [1]
-        r = cli_held_to_modes("runs", "show", "1", "--json", "--db", str(db))
-        assert r.code == 0 and json.loads(r.out)["batch_size"] == 32, r.err
+    dbs = (read_only["file"], read_only["in_folder"])
+    said = cli_held_to_modes(
+        *(c for db in dbs for c in (("runs", "list", "--json", "--db", str(db)),
+                                    ("runs", "show", "1", "--json", "--db", str(db))))
+    )  # fmt: skip
+    for listed, shown in zip(said[::2], said[1::2], strict=True):
+        assert listed.code == 0, listed.err
+        assert [row["id"] for row in json.loads(listed.out)] == [1]
+        assert shown.code == 0 and json.loads(shown.out)["batch_size"] == 32, shown.err
     assert sorted(p.name for p in read_only["folder"].iterdir()) == ["in.sqlite"]
 
 
@@ -209,17 +238,18 @@ def test_the_kept_file_goes_where_it_can(tmp_path: Path) -> None:
 
 
 def test_read_commands_never_create_a_database(tmp_path: Path) -> None:
+    """In this process: each refusal without TensorFlow (assert_user_errors)."""
     typo = tmp_path / "rnus.sqlite"
-    for args in (("runs", "list"), ("runs", "show", "1"), ("report", "--md", "r.md")):
-        r = run_cli(*args, "--db", str(typo), block_tf=True)
-        assert r.code == 2 and f"no results database at '{typo}'" in r.err, r.err
-        assert "check --db and GPUSCOUT_DB" in r.err
-    r = run_cli("predict", "--workload", "mlp", "--db", str(typo), block_tf=True)
+    md = str(tmp_path / "r.md")
+    for args in (("runs", "list"), ("runs", "show", "1"), ("report", "--md", md)):
+        assert_user_errors([((*args, "--db", str(typo)), f"no results database at '{typo}'")])
+        assert "check --db and GPUSCOUT_DB" in run_in_process(*args, "--db", str(typo)).err
+    r = run_in_process("predict", "--workload", "mlp", "--db", str(typo))
     assert r.code == 0, r.err  # predict only consults stored runs
     assert not typo.exists()
     export = tmp_path / "one.json"
     export.write_text(export_json([_result(0)]))
-    r = run_cli("runs", "import", str(export), "--db", str(typo), block_tf=True)
+    r = run_in_process("runs", "import", str(export), "--db", str(typo))
     assert r.code == 0 and "imported 1 run(s)" in r.out and "as id 1" in r.out, r.err
     assert f"gpuscout: new results database at {typo} (none existed there)" in r.err
 
@@ -229,18 +259,20 @@ def _many(db: Path, n: int) -> None:
         store.save_many([_result(i % 10) for i in range(n)])
 
 
-def test_runs_list_pages_newest_first(tmp_path: Path) -> None:
+def test_runs_list_pages_newest_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process (``runs`` without TensorFlow: tests/cli/test_cli.py, blocked)."""
+    monkeypatch.setenv("COLUMNS", "200")
     db = tmp_path / "many.sqlite"
     _many(db, 60)
-    r = run_cli("runs", "list", "--db", str(db), block_tf=True)
+    r = run_in_process("runs", "list", "--db", str(db))
     assert r.code == 0, r.err
     assert "showing the newest 50 of 60 runs; --limit 0 for all" in r.err
     assert " 60 " in r.out and " 11 " in r.out and " 10 " not in r.out
-    r = run_cli("runs", "list", "--limit", "0", "--db", str(db), block_tf=True)
+    r = run_in_process("runs", "list", "--limit", "0", "--db", str(db))
     assert r.code == 0 and r.err == "" and " 1 " in r.out
-    listed = run_cli("runs", "list", "--json", "--db", str(db), block_tf=True).json()
+    listed = run_in_process("runs", "list", "--json", "--db", str(db)).json()
     assert len(listed) == 60 and listed[0]["id"] == 60  # scripts get everything
-    listed = run_cli("runs", "list", "--json", "--limit", "5", "--db", str(db), block_tf=True)
+    listed = run_in_process("runs", "list", "--json", "--limit", "5", "--db", str(db))
     assert [row["id"] for row in listed.json()] == [60, 59, 58, 57, 56]
 
 
@@ -254,13 +286,13 @@ def test_an_import_is_stored_whole_or_not_at_all_across_batches(tmp_path: Path) 
     body["runs"][-1]["samples_per_second"]["ci_low"] = 5000.0
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(body))
-    r = run_cli("runs", "import", str(bad), "--db", str(db), block_tf=True)
+    r = run_in_process("runs", "import", str(bad), "--db", str(db))
     assert r.code == 2 and f"run {n} (index {n - 1}): field 'samples_per_second'" in r.err
     with Store(db, readonly=True) as store:
         assert store.count() == 1
     body["runs"][-1]["samples_per_second"]["ci_low"] = 900.0
     bad.write_text(json.dumps(body))
-    r = run_cli("runs", "import", str(bad), "--db", str(db), block_tf=True)
+    r = run_in_process("runs", "import", str(bad), "--db", str(db))
     assert r.code == 0 and f"imported {n:,} run(s) from {bad} as ids 2-{n + 1}" in r.out
     with Store(db, readonly=True) as store:
         assert store.count() == n + 1
@@ -307,10 +339,13 @@ def test_runs_delete_asks_on_a_terminal(tmp_path: Path) -> None:
     assert stat.S_IMODE(db.stat().st_mode) & 0o200  # (still an ordinary, writable file)
 
 
-def test_bench_keeps_a_run_the_store_refuses_after_measuring(tmp_path: Path) -> None:
+def test_bench_keeps_a_run_the_store_refuses_after_measuring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The database took the write probe but refuses the run when it ends (a trigger planted
     in the real file aborts every insert, as a full disk would): the measured run is kept as
-    an import file in the current folder, named in the one-line error, and imports."""
+    an import file in the current folder, named in the one-line error, and imports. The
+    command runs in this process, its measuring child a real one."""
     db = tmp_path / "full.sqlite"
     Store(db, announce=False).close()
     conn = sqlite3.connect(db)
@@ -320,24 +355,17 @@ def test_bench_keeps_a_run_the_store_refuses_after_measuring(tmp_path: Path) -> 
     )
     conn.commit()
     conn.close()
-    code = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    monkeypatch.chdir(tmp_path)
     args = ("bench", "--workload", "mlp", "--steps", "5", "--warmup-steps", "1", "-b", "8", "-q")
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *args, "--db", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        check=False,
-    )
+    proc = run_in_process(*args, "--db", str(db), stderr_file=True)
     (kept,) = tmp_path.glob("gpuscout-unsaved-run-*.json")
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert f"database or disk is full; the run was kept in {kept}" in proc.stderr
-    assert f"then gpuscout runs import {kept}" in proc.stderr
+    assert proc.code == 2 and "Traceback" not in proc.err, proc.err
+    assert len(proc.err.strip().splitlines()) == 1, proc.err
+    assert f"database or disk is full; the run was kept in {kept}" in proc.err
+    assert f"then gpuscout runs import {kept}" in proc.err
     (run,) = read_runs(kept)
     assert run.status == "ok" and run.workload == "mlp" and len(run.step_times_s) == 6
     with sqlite3.connect(db) as c:
         c.execute("DROP TRIGGER refuse")
-    r = run_cli("runs", "import", str(kept), "--db", str(db), block_tf=True)
+    r = run_in_process("runs", "import", str(kept), "--db", str(db))
     assert r.code == 0 and "imported 1 run(s)" in r.out, r.err
