@@ -42,8 +42,14 @@ def step_ir(jax: Any, built: Any, precision: str, x: Any, y: Any) -> StepIR:
 
     step, state = train_step(jax, built, precision)
     lowered = step.trace(state, x, y).lower(lowering_platforms=("cuda",))
-    weights = built.model.trainable_variables
-    moments = [v for v in built.optimizer.variables if np.dtype(v.dtype).kind == "f"]
+    return _train_ir(jax, lowered, built.model, built.optimizer.variables)
+
+
+def _train_ir(jax: Any, lowered: Any, model: Any, optimizer_state: list[Any]) -> StepIR:
+    """A lowered training step's HLO and sizes: trained weights and their optimizer state
+    (its float entries: moments, not the step counter), the frozen weights apart."""
+    weights = model.trainable_variables
+    moments = [v for v in optimizer_state if np.dtype(v.dtype).kind == "f"]
     return StepIR(
         hlo=lowered_text(lowered),
         params=sum(int(math.prod(v.shape)) for v in weights),
@@ -51,7 +57,7 @@ def step_ir(jax: Any, built: Any, precision: str, x: Any, y: Any) -> StepIR:
         optimizer_state_bytes=sum(variable_bytes(v) for v in moments),
         tf_version=f"jax {jax.__version__}",
         model_name=FORWARD_SCOPE,
-        frozen_bytes=sum(variable_bytes(v) for v in built.model.non_trainable_variables),
+        frozen_bytes=sum(variable_bytes(v) for v in model.non_trainable_variables),
     )
 
 
@@ -107,17 +113,7 @@ def abstract_step_hlo(workload: str, dims: Mapping[str, int], batch: int, precis
         x = jax.ShapeDtypeStruct((batch, *w.input_shape(resolved)), np.int32)
         y = jax.ShapeDtypeStruct((batch, *w.labels_shape(resolved)), np.int32)
         lowered = step.trace(state, x, y).lower(lowering_platforms=("cuda",))
-        trained = model.trainable_variables
-        moments = [s for s in state[2] if np.dtype(s.dtype).kind == "f"]
-        return StepIR(
-            hlo=lowered_text(lowered),
-            params=sum(int(math.prod(v.shape)) for v in trained),
-            param_bytes=sum(variable_bytes(v) for v in trained),
-            optimizer_state_bytes=sum(variable_bytes(m) for m in moments),
-            tf_version=f"jax {jax.__version__}",
-            model_name=FORWARD_SCOPE,
-            frozen_bytes=sum(variable_bytes(v) for v in model.non_trainable_variables),
-        )
+        return _train_ir(jax, lowered, model, state[2])
 
     return _under_policy(precision, build)
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import keras
 
-from gpuscout.measure.backends.keras.transformers import TiedLogits
+from gpuscout.measure.backends.keras.transformers import TiedLogits, token_embedding
 from gpuscout.workloads import Dims
 from gpuscout.workloads.llm import LORA_ALPHA_PER_RANK, head_dim
 
@@ -138,13 +138,7 @@ def llama_model(d: Dims) -> Any:
     frozen embedding and output projection are held in the compute dtype too (see LoRADense)."""
     frozen = keras.mixed_precision.global_policy().compute_dtype if d["lora_rank"] else None
     ids = keras.Input((d["seq_len"],), dtype="int32", name="token_ids")
-    embedding = keras.layers.Embedding(
-        d["vocab"],
-        d["hidden"],
-        embeddings_initializer=keras.initializers.RandomNormal(stddev=INIT_STDDEV),
-        name="token_embedding",
-        dtype=frozen,
-    )
+    embedding = token_embedding(d, frozen)
     x = embedding(ids)
     for i in range(d["layers"]):
         x = _block(x, d, i)

@@ -85,6 +85,18 @@ class TiedLogits(keras.layers.Layer):  # type: ignore[misc]
         return keras.ops.cast(keras.ops.matmul(x, keras.ops.transpose(table)), "float32")
 
 
+def token_embedding(d: Dims, dtype: str | None = None) -> Any:
+    """The decoders' token embedding (GPT-2's and Llama's), drawn from N(0, 0.02) as both
+    initialise it; ``dtype``: a frozen one's storage (LoRA keeps the base in 16 bits)."""
+    return keras.layers.Embedding(
+        d["vocab"],
+        d["hidden"],
+        embeddings_initializer=keras.initializers.RandomNormal(stddev=INIT_STDDEV),
+        name="token_embedding",
+        dtype=dtype,
+    )
+
+
 def _decoder_block(x: Any, d: Dims, i: int) -> Any:
     """Pre-LayerNorm: x + attn(LN(x)), then x + mlp(LN(x)), as in GPT-2 (Radford et al. 2019)."""
     h, init = d["hidden"], keras.initializers.RandomNormal(stddev=INIT_STDDEV)
@@ -105,12 +117,7 @@ def build_gpt2(d: Dims) -> Built:
     from gpuscout.measure.backends.keras.models import Built
 
     ids = keras.Input((d["seq_len"],), dtype="int32", name="token_ids")
-    embedding = keras.layers.Embedding(
-        d["vocab"],
-        d["hidden"],
-        embeddings_initializer=keras.initializers.RandomNormal(stddev=INIT_STDDEV),
-        name="token_embedding",
-    )
+    embedding = token_embedding(d)
     x = embedding(ids)
     x = GPT2Positions(d["seq_len"], name="position_embedding")(x)
     x = keras.layers.Dropout(DROPOUT)(x)
