@@ -37,6 +37,10 @@ CASES = [
     Case(("predict", "--workload", "llama-tiny", "--lora-rank", "4"), 2,
          "--lora-rank 4 applies to --mode lora only"),
     Case(("bench", "--workload", "llama-8b"), 2, "unknown workload 'llama-8b'"),
+    # 8B trained fully at batch 1 fits no GPU asked: the fix is not "lower --batch-size"
+    Case(("predict", "--workload", "llama-3.1-8b", "--precision", "mixed_bfloat16", "--gpus",
+          "rtx-4090,a100-80gb-sxm"), 2,
+         "at batch 1 try --mode lora, a lower --seq-len, or a GPU with more memory"),
 ]  # fmt: skip
 
 

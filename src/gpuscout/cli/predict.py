@@ -141,5 +141,5 @@ def run_predict(args: argparse.Namespace) -> int:
     for line in lines:
         console.print(f"assumption: {line}", highlight=False)
     if not answer.fits_any and answer.mode == "train":
-        raise UserError("the step fits on none of these GPUs.", "lower --batch-size.")
+        raise UserError("the step fits on none of these GPUs.", answer.no_fit_fix())
     return 0

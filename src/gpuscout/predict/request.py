@@ -64,6 +64,18 @@ class PredictAnswer:
     def fits_any(self) -> bool:
         return any(r.fits_memory for r in self.rows)
 
+    def no_fit_fix(self) -> str:
+        """What to change when the step fits on none of the GPUs asked: a smaller batch while
+        there is one to lower; at batch 1, what makes the step itself smaller (LoRA for a
+        decoder LLM trained fully, a shorter sequence) or a GPU with more memory."""
+        if self.profile.batch > 1:
+            return "lower --batch-size."
+        dims = self.profile.dims
+        ways = ["--mode lora"] if dims.get("lora_rank") == 0 else []
+        ways += ["a lower --seq-len"] if "seq_len" in dims else []
+        last = "a GPU with more memory (--gpus all)"
+        return f"at batch 1 try {', '.join(ways)}, or {last}." if ways else f"try {last}."
+
     def to_json(self) -> list[dict[str, Any]]:
         """``predict --json``: one object per row, with the common assumptions."""
         if self.mode == "inference":
