@@ -26,3 +26,13 @@ def test_an_8b_lora_prediction_needs_no_framework_and_says_what_fits() -> None:
     assert speeds == sorted(speeds)
     notes = " ".join(rows["h100-sxm"]["common_assumptions"])
     assert "from shapes alone" in notes and "not validated on published data" in notes
+    # What would fit where it does not: gradient checkpointing first (16.1 GB of frozen base,
+    # 2 GB of adapters and their state, the layers' inputs and one layer's activations), then
+    # QLoRA with it, then sharding over GPUs; nothing for the rows that fit
+    ways = rows["rtx-4090"]["fits_with"]
+    assert ways[0]["how"] == "gradient checkpointing"
+    assert 18.1 < ways[0]["memory_needed_gb"] < 0.9 * 24  # 24 GB, 90 % usable
+    assert [w["how"] for w in ways][1] == "QLoRA and gradient checkpointing"
+    assert ways[1]["memory_needed_gb"] < ways[0]["memory_needed_gb"] - 10  # 16 GB -> 4.3 GB
+    assert rows["h100-sxm"]["fits_with"] == []
+    assert "rtx-4090 (21.6 GB usable) would fit with: gradient checkpointing" in notes

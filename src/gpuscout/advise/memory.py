@@ -24,9 +24,9 @@ from typing import Literal
 
 from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.errors import UserError
+from gpuscout.predict.fit_options import QLORA_BYTES_PER_WEIGHT, SHARD_COUNTS
 
 Mode = Literal["full", "lora", "qlora"]
-SHARD_COUNTS = (2, 4, 8, 16, 32, 64)
 # Tokens one GPU holds activations for in a step: a token of a hidden size of 1 with
 # checkpointing keeps 2 bytes a layer, so 1e12 tokens is 2 TB for one layer of the smallest
 # model, over any GPU's memory by ten times; beyond it the estimate describes no training.
@@ -108,7 +108,7 @@ def transformer_bytes(m: Transformer) -> dict[str, float]:
             "optimizer (fp32 master + Adam m, v)": 12 * m.params,
         }
     else:
-        per_weight = 2.0 if m.mode == "lora" else 0.5 * 1.06
+        per_weight = 2.0 if m.mode == "lora" else QLORA_BYTES_PER_WEIGHT
         adapters = adapter_params(m)
         label = "frozen weights (16-bit)" if m.mode == "lora" else "frozen weights (4-bit)"
         states = {label: per_weight * m.params, "adapters + their Adam state": 16 * adapters}

@@ -56,6 +56,8 @@ class Prediction:
     classes: dict[str, dict[str, float]] = field(default_factory=dict)
     # the next slower option (same GPU count) the model cannot tell this one from, out of sample
     not_distinguishable_from: str | None = None
+    # where the step does not fit: what would make it fit, estimated (predict/fit_options.py)
+    fits_with: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
         return asdict(self)

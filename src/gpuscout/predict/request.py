@@ -191,7 +191,30 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         tf32=req.tf32,
     )
     notes = [*notes, *common, *_tf32_notes(req), f"epoch = {epoch:,} {unit}"]
+    notes += _fit_notes(rows, profile, catalog)
     return PredictAnswer("train", rows, profile, reference.id, unit, notes)
+
+
+def _fit_notes(rows: list[Prediction], profile: Profile, catalog: Catalog) -> list[str]:
+    """Each one-GPU row that does not fit gets what would make it fit (``fits_with``), and a
+    note saying so; estimates from the traced step's parts, named as such."""
+    from gpuscout.catalog.models import MEMORY_HEADROOM
+    from gpuscout.predict.fit_options import fit_options
+
+    notes = []
+    for row in rows:
+        if row.fits_memory or row.count != 1:
+            continue
+        usable = catalog.gpus[row.gpu].memory_gb * 1e9 * MEMORY_HEADROOM
+        found = fit_options(profile, usable)
+        row.fits_with = [{"how": how, "memory_needed_gb": need / 1e9} for how, need in found]
+        ways = "; ".join(f"{how} ({need / 1e9:.1f} GB)" for how, need in found)
+        notes.append(
+            f"{row.gpu} ({usable / 1e9:.1f} GB usable) would fit with: {ways} (estimated from "
+            "the traced step's parts, see docs/predict.md)" if found
+            else f"{row.gpu} ({usable / 1e9:.1f} GB usable): no estimated way fits this step"
+        )  # fmt: skip
+    return notes
 
 
 def _inference(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
