@@ -48,7 +48,7 @@ for name, (dims, batch) in cases.items():
 # data parallel on the 2 host devices: the same losses as one device, an all-reduce compiled in
 import jax
 from gpuscout.measure.backends.jax import sharding
-from gpuscout.measure.backends.jax.backend import train_step
+from gpuscout.measure.backends.jax.step import train_step
 from gpuscout.measure.synthetic import arrays
 from gpuscout.scale import distribute
 mlp = get_workload("mlp")

@@ -34,7 +34,7 @@ TINY_LORA = {"lora_rank": 4}
 # variables changed, and the trainable count. One thread: the other test process keeps its core.
 _ON_JAX = """
 import json, numpy as np
-from gpuscout.measure.backends.jax.backend import train_step
+from gpuscout.measure.backends.jax.step import train_step
 from gpuscout.measure.backends.jax.runtime import import_jax
 from gpuscout.measure.backends.keras.models import BUILDERS
 from gpuscout.workloads import get_workload

@@ -3,7 +3,7 @@
 JAX has no input pipeline of its own, so the data are NumPy batches made on the host
 (:mod:`gpuscout.measure.host_data`, the fixes done as a JAX loop does them) and placed on the
 device with ``jax.device_put``. Each trial builds the model afresh under the trial's precision
-policy and times bench's stateless jitted step (``backend.train_step``; run eagerly for the
+policy and times bench's stateless jitted step (``step.train_step``; run eagerly for the
 ``jax.jit`` fix) under the same warm-up and stopping protocol; the run itself is
 ``gpuscout.diagnose.ablations``.
 """
@@ -20,7 +20,8 @@ from gpuscout.diagnose.records import DoctorConfig, Timing
 from gpuscout.diagnose.trials import TargetBase, Trial, fits_in_cpu_memory
 from gpuscout.measure import host_data
 from gpuscout.measure.backends.jax import runtime as jax_runtime
-from gpuscout.measure.backends.jax.backend import checked_device, train_step
+from gpuscout.measure.backends.jax.backend import checked_device
+from gpuscout.measure.backends.jax.step import train_step
 from gpuscout.measure.backends.keras.trial_model import fresh_model
 from gpuscout.measure.benchmark import is_oom
 from gpuscout.measure.pipelines import KNOBS, Knobs, Pipeline

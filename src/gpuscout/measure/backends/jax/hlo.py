@@ -1,7 +1,7 @@
 """The HLO of a training step (or a forward pass) on JAX, for ``predict``'s cost profile and
 for the FLOPs of a user's model.
 
-The same step the JAX backend times (``backend.train_step``), lowered for a CUDA GPU with
+The same step the JAX backend times (``step.train_step``), lowered for a CUDA GPU with
 ``jax.jit(...).trace(...).lower`` and never run, printed as HLO text with operand shapes (what
 ``predict/hlo.py`` parses, as it parses TensorFlow's). JAX's forward ops carry ``jvp(`` in their
 op names: that prefix stands for the model's name in the saved-activation estimate.
@@ -38,7 +38,7 @@ def lowered_text(lowered: Any) -> str:
 def step_ir(jax: Any, built: Any, precision: str, x: Any, y: Any) -> StepIR:
     """One training step of ``built`` on ``(x, y)``, lowered for CUDA (XLA's CPU backend has
     no float16 matmul with float32 accumulation; no GPU is needed to lower)."""
-    from gpuscout.measure.backends.jax.backend import train_step
+    from gpuscout.measure.backends.jax.step import train_step
 
     step, state = train_step(jax, built, precision)
     lowered = step.trace(state, x, y).lower(lowering_platforms=("cuda",))
@@ -102,7 +102,7 @@ def abstract_step_hlo(workload: str, dims: Mapping[str, int], batch: int, precis
     def build(jax: Any) -> StepIR:
         import keras
 
-        from gpuscout.measure.backends.jax.backend import train_step
+        from gpuscout.measure.backends.jax.step import train_step
         from gpuscout.measure.backends.keras.llama import llama_loss_and_optimizer, llama_model
         from gpuscout.measure.backends.keras.models import Built
 
