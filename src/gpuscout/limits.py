@@ -167,23 +167,24 @@ def host_is_the_device(device: str | None) -> bool:
     return not os.path.exists("/proc/driver/nvidia/version")
 
 
-def check_fits_host(workload: str, dims: Dims, available_bytes: float, fix: str) -> None:
+def check_fits_host(
+    workload: str, dims: Dims, precision: str, available_bytes: float, fix: str
+) -> None:
     """UserError (with ``fix``) when a workload's weights, gradients and optimizer state alone
     exceed the memory available on this machine (for the decoder LLMs, whose size is known
     before any weight exists): building it, to train it or to trace its step, would push the
     machine into swap or the OOM killer long before anything is measured or counted."""
-    from gpuscout.workloads.llm import weight_state_bytes
+    from gpuscout.workloads.llm import LLAMA_NAMES, weight_state_bytes
 
-    if workload not in {w.name for w in LLAMA_WORKLOADS}:
+    if workload not in LLAMA_NAMES:
         return
-    need = weight_state_bytes(dims)
+    need = weight_state_bytes(dims, precision)
     if need <= available_bytes:
         return
     how = f"LoRA rank {dims['lora_rank']}" if dims.get("lora_rank") else "every weight trained"
     raise UserError(
-        f"{workload} ({how}) holds {_gb(need)} of weights, gradients and AdamW state in "
-        f"float32 before any activation, but this machine has {_gb(available_bytes)} "
-        "available.",
+        f"{workload} ({how}, {precision}) holds {_gb(need)} of weights, gradients and AdamW "
+        f"state before any activation, but this machine has {_gb(available_bytes)} available.",
         fix,
     )
 

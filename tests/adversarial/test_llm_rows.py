@@ -27,9 +27,9 @@ CASES = [
          "llama-2-7b takes seq_len up to 4,096 (llama-2-7b's context length)"),
     # 8.0 B weights in float32 with AdamW: more than any 24 GB machine holds, CPU or not
     Case(("bench", "--workload", "llama-3.1-8b", "--device", "CPU:0"), 2,
-         "llama-3.1-8b (every weight trained) holds 128 GB of weights"),
+         "llama-3.1-8b (every weight trained, fp32) holds 128 GB of weights"),
     Case(("bench", "--workload", "llama-3.1-8b", "--mode", "lora", "--device", "CPU:0"), 2,
-         "llama-3.1-8b (LoRA rank 64) holds 35 GB of weights"),
+         "llama-3.1-8b (LoRA rank 64, fp32) holds 35 GB of weights"),
     Case(("predict", "--workload", "llama-3.1-8b", "--mode", "lora", "--lora-rank", "5000"), 2,
          "llama-3.1-8b takes lora_rank up to 4,096"),
     Case(("predict", "--workload", "gpt2", "--mode", "lora"), 2,

@@ -41,7 +41,7 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
     if workload is not None and host_is_the_device(config.device):
         import psutil
 
-        check_fits_host(workload.name, dims, psutil.virtual_memory().available,
+        check_fits_host(workload.name, dims, config.precision, psutil.virtual_memory().available,
                         "measure it on a GPU that holds it, or try the step on --workload "
                         "llama-tiny here.")  # fmt: skip
     layout = distribute.plan(config)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from gpuscout.predict.profile import Profile, cached, learn_per_sample, store
+from gpuscout.workloads.llm import LLAMA_NAMES
 
 
 def compute(
@@ -29,7 +30,7 @@ def compute(
 
     resolved = get_workload(workload).resolve(dims)
     backend = tracing_backend(workload, backend)
-    if backend == "jax" and workload in abstract_workloads():
+    if backend == "jax" and workload in LLAMA_NAMES:
         step_hlo = tracer(backend).abstract_step_hlo
     else:
         import psutil
@@ -37,7 +38,7 @@ def compute(
         from gpuscout.limits import check_fits_host
 
         # Tracing builds the model, weights and optimizer state included, in this memory
-        check_fits_host(workload, resolved, psutil.virtual_memory().available,
+        check_fits_host(workload, resolved, precision, psutil.virtual_memory().available,
                         "JAX traces it from shapes alone, without its weights: pip install "
                         "'gpuscout[jax]', or predict a smaller --workload.")  # fmt: skip
         step_hlo = tracer(backend).step_hlo
@@ -65,7 +66,7 @@ def profile_from_ir(
 
     on_jax = str(ir.tf_version).startswith("jax")
     abstract = " from shapes alone (no weight allocated)" if (
-        on_jax and workload in abstract_workloads()) else ""  # fmt: skip
+        on_jax and workload in LLAMA_NAMES) else ""  # fmt: skip
     method = (
         (f"XLA HLO of the jitted JAX train step (lowered for CUDA){abstract}" if on_jax
          else "XLA HLO of the tf.function train step (stage=hlo), dead code removed")
@@ -106,20 +107,13 @@ def user_model_name(model_spec: str) -> str:
     return f"model:{model_spec}:{digest}"
 
 
-def abstract_workloads() -> set[str]:
-    """The workloads whose step JAX traces from shapes alone (the decoder LLMs)."""
-    from gpuscout.workloads.llm import LLAMA_WORKLOADS
-
-    return {w.name for w in LLAMA_WORKLOADS}
-
-
 def tracing_backend(workload: str, backend: str) -> str:
     """Where ``workload``'s profile is traced: a decoder LLM on JAX, from shapes, whatever
     the run's backend, where JAX is installed (TensorFlow would build every weight: 32 GB of
     float32 for an 8B model before the step is traced); every other workload on ``backend``."""
     import importlib.util
 
-    if workload not in abstract_workloads():
+    if workload not in LLAMA_NAMES:
         return backend
     try:
         return "jax" if importlib.util.find_spec("jax") is not None else backend
@@ -162,7 +156,7 @@ def get_profile(
     """The profile from the caches, else computed (needs the backend) and cached. A decoder
     LLM's shipped profile was traced on JAX: it is read whether JAX is installed or not."""
     found = None
-    if workload in abstract_workloads():
+    if workload in LLAMA_NAMES:
         found = cached(workload, dims, batch, precision, backend="jax")
     found = found or cached(workload, dims, batch, precision, backend=backend)
     if found is None:

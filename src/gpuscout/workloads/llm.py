@@ -92,13 +92,14 @@ def adapter_params(d: Dims) -> int:
     return d["layers"] * sum(r * (i + o) for i, o in linear_shapes(d).values())
 
 
-def weight_state_bytes(d: Dims) -> int:
-    """Bytes a training step holds for its weights, whatever the batch: every variable in
-    float32 (Keras keeps variables in float32 under mixed precision too), and for each trained
-    one its float32 gradient and AdamW's two float32 moments (4 + 4 + 8 bytes)."""
+def weight_state_bytes(d: Dims, precision: str = "fp32") -> int:
+    """Bytes a training step holds for its weights, whatever the batch: each trained weight in
+    float32 (Keras keeps variables in float32 under mixed precision too) with its float32
+    gradient and AdamW's two float32 moments (4 + 4 + 8 bytes); LoRA's frozen base in the
+    compute dtype (``keras/llama.py``: 2 bytes under mixed precision, 4 in fp32)."""
     trained = adapter_params(d) if d["lora_rank"] else base_params(d)
     frozen = base_params(d) if d["lora_rank"] else 0
-    return 4 * frozen + 16 * trained
+    return (4 if precision == "fp32" else 2) * frozen + 16 * trained
 
 
 def llama_forward_macs(d: Dims) -> tuple[int, int, int]:
@@ -180,6 +181,8 @@ def _llama(name: str) -> Workload:
 
 
 LLAMA_WORKLOADS: tuple[Workload, ...] = tuple(_llama(name) for name in _SHAPES)
+# Their names: the workloads that take --mode lora, and that predict traces from shapes alone
+LLAMA_NAMES = frozenset(w.name for w in LLAMA_WORKLOADS)
 
 
 def mode_dims(workload: str, model: str | None, mode: str, lora_rank: int | None) -> dict[str, int]:
@@ -202,7 +205,7 @@ def mode_dims(workload: str, model: str | None, mode: str, lora_rank: int | None
             "your builder can call Dense.enable_lora itself.",
             f"drop --mode lora, or use --workload with one of: {names}.",
         )
-    if workload not in {w.name for w in LLAMA_WORKLOADS}:
+    if workload not in LLAMA_NAMES:
         raise UserError(
             f"--mode lora: workload '{workload}' has no LoRA adapters.",
             f"use one of: {names}; or --mode train.",
