@@ -268,7 +268,12 @@ print(json.dumps(out))
 def test_recurrent_steps_traced_on_jax_count_the_same() -> None:
     """Keras on JAX runs a recurrent layer as ``lax.scan``: a while of SEQ trips in HLO."""
     pytest.importorskip("jax", reason="the JAX tracer needs pip install 'gpuscout[jax]'")
-    flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    # LLVM's optimisation off: only the HLO is read, never a speed (the variables'
+    # initialisers are what XLA compiles here, each optimised for nothing at the default level)
+    flags = (
+        "--xla_backend_optimization_level=0 "
+        "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    )
     env = {**os.environ, "KERAS_BACKEND": "jax", "XLA_FLAGS": flags}
     done = subprocess.run(
         [sys.executable, "-c", _ON_JAX, str(MODELS), *sorted(CASES)],
