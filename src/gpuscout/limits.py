@@ -135,13 +135,16 @@ def _gpt2(d: Dims) -> list[int]:
 
 def _llama(d: Dims) -> list[int]:
     """Per layer: the normed input, Q, K, V (K and V at the key/value heads' width), the
-    attention probabilities (heads x L x L), the attended values and the attention's output;
-    the MLP's normed input, gate, up and their product. Then the logits over the vocabulary."""
+    attended values and the attention's output; the MLP's normed input, gate, up and their
+    product. Then the logits over the vocabulary. Not the attention probabilities (heads x L x
+    L): a fused attention kernel keeps none (XLA's unfused one does, above this floor). With
+    gradient checkpointing, each layer's input, one layer's activations and the logits."""
     length, h, ffn = d["seq_len"], d["hidden"], d["ffn"]
     kv = d["kv_heads"] * (h // d["heads"])
-    attention = [length * h, length * h, length * kv, length * kv, d["heads"] * length * length]
-    mlp = [length * h, length * ffn, length * ffn, length * ffn]
-    layer = [*attention, length * h, length * h, *mlp]
+    layer = [length * h, length * h, length * kv, length * kv, length * h, length * h,
+             length * h, length * ffn, length * ffn, length * ffn]  # fmt: skip
+    if d.get("checkpointing"):
+        return [*([length * h] * d["layers"]), *layer, length * d["vocab"]]
     return [*(layer * d["layers"]), length * d["vocab"]]
 
 

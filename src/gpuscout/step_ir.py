@@ -33,3 +33,12 @@ def variable_bytes(var: Any) -> int:
     import numpy as np
 
     return int(math.prod(var.shape)) * int(np.dtype(var.dtype).itemsize)
+
+
+# The custom calls a traced step uses for a fused (flash) attention kernel, forward and
+# backward: the tracer (``measure/backends/jax/fused_attention.py``) emits them where the GPU
+# would run cuDNN's fused kernel, and ``predict/hlo_text.py`` costs them by FlashAttention-2's
+# count. "_causal" in the name: the kernel skips the masked half of the scores.
+FUSED_ATTENTION_FORWARD = "gpuscout_fused_attention_fwd"
+FUSED_ATTENTION_BACKWARD = "gpuscout_fused_attention_bwd"
+CAUSAL = "_causal"

@@ -37,6 +37,11 @@ CASES = [
     Case(("predict", "--workload", "llama-tiny", "--lora-rank", "4"), 2,
          "--lora-rank 4 applies to --mode lora only"),
     Case(("bench", "--workload", "llama-8b"), 2, "unknown workload 'llama-8b'"),
+    Case(("predict", "--workload", "bert-base", "--checkpointing"), 2,
+         "--checkpointing recomputes the blocks of the decoder LLM workloads, not of "
+         "'bert-base'"),
+    Case(("predict", "--model", "m.py:build", "--checkpointing"), 2,
+         "--checkpointing recomputes the blocks of the decoder LLM workloads, not of --model"),
     # 8B trained fully at batch 1 fits no GPU asked: the fix is not "lower --batch-size"
     Case(("predict", "--workload", "llama-3.1-8b", "--precision", "mixed_bfloat16", "--gpus",
           "rtx-4090,a100-80gb-sxm"), 2,

@@ -44,7 +44,8 @@ def register(sub: Any) -> None:
     what.add_argument(
         "--workload",
         help="a built-in workload: mlp, cnn-small, resnet50, bert-base, bert-large, gpt2, "
-        "gpt2-medium, gpt2-large (or give --model)",
+        "gpt2-medium, gpt2-large, llama-3.2-1b, llama-3.2-3b, llama-2-7b, llama-3.1-8b, "
+        "llama-tiny (or give --model)",
     )
     what.add_argument("--model", type=model_spec, help="your model: FILE.py:FUNCTION or FILE.keras")
     p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=precision_help("fp32"))
@@ -57,6 +58,10 @@ def register(sub: Any) -> None:
                    )  # fmt: skip
     p.add_argument("--lora-rank", type=LORA_RANK, metavar="R",
                    help=f"--mode lora: the adapters' rank (default {LLM_LORA_RANK})")  # fmt: skip
+    p.add_argument("--checkpointing", action="store_true",
+                   help="gradient checkpointing (llama-* workloads): each block's input kept, "
+                   "the block recomputed in the backward pass, as torchtune's and Hugging "
+                   "Face's activation checkpointing do; traced on JAX")  # fmt: skip
     p.add_argument("-b", "--batch-size", type=BATCH,
                    help="samples per GPU per step (default: the workload's)")  # fmt: skip
     p.add_argument("--seq-len", type=SEQ_LEN,
@@ -99,9 +104,10 @@ def register(sub: Any) -> None:
 
 def run_predict(args: argparse.Namespace) -> int:
     from gpuscout.predict.request import PredictRequest, predict_for
-    from gpuscout.workloads.llm import mode_dims
+    from gpuscout.workloads.llm import checkpointing_dims, mode_dims
 
     lora = mode_dims(args.workload, args.model, args.mode, args.lora_rank).get("lora_rank")
+    checkpointing_dims(args.workload, args.checkpointing)  # refused early, before any trace
     answer = predict_for(
         PredictRequest(
             gpus=args.gpus,
@@ -114,6 +120,7 @@ def run_predict(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             seq_len=args.seq_len,
             lora_rank=lora,
+            checkpointing=args.checkpointing,
             counts=args.count,
             network_gbit=args.network,
             epoch_samples=args.epoch_samples,
@@ -134,7 +141,8 @@ def run_predict(args: argparse.Namespace) -> int:
         console.print(inference_table(answer.rows, answer.profile, answer.reference))
         lines = answer.notes
     else:
-        console.print(prediction_table(answer.rows, answer.profile, answer.reference, answer.unit))
+        console.print(prediction_table(answer.rows, answer.profile, answer.reference, answer.unit,
+                                       answer.tokens_per_sample))  # fmt: skip
         if args.breakdown:
             console.print(breakdown_table(answer.rows, answer.profile))
         lines = [*answer.notes, *answer.row_assumptions]

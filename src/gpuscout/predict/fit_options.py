@@ -34,6 +34,8 @@ def checkpointed_activations(profile: Profile) -> float | None:
     d = profile.dims
     if not {"layers", "seq_len", "hidden"} <= d.keys():
         return None
+    if d.get("checkpointing"):  # traced checkpointed: what it keeps, and one block recomputed
+        return profile.saved_activation_bytes + profile.recomputed_activation_bytes / d["layers"]
     inputs = d["layers"] * d["seq_len"] * d["hidden"] * profile.batch * _element_bytes(profile)
     return inputs + profile.saved_activation_bytes / d["layers"]
 
@@ -46,13 +48,18 @@ def fit_options(profile: Profile, usable_bytes: float) -> list[tuple[str, float]
         return []
     frozen, act = float(profile.frozen_bytes), profile.saved_activation_bytes
     trained = 2.0 * profile.param_bytes + profile.optimizer_state_bytes
-    ways = [("gradient checkpointing", frozen, trained, ckpt)]
+    checkpointed = bool(profile.dims.get("checkpointing"))
+    if checkpointed:  # the traced step already recomputes: its activations are ``ckpt``
+        act = ckpt
+    ways = [] if checkpointed else [("gradient checkpointing", frozen, trained, ckpt)]
     if frozen and profile.dims.get("lora_rank"):
         four_bit = frozen / _element_bytes(profile) * QLORA_BYTES_PER_WEIGHT
-        ways += [("QLoRA (a 4-bit base)", four_bit, trained, act),
-                 ("QLoRA and gradient checkpointing", four_bit, trained, ckpt)]  # fmt: skip
+        ways.append(("QLoRA (a 4-bit base)", four_bit, trained, act))
+        if not checkpointed:
+            ways.append(("QLoRA and gradient checkpointing", four_bit, trained, ckpt))
     found = [(what, f + t + a) for what, f, t, a in ways if f + t + a <= usable_bytes]
-    for label, a in (("", act), (" and gradient checkpointing", ckpt)):
+    labels = [("", act)] if checkpointed else [("", act), (" and gradient checkpointing", ckpt)]
+    for label, a in labels:
         for n in SHARD_COUNTS:
             need = (frozen + trained) / n + a
             if need <= usable_bytes:

@@ -70,9 +70,11 @@ from gpuscout.predict.hlo_text import (
     REF,
     Instr,
     array_shapes,
+    attention_gemm,
     conv_flops,
     dot_flops,
     element_count,
+    fused_attention,
     fusion_targets,
     live_instrs,
     nbytes,
@@ -95,6 +97,8 @@ class StepCost:
     # Forward-pass results (op names under the model's name) that the backward pass reads:
     # the activations training must keep in memory between the two passes.
     saved_activation_bytes: float = 0.0
+    # Gradient checkpointing: the recomputed forward results the backward pass reads
+    recomputed_activation_bytes: float = 0.0
     # Every kernel in step order, unmerged: two traces of one model at two batch sizes give
     # lists that align one to one, which is how a profile learns how each kernel scales.
     raw_kernels: list[Kernel] = field(default_factory=list)
@@ -202,6 +206,9 @@ def _add(
             cls, flops, moved = "matmul", dot_flops(ins, operands), nbytes(operands) + out_bytes
         elif ins.opcode == "convolution":
             cls, flops, moved = "matmul", conv_flops(ins, operands), nbytes(operands) + out_bytes
+        elif fused_attention(ins):
+            cls, moved = "matmul", nbytes(operands) + out_bytes
+            flops = attention_gemm(ins, operands)[0]
         elif ins.opcode in REDUCTION:  # one operation per element of the reduced input
             data = array_shapes(operands)[0][1]
             source = (REF.findall(operands) or [ins.name])[0]
@@ -218,6 +225,7 @@ def _add(
         cost.ops[cls] += times
     if scope:
         cost.saved_activation_bytes += _saved_bytes(live, scope)
+        cost.recomputed_activation_bytes += _saved_bytes(live, REMATTED, backward_only=True)
 
 
 def _fused_into_consumer(instrs: list[Instr]) -> dict[str, bool]:
@@ -231,10 +239,15 @@ def _fused_into_consumer(instrs: list[Instr]) -> dict[str, bool]:
 
 # How a gradient op is named: TensorFlow's GradientTape, JAX's transpose of the forward's jvp
 _GRADIENT_MARKS = ('op_name="gradient_tape', "/transpose(jvp(")
+# How JAX names the forward ops a checkpointed (``jax.checkpoint``) step recomputes in its
+# backward pass
+REMATTED = "/rematted_computation/"
 
 
-def _saved_bytes(instrs: list[Instr], scope: str) -> float:
-    """Bytes of forward results that gradient ops read (through reshapes and the like)."""
+def _saved_bytes(instrs: list[Instr], scope: str, backward_only: bool = False) -> float:
+    """Bytes of forward results (ops named with ``scope``) that gradient ops read, through
+    reshapes and the like; ``backward_only``: read by gradient ops that are not themselves
+    recomputed forward ops (what a checkpointed step's recomputation hands the backward)."""
     by_name = {i.name: i for i in instrs}
 
     def source(name: str) -> Instr | None:
@@ -247,6 +260,8 @@ def _saved_bytes(instrs: list[Instr], scope: str) -> float:
     saved: dict[str, int] = {}
     for ins in instrs:
         if not any(mark in ins.rest for mark in _GRADIENT_MARKS):
+            continue
+        if backward_only and REMATTED in ins.rest:
             continue
         for ref in REF.findall(operand_text(ins.rest)):
             src = source(ref)

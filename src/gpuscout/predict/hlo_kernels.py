@@ -16,10 +16,12 @@ from gpuscout.predict.hlo_text import (
     REF,
     Instr,
     array_shapes,
+    attention_gemm,
     conv_flops,
     dot_flops,
     dtype_of,
     element_count,
+    fused_attention,
     fusion_targets,
     int_attr,
     nbytes,
@@ -52,6 +54,26 @@ def dot_kernel(ins: Instr, operands: str) -> Kernel:
         m=math.prod(lhs_free),
         n=math.prod(rhs_free),
         k=math.prod(lhs[i] for i in lhs_contract),
+        elements=element_count(ins.shape),
+    )
+
+
+def attention_kernel(ins: Instr, operands: str) -> Kernel:
+    """A fused attention kernel (``hlo_text.attention_gemm``): tensor-core work in the GEMM
+    view of its scores (batch x heads GEMMs of Lq x Lk), contracted over the depth that gives
+    its FLOPs (the kernel model times a GEMM by its tiles, 2·m·n·k each), reading its operands
+    and writing its results, nothing L x L."""
+    flops, batch, m, n, _ = attention_gemm(ins, operands)
+    k = max(1, round(flops / (2.0 * batch * m * n)))
+    return Kernel(
+        op="matmul",
+        flops=flops,
+        bytes=nbytes(operands) + nbytes(ins.shape),
+        dtype=array_shapes(operands)[0][0],
+        batch=batch,
+        m=m,
+        n=n,
+        k=k,
         elements=element_count(ins.shape),
     )
 
@@ -124,6 +146,8 @@ def kernels(live: list[Instr]) -> list[Kernel]:
             kernels.append(dot_kernel(head, operand_text(head.rest)))
         elif head.opcode == "convolution":
             kernels.append(conv_kernel(head, operand_text(head.rest)))
+        elif fused_attention(head):
+            kernels.append(attention_kernel(head, operand_text(head.rest)))
         else:
             counted = {i.name for i in members if owner[i.name] == root}
             kernels.append(_fused_kernel(head, members, by_name, counted))

@@ -11,6 +11,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from gpuscout.step_ir import CAUSAL, FUSED_ATTENTION_BACKWARD, FUSED_ATTENTION_FORWARD
+
 BYTES = {
     "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
     "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
@@ -147,6 +149,40 @@ def dot_flops(ins: Instr, operands: str) -> float:
     return 2.0 * element_count(ins.shape) * contracted
 
 
+# FlashAttention-2's tile of keys (Dao 2023, arXiv:2307.08691): a causal kernel computes the
+# tiles on and below the diagonal, (n + 1) / 2n of them for n tiles a row.
+ATTENTION_TILE = 128
+
+
+def fused_attention(ins: Instr) -> str | None:
+    """'forward' or 'backward' for a fused attention kernel's custom call (see ``step_ir``)."""
+    if ins.opcode != "custom-call":
+        return None
+    target = re.search(r'custom_call_target="([^"]+)"', ins.rest)
+    name = target.group(1) if target else ""
+    if name.startswith(FUSED_ATTENTION_FORWARD):
+        return "forward"
+    return "backward" if name.startswith(FUSED_ATTENTION_BACKWARD) else None
+
+
+def attention_gemm(ins: Instr, operands: str) -> tuple[float, int, int, int, int]:
+    """A fused attention kernel's FLOPs and GEMM view (batch x heads, q length, k length,
+    head size), by FlashAttention-2's count: forward 4 x batch x heads x Lq x Lk x d (the
+    scores and the weighted sum), backward 2.5 x that (the scores recomputed, and the
+    gradients of the weights, values, queries and keys); under a causal mask only the tiles
+    on and below the diagonal."""
+    (_, q), (_, k) = array_shapes(operands)[:2]
+    batch, length, heads, size = q
+    keys = k[1]
+    flops = 4.0 * batch * heads * length * keys * size
+    if fused_attention(ins) == "backward":
+        flops *= 2.5
+    if CAUSAL in ins.rest.split("custom_call_target=", 1)[-1].split(",", 1)[0]:
+        tiles = max(1, math.ceil(keys / ATTENTION_TILE))
+        flops *= (tiles + 1) / (2 * tiles)
+    return flops, batch * heads, length, keys, size
+
+
 def conv_flops(ins: Instr, operands: str) -> float:
     """2 x output elements x window taps x input features per group."""
     lhs = array_shapes(operands)[0][1]
@@ -168,6 +204,7 @@ def is_elementwise(ins: Instr) -> bool:
         ins.opcode not in FREE
         and ins.opcode not in REDUCTION
         and ins.opcode not in ("dot", "convolution", *DESCEND)
+        and fused_attention(ins) is None
     )
 
 

@@ -116,12 +116,15 @@ def anchor_from_run(
 
 def memory_needed(profile: Profile) -> float:
     """Bytes: weights (frozen ones too), gradients and optimizer state of the trained ones, and
-    the activations kept for backward; for a forward pass, the weights (it keeps nothing for a
+    the activations kept for backward (with gradient checkpointing, plus one block's
+    recomputed ones); for a forward pass, the weights (it keeps nothing for a
     backward pass; its transient buffers are not counted)."""
     if profile.kind == "forward":
         return profile.param_bytes + profile.saved_activation_bytes
     trained = 2 * profile.param_bytes + profile.optimizer_state_bytes
-    return profile.frozen_bytes + trained + profile.saved_activation_bytes
+    # checkpointed: one block's recomputed activations exist at a time, beside what is kept
+    recomputing = profile.recomputed_activation_bytes / max(1, profile.dims.get("layers", 1))
+    return profile.frozen_bytes + trained + profile.saved_activation_bytes + recomputing
 
 
 def predict(

@@ -39,6 +39,12 @@ PROFILE_VERSION = 2
 # before, a recurrent layer's step was counted once). The shipped profiles hold no while loop
 # (their HLO was checked), so both revisions count them alike and they keep version 2.
 COUNTING_REVISION = 2
+# How a profile's method says its attention was traced as cuDNN's fused kernel (16-bit decoder
+# LLM steps on JAX, see measure/backends/jax/fused_attention.py)
+FUSED_ATTENTION = (
+    "attention as cuDNN's fused (flash) kernel, as Keras on JAX runs it on Ampere and newer "
+    "GPUs in 16-bit (FlashAttention-2's FLOP count, timed as a tensor-core matmul)"
+)
 # The numbers of a kernel that may depend on the batch (everything but op, dtype and count).
 _KERNEL_SIZES = ("flops", "bytes", "batch", "m", "n", "k", "elements")
 
@@ -56,6 +62,7 @@ class PerSample(BaseModel):
     bytes: dict[str, float]
     saved_activation_bytes: float
     kernels: list[dict[str, float]]
+    recomputed_activation_bytes: float = 0.0
 
 
 class Profile(BaseModel):
@@ -74,6 +81,9 @@ class Profile(BaseModel):
     param_bytes: int
     optimizer_state_bytes: int
     saved_activation_bytes: float  # per step
+    # Gradient checkpointing: what the backward pass recomputes and reads, all blocks
+    # together (one block's share exists at a time, see predictor.memory_needed); 0 without
+    recomputed_activation_bytes: float = 0.0
     # Weights read but not trained (LoRA's frozen base): no gradient, no optimizer state.
     frozen_bytes: int = 0
     method: str
@@ -125,6 +135,8 @@ class Profile(BaseModel):
                 "bytes": {c: v + grow.bytes.get(c, 0.0) * step for c, v in self.bytes.items()},
                 "saved_activation_bytes": self.saved_activation_bytes
                 + grow.saved_activation_bytes * step,
+                "recomputed_activation_bytes": self.recomputed_activation_bytes
+                + grow.recomputed_activation_bytes * step,
                 "kernels": kernels,
                 "method": method,
             }
@@ -195,6 +207,9 @@ def learn_per_sample(
         bytes={c: slope(v, other.bytes[c]) for c, v in cost.bytes.items()},
         saved_activation_bytes=slope(cost.saved_activation_bytes, other.saved_activation_bytes),
         kernels=slopes,
+        recomputed_activation_bytes=slope(
+            cost.recomputed_activation_bytes, other.recomputed_activation_bytes
+        ),
     )
     return kernels, per_sample
 

@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from gpuscout.predict.profile import Profile, cached, learn_per_sample, store
+from gpuscout.predict.profile import (
+    FUSED_ATTENTION,
+    Profile,
+    cached,
+    learn_per_sample,
+    store,
+)
 from gpuscout.workloads.llm import LLAMA_NAMES
 
 
@@ -33,6 +39,14 @@ def compute(
     if backend == "jax" and workload in LLAMA_NAMES:
         step_hlo = tracer(backend).abstract_step_hlo
     else:
+        if resolved.get("checkpointing"):
+            from gpuscout.errors import UserError
+
+            raise UserError(
+                f"--checkpointing: {workload}'s checkpointed step is traced on JAX, which is "
+                "not installed.",
+                "pip install 'gpuscout[jax]', or drop --checkpointing.",
+            )
         import psutil
 
         from gpuscout.limits import check_fits_host
@@ -74,6 +88,15 @@ def profile_from_ir(
         else "XLA HLO of the model's forward pass (training=False"
         + (", jitted on JAX)" if on_jax else ", stage=hlo)")
     )  # fmt: skip
+    from gpuscout.step_ir import FUSED_ATTENTION_FORWARD
+
+    if FUSED_ATTENTION_FORWARD in ir.hlo:
+        method += f"; {FUSED_ATTENTION}"
+    if dims.get("checkpointing"):
+        method += (
+            "; gradient checkpointing: each block's input and the logits kept, the blocks "
+            "recomputed in the backward pass (jax.checkpoint)"
+        )
     loops = loops_note(cost)
     return Profile(
         kind=kind,
@@ -89,6 +112,7 @@ def profile_from_ir(
         optimizer_state_bytes=ir.optimizer_state_bytes,
         frozen_bytes=ir.frozen_bytes,
         saved_activation_bytes=cost.saved_activation_bytes,
+        recomputed_activation_bytes=cost.recomputed_activation_bytes,
         kernels=cost.kernels,
         method=f"{method}; {loops}" if loops else method,
         tf_version=ir.tf_version,

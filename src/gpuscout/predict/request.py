@@ -15,7 +15,7 @@ from gpuscout.errors import UserError
 from gpuscout.predict import scaling
 from gpuscout.predict.job import MODEL_BATCH
 from gpuscout.predict.predictor import Prediction, anchor_from_run
-from gpuscout.predict.profile import Profile
+from gpuscout.predict.profile import FUSED_ATTENTION, Profile
 from gpuscout.predict.session import Session, session
 from gpuscout.run_settings import tf32_prediction_note
 
@@ -34,6 +34,7 @@ class PredictRequest:
     batch_size: int | None = None  # per GPU (default: the workload's; 32 for a model)
     seq_len: int | None = None
     lora_rank: int | None = None  # LoRA adapters of this rank, the base frozen (decoder LLMs)
+    checkpointing: bool = False  # gradient checkpointing: each block recomputed (decoder LLMs)
     counts: Sequence[tuple[int, int]] = ((1, 1),)  # (machines, GPUs per machine)
     network_gbit: float = scaling.DEFAULT_NETWORK_GBIT
     epoch_samples: int | None = None
@@ -88,7 +89,23 @@ class PredictAnswer:
                 }
                 for r in self.rows
             ]
-        return [r.to_json_dict() | {"common_assumptions": self.notes} for r in self.rows]
+        return [r.to_json_dict() | self._tokens(r) | {"common_assumptions": self.notes}
+                for r in self.rows]  # fmt: skip
+
+    @property
+    def tokens_per_sample(self) -> int | None:
+        """A causal language model's tokens per sequence (its sequence length), else None."""
+        from gpuscout.workloads import run_shape
+
+        return run_shape(self.profile.workload, self.profile.dims)[0]
+
+    def _tokens(self, r: Prediction) -> dict[str, float]:
+        """The row's rates in tokens/s (all its GPUs together), for a language model."""
+        per = self.tokens_per_sample
+        if per is None:
+            return {}
+        return {"tokens_per_second": r.samples_per_second * per, "tokens_low": r.low * per,
+                "tokens_high": r.high * per}  # fmt: skip
 
 
 def predict_for(req: PredictRequest) -> PredictAnswer:
@@ -140,6 +157,7 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
     from gpuscout.limits import check_fits_a_gpu
     from gpuscout.predict.profile_trace import get_profile, get_user_profile
     from gpuscout.workloads import get_workload
+    from gpuscout.workloads.llm import checkpointing_dims
 
     notes: list[str] = []
     if req.model:
@@ -155,6 +173,7 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         dims = {"seq_len": req.seq_len} if req.seq_len else {}
         if req.lora_rank:
             dims["lora_rank"] = req.lora_rank
+        dims.update(checkpointing_dims(workload.name, req.checkpointing))
         batch = req.batch_size or workload.default_batch_gpu
         resolved = workload.resolve(dims)
         check_fits_a_gpu(workload.name, resolved, batch, req.precision, "train", catalog)
@@ -191,8 +210,24 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         tf32=req.tf32,
     )
     notes = [*notes, *common, *_tf32_notes(req), f"epoch = {epoch:,} {unit}"]
-    notes += _fit_notes(rows, profile, catalog)
+    notes += _fit_notes(rows, profile, catalog) + _attention_notes(gpus, profile)
     return PredictAnswer("train", rows, profile, reference.id, unit, notes)
+
+
+def _attention_notes(gpus: Sequence[Gpu], profile: Profile) -> list[str]:
+    """A step traced with the fused attention kernel (``FUSED_ATTENTION`` in its method) on a
+    GPU older than Ampere, where Keras runs XLA's unfused attention instead: said, as the
+    prediction is then optimistic."""
+    if FUSED_ATTENTION not in profile.method:
+        return []
+    older = [g.id for g in gpus if float(g.compute_capability) < 8.0]
+    if not older:
+        return []
+    return [
+        f"{', '.join(older)}: older than Ampere, where Keras runs XLA's unfused attention "
+        "rather than cuDNN's fused kernel the step was traced with: predicted faster than it "
+        "would run there"
+    ]
 
 
 def _fit_notes(rows: list[Prediction], profile: Profile, catalog: Catalog) -> list[str]:

@@ -10,13 +10,18 @@ from gpuscout.report.console import literal
 from gpuscout.units import fmt_rate, fmt_seconds, fmt_sig
 
 
-def prediction_table(rows: list[Prediction], profile: Profile, reference: str, unit: str) -> Table:
+def prediction_table(
+    rows: list[Prediction], profile: Profile, reference: str, unit: str,
+    tokens_per_sample: int | None = None,
+) -> Table:  # fmt: skip
+    """One row per GPU and count; a language model's rates in tokens/s too."""
     title = (
         f"gpuscout predict · {profile.workload} · {profile.precision} · batch {profile.batch} "
         f"per GPU"
     )
     table = Table(title=literal(title), title_justify="left")
-    for name in ("GPU", "n", f"{unit}/s", "range", "epoch", f"vs {reference}"):
+    tokens = ("tokens/s",) if tokens_per_sample else ()
+    for name in ("GPU", "n", f"{unit}/s", *tokens, "range", "epoch", f"vs {reference}"):
         table.add_column(name, justify="left" if name == "GPU" else "right")
     with_scaling = any(r.measured_scaling is not None for r in rows)
     names = ("scaling", "measured scaling", "fits memory", "measured", "interconnect")
@@ -32,6 +37,7 @@ def prediction_table(rows: list[Prediction], profile: Profile, reference: str, u
             literal(r.gpu),
             f"{r.nodes}x{r.count // r.nodes}" if r.nodes > 1 else str(r.count),
             fmt_rate(r.samples_per_second),
+            *([fmt_rate(r.samples_per_second * tokens_per_sample)] if tokens_per_sample else []),
             f"{fmt_rate(r.low)} - {fmt_rate(r.high)}",
             fmt_seconds(r.epoch_seconds),
             f"{fmt_sig(r.relative_speed)}x" + (" ~" if r.not_distinguishable_from else ""),

@@ -321,6 +321,8 @@ def run_shape(workload: str, dims: Mapping[str, int]) -> tuple[int | None, str]:
         text += f" · LoRA rank {d['lora_rank']}, base frozen"
     elif "lora_rank" in d:
         text += " · every weight trained"
+    if d.get("checkpointing"):
+        text += " · gradient checkpointing"
     return (d["seq_len"] if w.task == "causal-lm" else None), text
 
 

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 
 from gpuscout.measure.backends.jax import runtime as jax_runtime
+from gpuscout.measure.backends.jax.fused_attention import traced_as_fused
 from gpuscout.measure.synthetic import arrays
 from gpuscout.step_ir import StepIR, variable_bytes
 from gpuscout.workloads import get_workload
 
 FORWARD_SCOPE = "jit(step)/jvp("
 FORWARD_ONLY_SCOPE = "jit(forward)/"
+# Where cuDNN's fused attention runs (on Ampere and newer): float16 and bfloat16 math
+FUSED_PRECISIONS = ("mixed_float16", "mixed_bfloat16")
 
 
 def lowered_text(lowered: Any) -> str:
@@ -95,7 +99,11 @@ def abstract_step_hlo(workload: str, dims: Mapping[str, int], batch: int, precis
     uninitialized (Keras defers a variable created there until it is first used), and the step
     is traced on ``jax.ShapeDtypeStruct``s of its state and batch. For the decoder LLM workloads
     (``keras/llama.py`` builds their model apart from the optimizer, which must be created
-    outside the scope; ``train_step(abstract=True)`` builds its moments in such a scope)."""
+    outside the scope; ``train_step(abstract=True)`` builds its moments in such a scope).
+
+    In 16-bit precisions the attention is traced as the fused kernel Keras on JAX runs on an
+    Ampere or newer GPU (``jax/fused_attention.py``); in float32 as XLA's unfused ops, as
+    Keras runs it there (cuDNN's fused kernel takes float16 and bfloat16 only)."""
     w = get_workload(workload)
     resolved = w.resolve(dims)
 
@@ -108,11 +116,13 @@ def abstract_step_hlo(workload: str, dims: Mapping[str, int], batch: int, precis
 
         with keras.StatelessScope(initialize_variables=False):
             model = llama_model(resolved)
-        built = Built(model, *llama_loss_and_optimizer(resolved))
+        checkpointing = bool(resolved.get("checkpointing"))
+        built = Built(model, *llama_loss_and_optimizer(resolved), checkpointing)
         step, state = train_step(jax, built, precision, abstract=True)
         x = jax.ShapeDtypeStruct((batch, *w.input_shape(resolved)), np.int32)
         y = jax.ShapeDtypeStruct((batch, *w.labels_shape(resolved)), np.int32)
-        lowered = step.trace(state, x, y).lower(lowering_platforms=("cuda",))
+        with traced_as_fused() if precision in FUSED_PRECISIONS else nullcontext():
+            lowered = step.trace(state, x, y).lower(lowering_platforms=("cuda",))
         return _train_ir(jax, lowered, model, state[2])
 
     return _under_policy(precision, build)

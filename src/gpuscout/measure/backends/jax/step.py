@@ -23,7 +23,9 @@ def train_step(
     The stateless Keras 3 pattern: ``stateless_call`` for the forward pass (the non-trainable
     state, e.g. dropout's seed, comes back updated), ``jax.value_and_grad`` of the loss,
     ``optimizer.stateless_apply`` for the update, and the state's buffers donated to the next
-    step. float16 scales the loss (LossScaleOptimizer), as the TensorFlow step does.
+    step. float16 scales the loss (LossScaleOptimizer), as the TensorFlow step does. With
+    ``built.checkpointing`` the loss is taken through ``jax.checkpoint``: the backward pass
+    recomputes each block from its input (one more forward pass of work, far less memory).
     """
     import keras
 
@@ -44,6 +46,11 @@ def train_step(
             scaled = optimizer.scale_loss(loss)
         return scaled, (loss, ntv)
 
+    if built.checkpointing:  # keep each block's input, recompute the rest in the backward pass
+        from gpuscout.measure.backends.keras.llama import KEPT
+
+        policy = jax.checkpoint_policies.save_only_these_names(KEPT)
+        loss_and_state = jax.checkpoint(loss_and_state, policy=policy)
     grad = jax.value_and_grad(loss_and_state, has_aux=True)
 
     def step(state: Any, x: Any, y: Any) -> Any:

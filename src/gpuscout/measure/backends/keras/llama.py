@@ -35,6 +35,8 @@ INIT_STDDEV = 0.02
 # AdamW's learning rate: full fine-tuning as Stanford Alpaca fine-tuned LLaMA-7B (2e-5); LoRA
 # as the QLoRA paper for 7B and 13B models (2e-4). Neither changes the step's work.
 FULL_LR, LORA_LR = 2e-5, 2e-4
+# The name of what a checkpointed step keeps (see Kept)
+KEPT = "gpuscout_kept"
 
 
 class Rotary(keras.layers.Layer):  # type: ignore[misc]
@@ -104,18 +106,58 @@ def _linear(units: int, name: str, d: Dims | None = None, dtype: str | None = No
                               dtype=dtype)  # fmt: skip
 
 
+class CausalAttention(keras.layers.Layer):  # type: ignore[misc]
+    """Grouped-query causal attention of rotated queries and keys: ``keras.ops``' own, or, in
+    a step ``predict`` traces on JAX for a GPU that would fuse it, the fused kernel's custom
+    calls (``jax/fused_attention.py``). Its own layer so the choice is made when traced."""
+
+    def call(self, q: Any, k: Any, v: Any) -> Any:
+        if keras.backend.backend() == "jax":
+            from gpuscout.measure.backends.jax.fused_attention import (
+                fused_attention,
+                tracing_fused,
+            )
+
+            if tracing_fused():
+                return fused_attention(q, k, v, causal=True)
+        return keras.ops.dot_product_attention(q, k, v, is_causal=True)
+
+    def compute_output_spec(self, q: Any, k: Any, v: Any) -> Any:
+        return keras.KerasTensor(q.shape, dtype=q.dtype)
+
+
+class Kept(keras.layers.Layer):  # type: ignore[misc]
+    """A tensor gradient checkpointing keeps: each block's input, and the logits (the output
+    projection is not checkpointed: its backward reads the logits' gradient, not its input's
+    recomputation). On JAX, a checkpointed step (``jax/step.py``) keeps only the tensors so
+    named between the passes and recomputes the rest of each block in the backward pass, as
+    torchtune's and Hugging Face's per-layer activation checkpointing does. An identity
+    everywhere else."""
+
+    def call(self, x: Any) -> Any:
+        if keras.backend.backend() == "jax":
+            from jax.ad_checkpoint import checkpoint_name
+
+            return checkpoint_name(x, KEPT)  # type: ignore[no-untyped-call]
+        return x
+
+    def compute_output_spec(self, x: Any) -> Any:
+        return keras.KerasTensor(x.shape, dtype=x.dtype)
+
+
 def _attention(x: Any, d: Dims, i: int) -> Any:
     length, heads, kv, dim = d["seq_len"], d["heads"], d["kv_heads"], head_dim(d)
     rotary = Rotary(float(d["rope_theta"]), name=f"rotary_{i}")
     q = keras.layers.Reshape((length, heads, dim))(_linear(heads * dim, f"q_proj_{i}", d)(x))
     k = keras.layers.Reshape((length, kv, dim))(_linear(kv * dim, f"k_proj_{i}", d)(x))
     v = keras.layers.Reshape((length, kv, dim))(_linear(kv * dim, f"v_proj_{i}", d)(x))
-    y = keras.ops.dot_product_attention(rotary(q), rotary(k), v, is_causal=True)
+    y = CausalAttention(name=f"attention_{i}")(rotary(q), rotary(k), v)
     y = keras.layers.Reshape((length, heads * dim))(y)
     return _linear(d["hidden"], f"o_proj_{i}", d)(y)
 
 
 def _block(x: Any, d: Dims, i: int) -> Any:
+    x = Kept(name=f"block_input_{i}")(x)
     y = keras.layers.RMSNormalization(epsilon=RMS_EPSILON, name=f"attn_norm_{i}")(x)
     x = x + _attention(y, d, i)
     y = keras.layers.RMSNormalization(epsilon=RMS_EPSILON, name=f"mlp_norm_{i}")(x)
@@ -148,7 +190,7 @@ def llama_model(d: Dims) -> Any:
     else:
         head = _linear(d["vocab"], "lm_head", dtype=frozen)
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(head(x))
-    model = keras.Model(ids, logits, name="llama")
+    model = keras.Model(ids, Kept(name="logits_kept")(logits), name="llama")
     if d["lora_rank"]:
         freeze_base(model)
     return model
@@ -165,4 +207,4 @@ def build_llama(d: Dims) -> Built:
     """The decoder, its loss and its optimizer (``models.BUILDERS``)."""
     from gpuscout.measure.backends.keras.models import Built
 
-    return Built(llama_model(d), *llama_loss_and_optimizer(d))
+    return Built(llama_model(d), *llama_loss_and_optimizer(d), bool(d.get("checkpointing")))

@@ -25,6 +25,9 @@ class Built:
     model: Any  # keras.Model
     loss: Any  # keras loss
     optimizer: Any  # keras optimizer
+    # Gradient checkpointing (the decoder LLMs' ``checkpointing`` setting): only the tensors
+    # named as a block's input are kept between the passes (keras/llama.py's BlockInput)
+    checkpointing: bool = False
 
 
 def _sparse_ce(from_logits: bool = False) -> Any:
