@@ -10,6 +10,10 @@ HLO counting.
 
     python scripts/ship_profiles.py                    # every shape (about 30 min on 2 cores)
     python scripts/ship_profiles.py --only gpt2,bert-large   # those workloads' shapes, merged
+    python scripts/ship_profiles.py --finetuning             # the fine-tuning rows' shapes
+
+Also the shapes of the published fine-tuning rows ``predict``'s decoder check uses
+(``predict/finetuning_rows.profile_shapes``), in their own precision.
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ import sys
 import time
 from pathlib import Path
 
+from gpuscout.catalog import load_catalog
+from gpuscout.predict.finetuning_rows import profile_shapes
 from gpuscout.predict.profile_trace import compute
 from gpuscout.workloads import BERT_LARGE
+from gpuscout.workloads.llm import JOBS, LLAMA_NAMES
 
 OUT = (
     Path(__file__).resolve().parents[1] / "src" / "gpuscout" / "predict" / "data" / "profiles.json"
@@ -58,24 +65,36 @@ def _write(profiles: dict[str, dict]) -> None:  # type: ignore[type-arg]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", help="comma list of workloads to trace again (others kept)")
+    parser.add_argument(
+        "--finetuning",
+        action="store_true",
+        help="only the published fine-tuning rows' shapes (others kept)",
+    )
     args = parser.parse_args()
     only = set(args.only.split(",")) if args.only else None
+    if args.finetuning:
+        only = only or set(LLAMA_NAMES)
     from gpuscout.predict.profile import Profile
 
     profiles: dict[str, dict] = {}  # type: ignore[type-arg]
     if only is not None and OUT.exists():
         for raw in json.loads(OUT.read_text()):
             profiles[Profile.model_validate(raw).key] = raw
-    for workload, dims, batch in SHAPES:
+    shapes = [] if args.finetuning else [(w, d, b, p) for w, d, b in SHAPES for p in PRECISIONS]
+    # the named fine-tuning jobs (scout --job llm-lora-8b), in 16-bit
+    shapes += [(w, d, 4, p) for w, d, _, _ in JOBS.values()
+               for p in ("mixed_float16", "mixed_bfloat16")]  # fmt: skip
+    # the shapes of the published fine-tuning rows predict is checked on, in their precision
+    shapes += profile_shapes(load_catalog())
+    for workload, dims, batch, precision in shapes:
         if only is not None and workload not in only:
             continue
-        for precision in PRECISIONS:
-            start = time.perf_counter()
-            profile = compute(workload, dims, batch, precision, scale_from=batch // 2)
-            profiles[profile.key] = profile.model_dump(mode="json")
-            _write(profiles)  # after each: a long run that stops keeps what it traced
-            took = time.perf_counter() - start
-            print(f"{profile.key}: {took:.0f} s", file=sys.stderr)
+        start = time.perf_counter()
+        profile = compute(workload, dims, batch, precision, scale_from=batch // 2)
+        profiles[profile.key] = profile.model_dump(mode="json")
+        _write(profiles)  # after each: a long run that stops keeps what it traced
+        took = time.perf_counter() - start
+        print(f"{profile.key}: {took:.0f} s", file=sys.stderr)
     print(f"wrote {len(profiles)} profiles to {OUT}", file=sys.stderr)
 
 

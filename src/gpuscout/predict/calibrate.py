@@ -49,6 +49,7 @@ from gpuscout.predict.roofline import (
     combine,
     overheads,
 )
+from gpuscout.workloads.llm import LLAMA_NAMES
 
 _TENSOR = (0.05, 1.0)  # a share of the tensor peak: 1 is the peak itself
 _SCALING = (0.0, 1.0)  # 0: a tensor kernel gains nothing from more tensor FLOPs a clock
@@ -147,13 +148,14 @@ class Calibration:
         family = FAMILIES.get(workload, workload)
         if workload not in VALIDATED or kind != "train":
             low, high = figures.unvalidated
+            if workload in LLAMA_NAMES and kind == "train":
+                from gpuscout.predict.finetuning_check import range_note
+
+                return Band(low, high, range_note(workload))
             what = "inference" if kind != "train" else workload
-            return Band(
-                low,
-                high,
-                f"{what}: not validated on published data; the range is the widest of the "
-                "validated workloads' bands (and of their errors' middle 90 %), an assumption",
-            )
+            return Band(low, high, f"{what}: not validated on published data; the range is the "
+                        "widest of the validated workloads' bands (and of their errors' middle "
+                        "90 %), an assumption")  # fmt: skip
         if self.stored and family in figures.chip_relative:
             pairs = zip(self.points, self.log_errors, strict=True)
             mine = [e for p, e in pairs if p.stack == STORED and FAMILIES.get(p.workload) == family]

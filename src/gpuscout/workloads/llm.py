@@ -141,6 +141,7 @@ def _llama(name: str) -> Workload:
         "tied": tied,
         "rope_theta": theta,
         "lora_rank": 0,
+        "checkpointing": 0,
     }
     return Workload(
         name=name,
@@ -168,15 +169,16 @@ def _llama(name: str) -> Workload:
         flops_note="analytic: full fine-tuning 6 x parameters per token (the embedding's look-up "
         "excepted) plus attention over the full L x L scores; LoRA 4 x the frozen base's "
         "(forward and input gradients, no weight gradients) plus 6 x the adapters'",
-        settable=("seq_len", "lora_rank"),
+        settable=("seq_len", "lora_rank", "checkpointing"),
         default_epochs=ALPACA_EPOCHS,
         default_epochs_why="3 epochs over Alpaca, as Stanford Alpaca fine-tuned LLaMA-7B",
         task="causal-lm",
         max_dims={
             "seq_len": (context, f"{name}'s context length"),
             "lora_rank": (hidden, "an adapter's rank cannot exceed the hidden size"),
+            "checkpointing": (1, "1 recomputes each block in the backward pass, 0 does not"),
         },
-        may_be_zero=("tied", "lora_rank"),
+        may_be_zero=("tied", "lora_rank", "checkpointing"),
     )
 
 
@@ -211,3 +213,35 @@ def mode_dims(workload: str, model: str | None, mode: str, lora_rank: int | None
             f"use one of: {names}; or --mode train.",
         )
     return {"lora_rank": lora_rank or LORA_RANK}
+
+
+def checkpointing_dims(workload: str | None, checkpointing: bool) -> dict[str, int]:
+    """``--checkpointing``'s setting: ``checkpointing`` 1 for a decoder LLM workload; asked of
+    any other workload (or of --model), a UserError naming it."""
+    if not checkpointing:
+        return {}
+    if workload not in LLAMA_NAMES:
+        names = ", ".join(sorted(LLAMA_NAMES))
+        raise UserError(
+            f"--checkpointing recomputes the blocks of the decoder LLM workloads, not of "
+            f"{'--model' if workload is None else repr(workload)}.",
+            f"drop --checkpointing, or use --workload with one of: {names}.",
+        )
+    return {"checkpointing": 1}
+
+
+# Named fine-tuning jobs (``scout --job``, ``report --job``): the question the articles ask,
+# "LoRA fine-tuning of a 7-8B model", as one word. (workload, settings, precision, in words.)
+JOBS: dict[str, tuple[str, dict[str, int], str, str]] = {
+    "llm-lora-8b": (
+        "llama-3.1-8b", {"lora_rank": LORA_RANK, "checkpointing": 1}, "mixed_bfloat16",
+        f"LoRA fine-tuning of Llama-3.1-8B: rank {LORA_RANK} on every linear layer (QLoRA's "
+        "recipe), gradient checkpointing (torchtune's and Hugging Face's LoRA recipes turn it "
+        "on), bfloat16, 2,048 tokens, 3 epochs of Alpaca",
+    ),
+    "llm-full-8b": (
+        "llama-3.1-8b", {"checkpointing": 1}, "mixed_bfloat16",
+        "full fine-tuning of Llama-3.1-8B with AdamW, gradient checkpointing, bfloat16, 2,048 "
+        "tokens, 3 epochs of Alpaca",
+    ),
+}  # fmt: skip

@@ -1,0 +1,71 @@
+"""How far the decoder-LLM prediction is from published fine-tuning throughput (issue 33).
+
+Every row of ``src/gpuscout/predict/data/published_finetuning.csv`` that gpuscout can predict
+is predicted as ``gpuscout predict`` answers it (its model, mode, LoRA rank, sequence, batch per
+GPU, precision, gradient checkpointing and GPU count) and compared in tokens/s per GPU; the
+others are named with why they are left out. No row is in any fit, so every figure is out of
+sample by whole source. The ``reserved`` rows (VectorInstitute/vectorlm) are the external
+check: printed apart, never used to design or tune.
+
+    python benchmarks/finetuning_accuracy.py           # print
+    python benchmarks/finetuning_accuracy.py --write   # and store the summary predict shows
+                                                       # (predict/data/finetuning_accuracy.json)
+
+Uses the shipped profiles (``scripts/ship_profiles.py`` traces the rows' shapes); a shape not
+shipped is traced on JAX first (seconds to a minute each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from gpuscout.catalog import load_catalog
+from gpuscout.predict.finetuning_check import Checked, Summary, check, write
+from gpuscout.predict.finetuning_rows import load_rows
+
+
+def _table(checked: list[Checked]) -> None:
+    print(f"  {'row':78} {'published':>9} {'predicted':>9} {'ratio':>6}  range")
+    for c in checked:
+        inside = "inside" if c.inside else "outside"
+        print(f"  {c.row.label:78} {c.row.tokens_per_gpu:9,.0f} {c.predicted:9,.0f} "
+              f"{c.ratio:6.2f}  {c.low:,.0f}-{c.high:,.0f} ({inside})")  # fmt: skip
+
+
+def _summary(name: str, s: Summary) -> None:
+    rel = (f"{s.relative_mape:.1%} over {s.relative_pairs} rows" if s.relative_mape is not None
+           else "no two GPUs of one source")  # fmt: skip
+    print(f"{name}: {s.rows} rows, {s.sources} sources, GPUs {', '.join(s.gpus)}")
+    print(
+        f"  tokens/s per GPU off by {s.mape:.1%} on average (median ratio {s.median_ratio:.2f});"
+        f" {s.inside_range:.0%} inside their range; relative to the source's other GPUs: {rel}"
+    )
+    print("  by source: " + ", ".join(f"{k} {v:.1%}" for k, v in s.by_source.items()))
+    print("  by mode: " + ", ".join(f"{k} {v:.1%}" for k, v in s.by_mode.items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--write", action="store_true", help="store the summary predict shows")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    catalog = load_catalog()
+    rows = load_rows()
+    summaries = []
+    for use in ("validation", "reserved"):
+        checked, left = check([r for r in rows if r.use == use], catalog)
+        print(f"\n{use} rows (predicted / published, tokens/s per GPU):")
+        _table(checked)
+        for line in left:
+            print(f"  left out: {line}")
+        summary = Summary.of(checked)
+        _summary(use, summary)
+        summaries.append(summary)
+    print(f"\n({time.perf_counter() - start:.0f} s)")
+    if args.write:
+        print(f"wrote {write(*summaries)}")
+
+
+if __name__ == "__main__":
+    main()

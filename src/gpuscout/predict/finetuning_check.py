@@ -1,0 +1,172 @@
+"""How far the decoder-LLM prediction is from published fine-tuning throughput.
+
+Each published row (``finetuning_rows.py``) is predicted as ``gpuscout predict`` would answer
+it, at its own model, mode, LoRA rank, sequence, batch, precision, checkpointing and GPU count,
+and compared per GPU. No row was used to fit or design anything, so the figures are out of
+sample by whole source. ``validation`` rows give the error ``predict`` reports for the decoder
+workloads; ``reserved`` rows (vectorlm) are the external check, reported apart.
+
+``benchmarks/finetuning_accuracy.py`` prints them and ``--write`` stores the summary in
+``predict/data/finetuning_accuracy.json`` (what ``predict`` says of its range); a test
+recomputes it from the shipped profiles.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from gpuscout.catalog import Catalog
+from gpuscout.predict.finetuning_rows import FinetuneRow, dims_of, excluded
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One row predicted: tokens/s per GPU, and the range predict gives."""
+
+    row: FinetuneRow
+    predicted: float
+    low: float
+    high: float
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted / self.row.tokens_per_gpu
+
+    @property
+    def inside(self) -> bool:
+        return self.low <= self.row.tokens_per_gpu <= self.high
+
+
+def predict_row(row: FinetuneRow) -> Checked:
+    """``gpuscout predict`` for the row's settings (its profile shipped or traced on JAX)."""
+    from gpuscout.predict.request import PredictRequest, predict_for
+
+    assert row.workload is not None and row.policy is not None and row.batch_size_per_gpu
+    d = dims_of(row)
+    answer = predict_for(
+        PredictRequest(
+            gpus=row.gpu_id,
+            workload=row.workload,
+            precision=row.policy,
+            batch_size=row.batch_size_per_gpu,
+            seq_len=row.seq_len,
+            lora_rank=d["lora_rank"] or None,
+            checkpointing=bool(d["checkpointing"]),
+            counts=[(1, row.gpu_count)],
+        )
+    )
+    r = answer.rows[0]
+    per = row.seq_len / row.gpu_count
+    return Checked(row, r.samples_per_second * per, r.low * per, r.high * per)
+
+
+def check(rows: Sequence[FinetuneRow], catalog: Catalog) -> tuple[list[Checked], list[str]]:
+    """Every row predicted, or named with why it is left out."""
+    done, left = [], []
+    for row in rows:
+        why = excluded(row, catalog)
+        if why:
+            left.append(f"{row.label}: {why}")
+        else:
+            done.append(predict_row(row))
+    return done, left
+
+
+def mape(ratios: Sequence[float]) -> float:
+    return statistics.fmean(abs(r - 1) for r in ratios) if ratios else float("nan")
+
+
+def _relative(checked: Sequence[Checked]) -> list[float]:
+    """Each row's ratio over the geometric mean ratio of its group's other GPUs (same source,
+    mode, batch and sequence, another GPU): what a ranking of GPUs depends on."""
+    out = []
+    for c in checked:
+        r = c.row
+        mates = [m.ratio for m in checked
+                 if m is not c and m.row.gpu_id != r.gpu_id and m.row.source_id == r.source_id
+                 and m.row.mode == r.mode and m.row.seq_len == r.seq_len
+                 and m.row.batch_size_per_gpu == r.batch_size_per_gpu]  # fmt: skip
+        if mates:
+            mean = math.exp(statistics.fmean(math.log(m) for m in mates))
+            out.append(c.ratio / mean)
+    return out
+
+
+@dataclass
+class Summary:
+    """The error on one set of rows (all MAPE, predicted / published per GPU)."""
+
+    rows: int
+    sources: int
+    gpus: list[str]
+    mape: float
+    median_ratio: float
+    inside_range: float  # share of published values inside the predicted range
+    relative_mape: float | None
+    relative_pairs: int
+    by_source: dict[str, float] = field(default_factory=dict)
+    by_mode: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, checked: Sequence[Checked]) -> Summary:
+        rel = _relative(checked)
+        sources = sorted({c.row.source_id for c in checked})
+        modes = sorted({c.row.mode for c in checked})
+        return cls(
+            rows=len(checked),
+            sources=len(sources),
+            gpus=sorted({c.row.gpu_id for c in checked}),
+            mape=mape([c.ratio for c in checked]),
+            median_ratio=statistics.median(c.ratio for c in checked),
+            inside_range=statistics.fmean(c.inside for c in checked),
+            relative_mape=mape(rel) if rel else None,
+            relative_pairs=len(rel),
+            by_source={
+                s: mape([c.ratio for c in checked if c.row.source_id == s]) for s in sources
+            },
+            by_mode={m: mape([c.ratio for c in checked if c.row.mode == m]) for m in modes},
+        )
+
+
+def _path() -> Path:
+    return Path(str(resources.files("gpuscout.predict").joinpath("data/finetuning_accuracy.json")))
+
+
+def write(validation: Summary, reserved: Summary) -> Path:
+    path = _path()
+    body = {"validation": asdict(validation), "reserved": asdict(reserved)}
+    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+@cache
+def shipped() -> tuple[Summary, Summary] | None:
+    """The stored figures (validation, reserved), or None before any were written."""
+    try:
+        body = json.loads(_path().read_text())
+    except OSError:
+        return None
+    return Summary(**body["validation"]), Summary(**body["reserved"])
+
+
+def range_note(workload: str) -> str:
+    """What ``predict`` says of a decoder LLM's range: the published check, if stored."""
+    figures = shipped()
+    base = (f"{workload}: the range is the widest of the validated workloads' bands (and of "
+            "their errors' middle 90 %), an assumption")  # fmt: skip
+    if figures is None:
+        return f"{base}; not validated on published data"
+    v = figures[0]
+    return (
+        f"{base}; checked on {v.rows} published fine-tuning rows of 7-8B decoders from "
+        f"{v.sources} sources on {', '.join(v.gpus)} (none used to fit or design it): tokens/s "
+        f"off by {v.mape:.0%} on average (predicted / published, median x{v.median_ratio:.2f}), "
+        f"{v.inside_range:.0%} of them inside their range (docs/predict.md)"
+    )
