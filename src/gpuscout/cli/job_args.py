@@ -17,13 +17,16 @@ from gpuscout.cli.parser import (
     DEADLINE,
     EPOCHS,
     GPU_COUNT_CHOICES,
+    LORA_RANK,
     RUN_ID,
     SAMPLES,
+    SEQ_LEN,
     STEPS,
     model_spec,
 )
 from gpuscout.errors import UserError
 from gpuscout.run_settings import PRECISIONS
+from gpuscout.workloads.llm import LORA_RANK as LLM_LORA_RANK
 
 if TYPE_CHECKING:
     from gpuscout.predict.job import JobSpec
@@ -35,7 +38,8 @@ DEFAULT_COUNTS = "1,2,4,8"
 JOB_OPTIONS = {
     "workload": "--workload", "model": "--model", "from_run": "--from-run",
     "epochs": "--epochs", "samples": "--samples", "steps": "--steps",
-    "batch_size": "--batch-size", "precision": "--precision",
+    "batch_size": "--batch-size", "precision": "--precision", "seq_len": "--seq-len",
+    "mode": "--mode", "lora_rank": "--lora-rank", "checkpointing": "--checkpointing",
 }  # fmt: skip
 ADVICE_OPTIONS = {
     "deadline": "--deadline", "budget": "--budget", "owned": "--owned",
@@ -101,6 +105,27 @@ def add_job_size(group: Any, epochs_default: str = "") -> None:
         help="the job's precision on the GPUs predicted: fp32 (TF32 tensor cores on Ampere "
         "and newer), mixed_float16 or mixed_bfloat16 (default mixed_float16; a stored run's "
         "own with --from-run)",
+    )  # fmt: skip
+    group.add_argument(
+        "--seq-len",
+        type=SEQ_LEN,
+        help="the job's sequence length (llama-*: default 2048; bert-*, gpt2*)",
+    )
+    group.add_argument(
+        "--mode", choices=("train", "lora"),
+        help="train: every weight trained (the default); lora: a decoder LLM's base frozen and "
+        "LoRA adapters trained (llama-* workloads)",
+    )  # fmt: skip
+    group.add_argument(
+        "--lora-rank",
+        type=LORA_RANK,
+        metavar="R",
+        help=f"--mode lora: the adapters' rank (default {LLM_LORA_RANK})",
+    )
+    group.add_argument(
+        "--checkpointing", action="store_true",
+        help="gradient checkpointing (llama-* workloads): each block recomputed in the "
+        "backward pass, far less memory for about a third more work",
     )  # fmt: skip
 
 
@@ -203,10 +228,16 @@ def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
     """The job the options name (``--job``, where a command has it, read as a workload,
     run:ID or a model spec); a stored run read from ``args.db``."""
     from gpuscout.predict.job import JobSpec
+    from gpuscout.workloads.llm import JOBS, checkpointing_dims, mode_dims
 
     workload, model = getattr(args, "workload", None), args.model
     run_id = args.from_run
     text = (getattr(args, "job", None) or "").strip()
+    dims: dict[str, int] = {}
+    precision = args.precision
+    if text in JOBS:  # a named fine-tuning job: its workload, settings and precision
+        workload, dims, job_precision, _ = JOBS[text]
+        dims, precision, text = dict(dims), precision or job_precision, ""
     if text.lower().startswith("run:"):
         try:
             run_id = RUN_ID(text[4:])
@@ -220,6 +251,11 @@ def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
         from gpuscout.workloads import get_workload
 
         workload = get_workload(text, own_model=False).name
+    mode = getattr(args, "mode", None) or ("lora" if dims.get("lora_rank") else "train")
+    dims.update(mode_dims(workload or "", model, mode, getattr(args, "lora_rank", None)))
+    dims.update(checkpointing_dims(workload, bool(getattr(args, "checkpointing", False))))
+    if getattr(args, "seq_len", None):
+        dims["seq_len"] = args.seq_len
     run = None
     if run_id is not None:
         from gpuscout.store import Store
@@ -234,6 +270,7 @@ def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
         samples=math.ceil(args.samples) if args.samples is not None else None,
         steps=args.steps,
         batch_size=args.batch_size,
-        precision=args.precision,  # None: a stored run's own, else mixed_float16
+        precision=precision,  # None: a stored run's own, else mixed_float16
         backend=backend,
+        dims=dims,
     )

@@ -10,12 +10,13 @@ or batch comes back with it, to be printed beside the answer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuscout.catalog import Catalog
 from gpuscout.errors import UserError
 from gpuscout.predict.profile import Profile
 from gpuscout.records import FIT_PREFIX, RunResult
+from gpuscout.workloads import run_shape
 
 MODEL_BATCH = 32  # per GPU for your model when none is given (predict --model's default too)
 PRECISION = "mixed_float16"  # the job's precision when none is given (and no stored run's)
@@ -35,6 +36,8 @@ class JobSpec:
     batch_size: int | None = None  # per GPU
     precision: str | None = None  # None: a stored run's own, else PRECISION
     backend: str = "tensorflow"  # what traces a step that is neither shipped nor cached
+    # a built-in workload's settings: seq_len, and a decoder LLM's lora_rank and checkpointing
+    dims: dict[str, int] = field(default_factory=dict)
 
     @property
     def given(self) -> bool:
@@ -80,6 +83,12 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
             f"the job's set-up from stored run {spec.run.id}: "
             f"{model or workload}, batch {batch} per GPU, {precision}"
         )
+    if model is not None and spec.dims:
+        raise UserError(
+            f"{', '.join(_SETTING_FLAGS[k] for k in spec.dims)} set a built-in workload's "
+            f"shape, not your model's ({model}): its builder decides it.",
+            "drop them, or name a built-in --workload.",
+        )
     if model is not None:  # sized before tracing: a job without a size fails in a moment
         from gpuscout.measure.user_spec import parse_model_spec
         from gpuscout.predict.profile_trace import get_user_profile
@@ -99,12 +108,18 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
 
         w = get_workload(workload or "", own_model=False)
         batch = batch or w.default_batch_gpu
-        dims = w.resolve({})
+        dims = w.resolve(spec.dims)
         unit, what, workload = w.epoch_unit, w.name, w.name
+        shape = run_shape(w.name, dims)[1] if spec.dims else ""
+        what = f"{what} ({shape})" if shape else what
         samples, size = _size(spec, w.epoch_samples, batch, unit, what)
         check_fits_a_gpu(w.name, dims, batch, precision, "train", catalog)
         profile = get_profile(w.name, dims, batch, precision, spec.backend)
     return Job(profile, samples, unit, f"{size} of {what}", tuple(notes), workload, model)
+
+
+_SETTING_FLAGS = {"seq_len": "--seq-len", "lora_rank": "--mode lora",
+                  "checkpointing": "--checkpointing"}  # fmt: skip
 
 
 def _from_run(run: RunResult, spec: JobSpec) -> tuple[str | None, str | None, int, str]:

@@ -32,6 +32,7 @@ from gpuscout.price.cost import Condition, Option
 from gpuscout.price.instances import cheapest_rental
 from gpuscout.price.instances import purchase as buy
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_sig
+from gpuscout.workloads import run_shape
 
 # the option's @word -> how its GPUs were bought
 OWNED: dict[str, Condition] = {"owned": "new", "used": "used"}
@@ -292,6 +293,12 @@ class _Speeds:
             self._reference = self.model.option(self._step(), self.reference).samples_per_second
         return self._reference
 
+    def _tokens(self, samples_per_second: float) -> str:
+        """ " (N tokens/s)" for a language model's job, else ""."""
+        profile = self.job.profile
+        per = run_shape(profile.workload, profile.dims)[0] if profile is not None else None
+        return f" ({fmt_rate(samples_per_second * per)} tokens/s)" if per else ""
+
     def of(
         self,
         gpu: Gpu,
@@ -319,7 +326,8 @@ class _Speeds:
         key = next((k for k in (f"{gpu.id}x{count}", str(count)) if k in scalings), None)
         if count == 1:
             if one is not None:
-                notes.append(f"predicted {fmt_rate(one.samples_per_second)} {unit}/s")
+                notes.append(f"predicted {fmt_rate(one.samples_per_second)} {unit}/s"
+                             + self._tokens(one.samples_per_second))  # fmt: skip
             return speedup, 1.0, False
         if key is not None:
             scaling = scalings[key]
@@ -332,7 +340,8 @@ class _Speeds:
         how = f"{row.link}; " if row.link else ""
         if one is not None:
             notes.append(
-                f"predicted {fmt_rate(row.samples_per_second)} {unit}/s: {count} x "
+                f"predicted {fmt_rate(row.samples_per_second)} {unit}/s"
+                f"{self._tokens(row.samples_per_second)}: {count} x "
                 f"{fmt_rate(one.samples_per_second)} at {scaling:.0%} scaling ({how}fitted "
                 "scaling model)"
             )
