@@ -9,6 +9,7 @@ step's weights and optimizer state would take if they were built (what the Tenso
 would allocate).
 
     python benchmarks/llm_profiles.py            # llama-3.1-8b and llama-2-7b, full and LoRA
+                                                 # (8B LoRA also checkpointed)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 CASES = [
     ("llama-3.1-8b", {}, "mixed_bfloat16"),
     ("llama-3.1-8b", {"lora_rank": 64}, "mixed_bfloat16"),
+    ("llama-3.1-8b", {"lora_rank": 64, "checkpointing": 1}, "mixed_bfloat16"),
     ("llama-2-7b", {}, "mixed_bfloat16"),
     ("llama-2-7b", {"lora_rank": 64}, "mixed_bfloat16"),
 ]
@@ -56,7 +58,8 @@ def main() -> None:
             capture_output=True, text=True, env=env, check=True,
         )  # fmt: skip
         r = json.loads(proc.stdout.strip().splitlines()[-1])
-        label = f"{name} {'LoRA r64' if dims else 'full'} {precision}"
+        label = f"{name} {'LoRA r64' if dims.get('lora_rank') else 'full'}"
+        label += " ckpt" if dims.get("checkpointing") else f" {precision}"
         print(f"{label:<34} {r['trace_s']:6.1f}s {r['count_s']:6.1f}s {r['peak_gb']:7.2f}GB "
               f"{r['hlo_mb']:6.1f}MB {r['tflop']:7.1f}TF {r['built_gb']:7.0f}GB")  # fmt: skip
     print(

@@ -83,3 +83,21 @@ def test_llm_job_options_that_do_not_apply_are_refused(
     r = run_in_process(*args)
     assert r.code == 2 and says in r.err, r.err
     assert "Traceback" not in r.err
+
+
+def test_memory_of_a_decoder_workload_is_predicts_traced_step() -> None:
+    """``memory --workload llama-3.1-8b --mode lora --checkpointing``: the traced step's parts,
+    the frozen base apart, summing to what predict compares with the GPU's memory."""
+    args = ("--workload", "llama-3.1-8b", "--mode", "lora", "--checkpointing", "--precision",
+            "mixed_bfloat16")  # fmt: skip
+    m = run_in_process("memory", *args, "--gpu", "rtx-4090", "--json")
+    p = run_in_process("predict", *args, "--gpus", "rtx-4090", "--json")
+    assert m.code == 0 and p.code == 0, m.err + p.err
+    memory, predicted = json.loads(m.out), json.loads(p.out)[0]
+    parts = memory["breakdown_gb"]
+    assert parts["frozen weights"] == pytest.approx(16.06, abs=0.01)  # 8.03 B in bfloat16
+    assert sum(parts.values()) == pytest.approx(predicted["memory_needed_gb"], abs=0.05)
+    refused = run_in_process("memory", "--workload", "llama-3.1-8b", "--mode", "qlora")
+    assert refused.code == 2 and "--mode qlora: the step is traced" in refused.err
+    shape = run_in_process("memory", "--workload", "llama-2-7b", "--layers", "4")
+    assert shape.code == 2 and "--workload llama-2-7b and --layers contradict" in shape.err

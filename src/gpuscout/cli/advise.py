@@ -239,22 +239,25 @@ def run_memory(args: argparse.Namespace) -> int:
     _check_memory_pairs(args)
     if args.workload:
         from gpuscout.limits import check_fits_a_gpu
+        from gpuscout.predict.predictor import memory_parts
         from gpuscout.predict.profile_trace import get_profile
-        from gpuscout.workloads import get_workload
+        from gpuscout.workloads import get_workload, run_shape
+        from gpuscout.workloads.llm import checkpointing_dims, mode_dims
 
         w = get_workload(args.workload, own_model=False)
         batch = args.batch_size or w.default_batch_gpu
-        dims = w.resolve({"seq_len": args.seq_len} if args.seq_len else {})
+        settings = {"seq_len": args.seq_len} if args.seq_len else {}
+        mode = {"full": "train"}.get(args.mode or "full", args.mode)
+        settings |= mode_dims(w.name, None, mode, args.lora_rank)
+        settings |= checkpointing_dims(w.name, args.checkpointing)
+        dims = w.resolve(settings)
         precision = args.precision or "mixed_float16"
         check_fits_a_gpu(w.name, dims, batch, precision, "train", catalog)
         profile = get_profile(w.name, dims, batch, precision)
-        breakdown = {
-            "weights": float(profile.param_bytes),
-            "gradients": float(profile.param_bytes),
-            "optimizer state": float(profile.optimizer_state_bytes),
-            "activations": profile.saved_activation_bytes,
-        }
-        what = f"{w.name}, batch {profile.batch}, {profile.precision} (from the compiled step)"
+        breakdown = memory_parts(profile)
+        shape = run_shape(w.name, dims)[1]
+        what = (f"{w.name}{f' ({shape})' if shape else ''}, batch {profile.batch}, "
+                f"{profile.precision} (from the compiled step)")  # fmt: skip
     else:
         missing = [n for n in ("params", "layers", "hidden", "heads") if not getattr(args, n)]
         if missing:
@@ -309,7 +312,25 @@ def _check_memory_pairs(args: argparse.Namespace) -> None:
     from gpuscout.cli.job_args import given, refuse_with
 
     if args.workload:
-        refuse_with(f"--workload {args.workload}", given(args, LLM_OPTIONS),
+        from gpuscout.workloads.llm import LLAMA_NAMES
+
+        # a decoder workload takes its own mode, rank and checkpointing (traced, not counted)
+        shape_only = {k: v for k, v in LLM_OPTIONS.items() if k not in ("mode", "lora_rank")}
+        if args.workload in LLAMA_NAMES:
+            if args.mode == "qlora":
+                raise UserError(
+                    f"--workload {args.workload} --mode qlora: the step is traced with a "
+                    "16-bit base; a 4-bit base is estimated from its parts by predict's fit "
+                    "options.",
+                    "use --mode lora (predict shows what QLoRA would need), or count an LLM "
+                    "by its shape: --params, --layers, --hidden, --heads.",
+                )
+            refuse_with(f"--workload {args.workload}", given(args, shape_only),
+                        "a decoder workload's shape is its own", "drop them, or drop "
+                        "--workload to count an LLM by its shape.")  # fmt: skip
+            return
+        refuse_with(f"--workload {args.workload}", given(args, {**LLM_OPTIONS,
+                    "checkpointing": "--checkpointing"}),
                     "a workload's memory is counted from its own compiled step, not from an "
                     "LLM's shape", "drop --workload to count an LLM, or drop the LLM's "
                     "options.")  # fmt: skip

@@ -114,17 +114,28 @@ def anchor_from_run(
     return Anchor(gpu, run.samples_per_second.median, run.id)
 
 
-def memory_needed(profile: Profile) -> float:
-    """Bytes: weights (frozen ones too), gradients and optimizer state of the trained ones, and
-    the activations kept for backward (with gradient checkpointing, plus one block's
-    recomputed ones); for a forward pass, the weights (it keeps nothing for a
-    backward pass; its transient buffers are not counted)."""
+def memory_parts(profile: Profile) -> dict[str, float]:
+    """Bytes by part: weights (frozen ones apart), gradients and optimizer state of the
+    trained ones, and the activations kept for backward (with gradient checkpointing, plus one
+    block's recomputed ones); for a forward pass, the weights and what it keeps (its transient
+    buffers are not counted). ``memory`` prints these; ``predict`` compares their sum."""
     if profile.kind == "forward":
-        return profile.param_bytes + profile.saved_activation_bytes
-    trained = 2 * profile.param_bytes + profile.optimizer_state_bytes
+        return {"weights": float(profile.param_bytes),
+                "activations": profile.saved_activation_bytes}  # fmt: skip
     # checkpointed: one block's recomputed activations exist at a time, beside what is kept
     recomputing = profile.recomputed_activation_bytes / max(1, profile.dims.get("layers", 1))
-    return profile.frozen_bytes + trained + profile.saved_activation_bytes + recomputing
+    parts = {"frozen weights": float(profile.frozen_bytes)} if profile.frozen_bytes else {}
+    return parts | {
+        "weights": float(profile.param_bytes),
+        "gradients": float(profile.param_bytes),
+        "optimizer state": float(profile.optimizer_state_bytes),
+        "activations": profile.saved_activation_bytes + recomputing,
+    }
+
+
+def memory_needed(profile: Profile) -> float:
+    """Bytes the step needs on the GPU: the sum of ``memory_parts``."""
+    return float(sum(memory_parts(profile).values()))
 
 
 def predict(
