@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import run_cli
 
 GPUS = "rtx-4090,rtx-5090,a100-80gb-sxm,h100-sxm"
@@ -60,3 +62,6 @@ def test_a_checkpointed_8b_lora_step_fits_a_4090_as_the_estimate_said() -> None:
     assert "gradient checkpointing: each block's input and the logits kept" in " ".join(
         c["common_assumptions"]
     )
+    # an epoch's energy: the RTX 4090's 450 W TDP at the sourced 80 % for the epoch's time
+    assert c["epoch_kwh"] == pytest.approx(450 * 0.8 * c["epoch_seconds"] / 3.6e6, rel=1e-6)
+    assert "energy: the GPUs draw 80% of their TDP" in " ".join(c["common_assumptions"])

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from gpuscout.articles import REFERENCE_GPU
 from gpuscout.catalog import Catalog, Gpu, load_catalog, peak_tflops
+from gpuscout.catalog.cost_defaults import cost_defaults
 from gpuscout.errors import UserError
 from gpuscout.predict import scaling
 from gpuscout.predict.job import MODEL_BATCH
@@ -55,6 +56,13 @@ class PredictAnswer:
     reference: str
     unit: str
     notes: list[str] = field(default_factory=list)
+    # Watts each row's GPUs draw while training (count x TDP x the sourced share), for kWh
+    watts: dict[tuple[str, int], float] = field(default_factory=dict)
+
+    def epoch_kwh(self, r: Prediction) -> float | None:
+        """Energy of one epoch on the row's GPUs, where its draw is known."""
+        w = self.watts.get((r.gpu, r.count))
+        return None if w is None else w * r.epoch_seconds / 3.6e6
 
     @property
     def row_assumptions(self) -> list[str]:
@@ -89,8 +97,8 @@ class PredictAnswer:
                 }
                 for r in self.rows
             ]
-        return [r.to_json_dict() | self._tokens(r) | {"common_assumptions": self.notes}
-                for r in self.rows]  # fmt: skip
+        return [r.to_json_dict() | self._tokens(r) | {"epoch_kwh": self.epoch_kwh(r)}
+                | {"common_assumptions": self.notes} for r in self.rows]  # fmt: skip
 
     @property
     def tokens_per_sample(self) -> int | None:
@@ -211,7 +219,15 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
     )
     notes = [*notes, *common, *_tf32_notes(req), f"epoch = {epoch:,} {unit}"]
     notes += _fit_notes(rows, profile, catalog) + _attention_notes(gpus, profile)
-    return PredictAnswer("train", rows, profile, reference.id, unit, notes)
+    share = cost_defaults().value("power_utilization")
+    notes.append(
+        f"energy: the GPUs draw {share:.0%} of their TDP while training "
+        f"({cost_defaults().source('power_utilization')}); kWh an epoch in --json, and "
+        "priced by gpuscout cost"
+    )
+    watts = {(r.gpu, r.count): r.count * catalog.gpus[r.gpu].tdp_w * share for r in rows
+             if catalog.gpus[r.gpu].tdp_w}  # fmt: skip
+    return PredictAnswer("train", rows, profile, reference.id, unit, notes, watts)
 
 
 def _attention_notes(gpus: Sequence[Gpu], profile: Profile) -> list[str]:
