@@ -38,6 +38,10 @@ def test_cost_prices_the_lora_job_at_predicts_speed_with_tokens_and_energy(
     assert tokens in rented["notes"][0] and "tokens/s)" in rented["notes"][0]
     assert rented["energy_kwh"] > 0
     assert any(o.get("break_even") for o in body["options"])
+    # the job as tokens: a billion tokens are 488,282 whole sequences of 2,048
+    t = run_in_process("cost", *LORA, "--tokens", "1e9", "--json")
+    assert t.code == 0, t.err
+    assert "1,000,000,000 tokens (488,282 sequences of 2,048)" in json.dumps(json.loads(t.out))
 
 
 def test_report_job_llm_lora_8b_names_the_job_and_charts_time_against_cost(
@@ -72,6 +76,10 @@ def test_report_job_llm_lora_8b_names_the_job_and_charts_time_against_cost(
          "--seq-len set a built-in workload's shape, not your model's"),
         (("advise", "--workload", "llama-2-7b", "--seq-len", "8192", "--epochs", "1"),
          "llama-2-7b takes seq_len up to 4,096"),
+        (("cost", "--workload", "resnet50", "--tokens", "1e9"),
+         "--tokens: resnet50 is not a language model"),
+        (("cost", "--workload", "llama-3.1-8b", "--tokens", "1e9", "--epochs", "2"),
+         "--tokens and --epochs contradict each other"),
     ],
 )  # fmt: skip
 def test_llm_job_options_that_do_not_apply_are_refused(

@@ -247,8 +247,8 @@ def run_memory(args: argparse.Namespace) -> int:
         w = get_workload(args.workload, own_model=False)
         batch = args.batch_size or w.default_batch_gpu
         settings = {"seq_len": args.seq_len} if args.seq_len else {}
-        mode = {"full": "train"}.get(args.mode or "full", args.mode)
-        settings |= mode_dims(w.name, None, mode, args.lora_rank)
+        trains = {"full": "train"}.get(args.mode or "full", args.mode)
+        settings |= mode_dims(w.name, None, trains, args.lora_rank)
         settings |= checkpointing_dims(w.name, args.checkpointing)
         dims = w.resolve(settings)
         precision = args.precision or "mixed_float16"

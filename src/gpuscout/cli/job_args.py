@@ -40,6 +40,7 @@ JOB_OPTIONS = {
     "epochs": "--epochs", "samples": "--samples", "steps": "--steps",
     "batch_size": "--batch-size", "precision": "--precision", "seq_len": "--seq-len",
     "mode": "--mode", "lora_rank": "--lora-rank", "checkpointing": "--checkpointing",
+    "tokens": "--tokens",
 }  # fmt: skip
 ADVICE_OPTIONS = {
     "deadline": "--deadline", "budget": "--budget", "owned": "--owned",
@@ -91,6 +92,11 @@ def add_job_size(group: Any, epochs_default: str = "") -> None:
         "--samples", type=SAMPLES,
         help="with --epochs: the dataset's size (samples an epoch; needed for your own "
         "model); alone: the samples of the whole job",
+    )  # fmt: skip
+    group.add_argument(
+        "--tokens", type=SAMPLES,
+        help="or a language model's job as tokens in all (e.g. 1e9): whole sequences of "
+        "--seq-len tokens",
     )  # fmt: skip
     group.add_argument(
         "--steps", type=STEPS,
@@ -270,6 +276,7 @@ def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
         samples=math.ceil(args.samples) if args.samples is not None else None,
         steps=args.steps,
         batch_size=args.batch_size,
+        tokens=math.ceil(args.tokens) if getattr(args, "tokens", None) is not None else None,
         precision=precision,  # None: a stored run's own, else mixed_float16
         backend=backend,
         dims=dims,

@@ -38,6 +38,7 @@ class JobSpec:
     backend: str = "tensorflow"  # what traces a step that is neither shipped nor cached
     # a built-in workload's settings: seq_len, and a decoder LLM's lora_rank and checkpointing
     dims: dict[str, int] = field(default_factory=dict)
+    tokens: int | None = None  # a language model's job as tokens in all (sequences x length)
 
     @property
     def given(self) -> bool:
@@ -83,6 +84,11 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
             f"the job's set-up from stored run {spec.run.id}: "
             f"{model or workload}, batch {batch} per GPU, {precision}"
         )
+    if model is not None and spec.tokens is not None:
+        raise UserError(
+            f"--tokens sizes a built-in language model's job, not your model's ({model}).",
+            "give its size with --samples (and --epochs) or --steps.",
+        )
     if model is not None and spec.dims:
         raise UserError(
             f"{', '.join(_SETTING_FLAGS[k] for k in spec.dims)} set a built-in workload's "
@@ -112,7 +118,10 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
         unit, what, workload = w.epoch_unit, w.name, w.name
         shape = run_shape(w.name, dims)[1] if spec.dims else ""
         what = f"{what} ({shape})" if shape else what
-        samples, size = _size(spec, w.epoch_samples, batch, unit, what)
+        if spec.tokens is not None:
+            samples, size = _tokens(spec, run_shape(w.name, dims)[0], w.name)
+        else:
+            samples, size = _size(spec, w.epoch_samples, batch, unit, what)
         check_fits_a_gpu(w.name, dims, batch, precision, "train", catalog)
         profile = get_profile(w.name, dims, batch, precision, spec.backend)
     return Job(profile, samples, unit, f"{size} of {what}", tuple(notes), workload, model)
@@ -135,6 +144,24 @@ def _from_run(run: RunResult, spec: JobSpec) -> tuple[str | None, str | None, in
     if run.config.model:
         return None, run.config.model, batch, precision
     return run.workload, None, batch, precision
+
+
+def _tokens(spec: JobSpec, per: int | None, workload: str) -> tuple[int, str]:
+    """Sequences in a job of ``spec.tokens`` tokens (whole sequences, rounded up)."""
+    assert spec.tokens is not None
+    others = [f for f, v in (("--epochs", spec.epochs), ("--samples", spec.samples),
+                             ("--steps", spec.steps)) if v is not None]  # fmt: skip
+    if others:
+        raise UserError(f"--tokens and {others[0]} contradict each other: each sizes the "
+                        "whole job.", "give --tokens alone, or drop it.")  # fmt: skip
+    if per is None:
+        raise UserError(
+            f"--tokens: {workload} is not a language model (its samples are not "
+            "sequences of tokens).",
+            "give --epochs, --samples or --steps.",
+        )
+    sequences = max(1, math.ceil(spec.tokens / per))
+    return sequences, f"{spec.tokens:,} tokens ({sequences:,} sequences of {per:,})"
 
 
 def _size(spec: JobSpec, epoch: int | None, batch: int, unit: str, what: str) -> tuple[int, str]:

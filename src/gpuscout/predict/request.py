@@ -225,8 +225,8 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         f"({cost_defaults().source('power_utilization')}); kWh an epoch in --json, and "
         "priced by gpuscout cost"
     )
-    watts = {(r.gpu, r.count): r.count * catalog.gpus[r.gpu].tdp_w * share for r in rows
-             if catalog.gpus[r.gpu].tdp_w}  # fmt: skip
+    tdp = {r.gpu: catalog.gpus[r.gpu].tdp_w for r in rows}
+    watts = {(r.gpu, r.count): r.count * w * share for r in rows if (w := tdp[r.gpu])}
     return PredictAnswer("train", rows, profile, reference.id, unit, notes, watts)
 
 
