@@ -38,6 +38,13 @@ def test_cost_prices_the_lora_job_at_predicts_speed_with_tokens_and_energy(
     assert tokens in rented["notes"][0] and "tokens/s)" in rented["notes"][0]
     assert rented["energy_kwh"] > 0
     assert any(o.get("break_even") for o in body["options"])
+    # without checkpointing the step (31.7 GB) does not fit a 24 GB card: not priced, said
+    big = run_in_process("cost", *[a for a in LORA if a != "--checkpointing"], "--epochs", "3",
+                         "--option", "4090", "--option", "a100-80gb-sxm", "--json")  # fmt: skip
+    assert big.code == 0, big.err
+    rows = {o["gpu"]: o for o in json.loads(big.out)["options"]}
+    assert rows["rtx-4090"]["unpriced"].startswith("does not fit: the step needs 31.")
+    assert rows["a100-80gb-sxm"]["unpriced"] is None
     # the job as tokens: a billion tokens are 488,282 whole sequences of 2,048
     t = run_in_process("cost", *LORA, "--tokens", "1e9", "--json")
     assert t.code == 0, t.err

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 
 from gpuscout import articles
 from gpuscout.catalog import Catalog, Gpu
+from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.catalog.rates import training_tflops
 from gpuscout.errors import UserError
+from gpuscout.predict.predictor import memory_needed
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.scaling import constants
 from gpuscout.predict.session import Session
@@ -197,8 +199,10 @@ def _option(
     provider = spec.provider or "cloud"
     purchase = None
     condition = OWNED.get(spec.provider or "")
-    unpriced: tuple[str, str] | None = None  # (why, how to give one)
-    if condition is not None:
+    unpriced: tuple[str, str] | None = _too_big(speeds.job.profile, gpu)  # (why, how to give one)
+    if unpriced is not None:
+        pass  # a step that does not fit the GPU is not priced, whatever its price
+    elif condition is not None:
         provider = "owned"
         paid = buy(catalog, gpu, spec.count, bought[condition].get(gpu.id), condition)
         if paid is None and condition == "used":
@@ -245,6 +249,22 @@ def _option(
         unpriced=unpriced[0] if unpriced else None,
         unpriced_fix=unpriced[1] if unpriced else None,
         scaling_fitted=fitted,
+    )
+
+
+def _too_big(profile: Profile | None, gpu: Gpu) -> tuple[str, str] | None:
+    """Why the job's step cannot run on ``gpu`` (it does not fit its memory; data parallel
+    holds the whole step on each GPU), and what would help; None where it fits or is unknown.
+    ``advise`` leaves such options out; ``cost`` shows them unpriced, saying why."""
+    if profile is None:
+        return None
+    need, usable = memory_needed(profile) / 1e9, gpu.memory_gb * MEMORY_HEADROOM
+    if need <= usable:
+        return None
+    return (
+        f"does not fit: the step needs {need:.1f} GB, more than {gpu.id}'s {usable:.1f} GB usable",
+        "see what would in gpuscout predict --json (fits_with): e.g. --checkpointing, a lower "
+        "--batch-size or --seq-len, or a GPU with more memory",
     )
 
 

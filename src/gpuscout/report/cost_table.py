@@ -47,16 +47,17 @@ def cost_table(lines: list[CostLine], job: str, unpriced: Sequence[UnpricedLine]
             "; ".join(line.notes) + even,
         )
     for rest in unpriced:
+        too_big = rest.reason.startswith("does not fit")
         table.add_row(
             f"{rest.count} x {rest.gpu} ({rest.provider})",
-            "no price",
+            "not priced" if too_big else "no price",
             fmt_hours(rest.hours)
             + (f" ({fmt_sig(rest.hours / 24)} d)" if rest.hours >= 48 else ""),
             "",
             f"{fmt_sig(rest.energy_kwh)} kWh",
             fmt_hours(rest.rework_hours) if rest.rework_hours else "",
             "",
-            "no price in the catalog",
+            "does not fit" if too_big else "no price in the catalog",
             "; ".join([f"{rest.reason}: {rest.fix}", *rest.notes]),
         )
     return table
