@@ -84,7 +84,7 @@ def _gone(run: RunResult) -> str:
 def _sized(spec: JobSpec) -> tuple[JobSpec, str]:
     """A built-in workload's job with no size gets its usual run (90 epochs of ResNet-50),
     said; your own model gets none: resolve_job asks for --samples."""
-    if any(v is not None for v in (spec.epochs, spec.samples, spec.steps)):
+    if any(v is not None for v in (spec.epochs, spec.samples, spec.steps, spec.tokens)):
         return spec, ""
     from gpuscout.workloads import WORKLOADS
 

@@ -70,6 +70,19 @@ def test_report_job_llm_lora_8b_names_the_job_and_charts_time_against_cost(
     assert "LoRA rank 64, base frozen · gradient checkpointing" in text
     page = html.read_text()
     assert '<h2 id="cost">Time vs cost</h2>' in page and "<svg" in page
+    # sized in tokens (no epochs assumed beside them), and --mode train undoes the job's LoRA
+    for extra, says in (
+        (("--tokens", "1e9"), "1,000,000,000 tokens"),
+        (("--mode", "train"), "every weight trained · gradient checkpointing"),
+    ):
+        r = run_in_process("report", "--job", "llm-lora-8b", *extra, "--md", str(md))
+        assert r.code == 0, r.err
+        assert says in md.read_text()
+    unnamed = run_in_process("report", "--mode", "lora", "--md", str(md))  # the assumed job
+    assert (
+        unnamed.code == 2
+        and "--mode lora adds adapters to a decoder LLM workload, and none was named" in unnamed.err
+    )
 
 
 @pytest.mark.parametrize(
@@ -83,6 +96,8 @@ def test_report_job_llm_lora_8b_names_the_job_and_charts_time_against_cost(
          "--seq-len set a built-in workload's shape, not your model's"),
         (("advise", "--workload", "llama-2-7b", "--seq-len", "8192", "--epochs", "1"),
          "llama-2-7b takes seq_len up to 4,096"),
+        (("predict", "--workload", "llama-tiny", "--mode", "inference", "--checkpointing"),
+         "--checkpointing recomputes activations for a backward pass"),
         (("cost", "--workload", "resnet50", "--tokens", "1e9"),
          "--tokens: resnet50 is not a language model"),
         (("cost", "--workload", "llama-3.1-8b", "--tokens", "1e9", "--epochs", "2"),

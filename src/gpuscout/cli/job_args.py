@@ -257,9 +257,13 @@ def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
         from gpuscout.workloads import get_workload
 
         workload = get_workload(text, own_model=False).name
+    if getattr(args, "mode", None) == "train":  # typed: every weight, whatever --job named
+        dims.pop("lora_rank", None)
     mode = getattr(args, "mode", None) or ("lora" if dims.get("lora_rank") else "train")
+    source = "--model" if model else ("--from-run" if run_id is not None else "the assumed job")
     dims.update(mode_dims(workload or "", model, mode, getattr(args, "lora_rank", None)))
-    dims.update(checkpointing_dims(workload, bool(getattr(args, "checkpointing", False))))
+    dims.update(checkpointing_dims(workload, bool(getattr(args, "checkpointing", False)),
+                                   source))  # fmt: skip
     if getattr(args, "seq_len", None):
         dims["seq_len"] = args.seq_len
     run = None

@@ -108,6 +108,12 @@ def run_predict(args: argparse.Namespace) -> int:
 
     lora = mode_dims(args.workload, args.model, args.mode, args.lora_rank).get("lora_rank")
     checkpointing_dims(args.workload, args.checkpointing)  # refused early, before any trace
+    if args.checkpointing and args.mode == "inference":
+        raise UserError(
+            "--checkpointing recomputes activations for a backward pass, and --mode inference "
+            "has none.",
+            "drop --checkpointing, or use --mode train or lora.",
+        )
     answer = predict_for(
         PredictRequest(
             gpus=args.gpus,

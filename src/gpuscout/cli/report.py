@@ -43,8 +43,10 @@ def add_job_args(p: argparse.ArgumentParser, default_job: str) -> None:
     which = job.add_mutually_exclusive_group()
     which.add_argument(
         "--job", metavar="WORKLOAD|run:ID",
-        help="the job: a built-in workload (e.g. resnet50), a stored run's set-up (run:7), or "
-        "your model (FILE.py:FUNCTION, as --model)",
+        help="the job: a built-in workload (e.g. resnet50), a named fine-tuning job "
+        "(llm-lora-8b: Llama-3.1-8B, LoRA r64, checkpointed, bfloat16, 3 epochs of Alpaca; "
+        "llm-full-8b: every weight), a stored run's set-up (run:7), or your model "
+        "(FILE.py:FUNCTION, as --model)",
     )  # fmt: skip
     add_job_source(which, None)
     add_job_size(job, "; default: the workload's usual run, e.g. 90 for resnet50, printed as an "

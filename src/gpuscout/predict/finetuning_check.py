@@ -85,14 +85,17 @@ def mape(ratios: Sequence[float]) -> float:
 
 def _relative(checked: Sequence[Checked]) -> list[float]:
     """Each row's ratio over the geometric mean ratio of its group's other GPUs (same source,
-    mode, batch and sequence, another GPU): what a ranking of GPUs depends on."""
+    mode, batch, sequence, GPU count and parallelism, another GPU): what a ranking of GPUs
+    depends on."""
     out = []
     for c in checked:
         r = c.row
         mates = [m.ratio for m in checked
                  if m is not c and m.row.gpu_id != r.gpu_id and m.row.source_id == r.source_id
                  and m.row.mode == r.mode and m.row.seq_len == r.seq_len
-                 and m.row.batch_size_per_gpu == r.batch_size_per_gpu]  # fmt: skip
+                 and m.row.batch_size_per_gpu == r.batch_size_per_gpu
+                 and m.row.gpu_count == r.gpu_count
+                 and m.row.parallelism == r.parallelism]  # fmt: skip
         if mates:
             mean = math.exp(statistics.fmean(math.log(m) for m in mates))
             out.append(c.ratio / mean)
@@ -168,5 +171,6 @@ def range_note(workload: str) -> str:
         f"{base}; checked on {v.rows} published fine-tuning rows of 7-8B decoders from "
         f"{v.sources} sources on {', '.join(v.gpus)} (none used to fit or design it): tokens/s "
         f"off by {v.mape:.0%} on average (predicted / published, median x{v.median_ratio:.2f}), "
-        f"{v.inside_range:.0%} of them inside their range (docs/predict.md)"
+        f"{v.inside_range:.0%} of them inside their range (QLoRA rows predicted as LoRA with "
+        "a 16-bit base; docs/predict.md)"
     )

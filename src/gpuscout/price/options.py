@@ -27,7 +27,7 @@ from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.catalog.rates import training_tflops
 from gpuscout.errors import UserError
 from gpuscout.predict.predictor import memory_needed
-from gpuscout.predict.profile import Profile, cached
+from gpuscout.predict.profile import FUSED_ATTENTION, Profile, cached
 from gpuscout.predict.scaling import constants
 from gpuscout.predict.session import Session
 from gpuscout.price.cost import Condition, Option
@@ -35,6 +35,7 @@ from gpuscout.price.instances import cheapest_rental
 from gpuscout.price.instances import purchase as buy
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_sig
 from gpuscout.workloads import run_shape
+from gpuscout.workloads.llm import LLAMA_NAMES
 
 # the option's @word -> how its GPUs were bought
 OWNED: dict[str, Condition] = {"owned": "new", "used": "used"}
@@ -191,6 +192,11 @@ def _option(
 ) -> Option:
     notes: list[str] = []
     speedup, scaling, fitted = speeds.of(gpu, spec.count, speedups, scalings, notes)
+    fused = speeds.job.profile is not None and FUSED_ATTENTION in speeds.job.profile.method
+    if fused and float(gpu.compute_capability) < 8.0:  # cuDNN's fused attention needs Ampere
+        notes.append(f"{gpu.id} is older than Ampere: Keras runs XLA's unfused attention "
+                     "there, not the fused kernel the step was traced with, so it would be "
+                     "slower than predicted")  # fmt: skip
     # what renting as many GPUs costs, for break-even: priced per instance size
     cheapest = cheapest_rental(catalog, gpu, spec.count)
     rent = cheapest.usd_per_hour if cheapest else None
@@ -261,10 +267,14 @@ def _too_big(profile: Profile | None, gpu: Gpu) -> tuple[str, str] | None:
     need, usable = memory_needed(profile) / 1e9, gpu.memory_gb * MEMORY_HEADROOM
     if need <= usable:
         return None
+    ways = ["a lower --batch-size", "a GPU with more memory"]
+    if "seq_len" in profile.dims:
+        ways.insert(1, "a lower --seq-len")
+    if profile.workload in LLAMA_NAMES and not profile.dims.get("checkpointing"):
+        ways.insert(0, "--checkpointing (gpuscout predict --json's fits_with estimates it)")
     return (
         f"does not fit: the step needs {need:.1f} GB, more than {gpu.id}'s {usable:.1f} GB usable",
-        "see what would in gpuscout predict --json (fits_with): e.g. --checkpointing, a lower "
-        "--batch-size or --seq-len, or a GPU with more memory",
+        "try " + ", ".join(ways[:-1]) + f" or {ways[-1]}",
     )
 
 

@@ -207,6 +207,11 @@ def mode_dims(workload: str, model: str | None, mode: str, lora_rank: int | None
             "your builder can call Dense.enable_lora itself.",
             f"drop --mode lora, or use --workload with one of: {names}.",
         )
+    if not workload:
+        raise UserError(
+            "--mode lora adds adapters to a decoder LLM workload, and none was named.",
+            f"name one with --workload (or --job): {names}.",
+        )
     if workload not in LLAMA_NAMES:
         raise UserError(
             f"--mode lora: workload '{workload}' has no LoRA adapters.",
@@ -215,7 +220,14 @@ def mode_dims(workload: str, model: str | None, mode: str, lora_rank: int | None
     return {"lora_rank": lora_rank or LORA_RANK}
 
 
-def checkpointing_dims(workload: str | None, checkpointing: bool) -> dict[str, int]:
+def model_or(model_flag: str, workload: str | None) -> str:
+    """How a refusal names the job's model: the workload, or where it came from."""
+    return repr(workload) if workload else model_flag
+
+
+def checkpointing_dims(
+    workload: str | None, checkpointing: bool, source: str = "--model"
+) -> dict[str, int]:
     """``--checkpointing``'s setting: ``checkpointing`` 1 for a decoder LLM workload; asked of
     any other workload (or of --model), a UserError naming it."""
     if not checkpointing:
@@ -223,8 +235,8 @@ def checkpointing_dims(workload: str | None, checkpointing: bool) -> dict[str, i
     if workload not in LLAMA_NAMES:
         names = ", ".join(sorted(LLAMA_NAMES))
         raise UserError(
-            f"--checkpointing recomputes the blocks of the decoder LLM workloads, not of "
-            f"{'--model' if workload is None else repr(workload)}.",
+            "--checkpointing recomputes the blocks of the decoder LLM workloads, not of "
+            f"{model_or(source, workload)}.",
             f"drop --checkpointing, or use --workload with one of: {names}.",
         )
     return {"checkpointing": 1}

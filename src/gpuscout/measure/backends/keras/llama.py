@@ -190,7 +190,7 @@ def llama_model(d: Dims) -> Any:
     else:
         head = _linear(d["vocab"], "lm_head", dtype=frozen)
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(head(x))
-    model = keras.Model(ids, Kept(name="logits_kept")(logits), name="llama")
+    model = keras.Model(ids, Kept(name="logits_kept", dtype="float32")(logits), name="llama")
     if d["lora_rank"]:
         freeze_base(model)
     return model
