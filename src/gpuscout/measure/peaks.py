@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,9 +85,12 @@ def store_cpu_peak(key: str, flops: float) -> float:
             data = {}
         data[key] = flops
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        tmp.replace(path)
+        # a temp file of its own: two processes storing at once each replace the cache whole
+        # (one's key may be lost, to be measured again; the file is never half written)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp",
+                                         delete=False) as tmp:  # fmt: skip
+            tmp.write(json.dumps(data, indent=1, sort_keys=True))
+        Path(tmp.name).replace(path)
     except (OSError, ValueError):
         pass
     return flops
