@@ -131,3 +131,16 @@ def test_memory_of_a_decoder_workload_is_predicts_traced_step() -> None:
     assert refused.code == 2 and "--mode qlora: the step is traced" in refused.err
     shape = run_in_process("memory", "--workload", "llama-2-7b", "--layers", "4")
     assert shape.code == 2 and "--workload llama-2-7b and --layers contradict" in shape.err
+
+
+def test_scout_measures_the_decoders_own_code_for_an_llm_job() -> None:
+    """For a decoder LLM job scout measures llama-tiny here (20 s of the job's own Keras code)
+    rather than ResNet-50 and the MLP, which say nothing about it; other jobs keep the
+    articles' workloads, and your model is measured itself."""
+    from gpuscout.cli.scout import DEFAULT_MEASURE, LLM_MEASURE, default_measure
+    from gpuscout.predict.job import JobSpec
+
+    assert default_measure(JobSpec(workload="llama-3.1-8b")) == LLM_MEASURE == "llama-tiny=20"
+    assert default_measure(JobSpec(workload="resnet50")) == DEFAULT_MEASURE
+    assert default_measure(JobSpec()) == DEFAULT_MEASURE
+    assert default_measure(JobSpec(model="m.py:build")) is None

@@ -5,15 +5,22 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuscout.cli.bench import add_note_arg, add_publish_args
 from gpuscout.cli.parser import MEASURE_PLAN, SECONDS, add_backend_option
 from gpuscout.cli.report import add_job_args
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.records import BenchConfig
+from gpuscout.workloads.llm import LLAMA_NAMES
+
+if TYPE_CHECKING:
+    from gpuscout.predict.job import JobSpec
 
 DEFAULT_MEASURE = "resnet50=60,mlp=15"
+# A decoder LLM job (--job llm-lora-8b, --workload llama-*): its own Keras code at llama-tiny's
+# size shows this machine trains it; ResNet-50 would say nothing about the job
+LLM_MEASURE = "llama-tiny=20"
 
 
 def register(sub: Any) -> None:
@@ -31,7 +38,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--measure", type=MEASURE_PLAN, metavar="W=SECONDS,...",
         help=f"built-in workloads to measure here and each one's time budget (default "
-        f"{DEFAULT_MEASURE}; with --model, only your model unless this is given)",
+        f"{DEFAULT_MEASURE}; {LLM_MEASURE} for a decoder LLM job; with --model, only your "
+        "model unless this is given)",
     )  # fmt: skip
     p.add_argument(
         "--seconds", type=SECONDS,
@@ -48,6 +56,15 @@ def register(sub: Any) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     add_catalog_arg(p)
     p.set_defaults(handler=run_scout)
+
+
+def default_measure(spec: JobSpec) -> str | None:
+    """What scout measures here unless --measure says: nothing beside your model (it is
+    measured itself); for a decoder LLM job, llama-tiny (its own code); else the articles'
+    workloads."""
+    if spec.model:
+        return None
+    return LLM_MEASURE if spec.workload in LLAMA_NAMES else DEFAULT_MEASURE
 
 
 def run_scout(args: argparse.Namespace) -> int:
@@ -77,7 +94,7 @@ def run_scout(args: argparse.Namespace) -> int:
             "--seconds is how long to measure your model: it needs --model.",
             "add --model FILE.py:FUNCTION, or time workloads with --measure.",
         )
-    measure = args.measure or (None if spec.model else DEFAULT_MEASURE)
+    measure = args.measure or default_measure(spec)
     plan = ScoutPlan(
         measure=parse_measure(measure) if measure else (), model=spec.model,
         model_seconds=args.seconds or MODEL_SECONDS, model_batch=args.batch_size, job=spec,
