@@ -35,7 +35,9 @@ def checkpointed_activations(profile: Profile) -> float | None:
     if not {"layers", "seq_len", "hidden"} <= d.keys():
         return None
     if d.get("checkpointing"):  # traced checkpointed: what it keeps, and one block recomputed
-        return profile.saved_activation_bytes + profile.recomputed_activation_bytes / d["layers"]
+        from gpuscout.predict.predictor import memory_parts
+
+        return memory_parts(profile)["activations"]
     inputs = d["layers"] * d["seq_len"] * d["hidden"] * profile.batch * _element_bytes(profile)
     return inputs + profile.saved_activation_bytes / d["layers"]
 

@@ -154,12 +154,15 @@ def dot_flops(ins: Instr, operands: str) -> float:
 ATTENTION_TILE = 128
 
 
+def _call_target(ins: Instr) -> str:
+    """A custom call's target name ("" for any other instruction)."""
+    target = re.search(r'custom_call_target="([^"]+)"', ins.rest)
+    return target.group(1) if target and ins.opcode == "custom-call" else ""
+
+
 def fused_attention(ins: Instr) -> str | None:
     """'forward' or 'backward' for a fused attention kernel's custom call (see ``step_ir``)."""
-    if ins.opcode != "custom-call":
-        return None
-    target = re.search(r'custom_call_target="([^"]+)"', ins.rest)
-    name = target.group(1) if target else ""
+    name = _call_target(ins)
     if name.startswith(FUSED_ATTENTION_FORWARD):
         return "forward"
     return "backward" if name.startswith(FUSED_ATTENTION_BACKWARD) else None
@@ -177,7 +180,7 @@ def attention_gemm(ins: Instr, operands: str) -> tuple[float, int, int, int, int
     flops = 4.0 * batch * heads * length * keys * size
     if fused_attention(ins) == "backward":
         flops *= 2.5
-    if CAUSAL in ins.rest.split("custom_call_target=", 1)[-1].split(",", 1)[0]:
+    if _call_target(ins).endswith(CAUSAL):
         tiles = max(1, math.ceil(keys / ATTENTION_TILE))
         flops *= (tiles + 1) / (2 * tiles)
     return flops, batch * heads, length, keys, size
