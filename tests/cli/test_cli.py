@@ -49,7 +49,7 @@ def test_bench_json_contract_and_runs_list() -> None:
     TensorFlow is checked blocked by the tests above). That nothing but the JSON reaches the
     command's stdout file descriptor, whatever the child prints, is
     test_user_model_output_does_not_corrupt_json's (a fresh interpreter)."""
-    r = _measure("bench", "--workload", "mlp", "--seconds", "2", "--json")
+    r = _measure("bench", "--workload", "mlp", "--seconds", "3", "--json")
     assert r.code == 0, r.err
     out = json.loads(r.out)  # stdout is one JSON object and nothing else
     assert isinstance(out, dict)

@@ -213,6 +213,24 @@ def test_cpu_energy_from_rapl_packages_and_per_token_for_a_sequence_model(tmp_pa
     assert "per token (" in energy_text(e) and "tokens/J)" in energy_text(e)
 
 
+def test_a_counter_that_never_moves_is_not_reported_as_zero_joules(tmp_path: Path) -> None:
+    """A virtual machine can expose RAPL files whose counters stay put: zero joules over steps
+    that kept a package busy is not a measurement. NVML's total-energy counter stuck the same
+    way falls back to integrating power, as on a GPU without the counter."""
+    powercap = _sysfs(tmp_path)
+    e = attach(_run("CPU:0"), _monitor(NoDriver(), None, (powercap, tmp_path / "hw"))).energy
+    assert e is not None and e.joules is None and e.reason is not None
+    assert "package-0's counter did not move over the measured steps" in e.reason
+    recording = json.loads(RECORDING.read_text())
+    for sample in recording["devices"][0]["samples"]:
+        sample["energy_mj"] = 123_456  # answered, never moving
+    path = tmp_path / "recording.json"
+    path.write_text(json.dumps(recording))
+    gpu = attach(_run("GPU:0"), _monitor(FakeNvml(path), [0])).energy
+    assert gpu is not None and gpu.source == NVML_POWER
+    assert gpu.joules == pytest.approx(340.625 + 585 + 560 + 322.5)
+
+
 def test_not_reported_says_why_in_one_line(tmp_path: Path) -> None:
     none = tmp_path / "none"
     e = attach(_run("CPU:0"), _monitor(NoDriver(), None, (none, none))).energy

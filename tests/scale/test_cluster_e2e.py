@@ -182,8 +182,10 @@ def test_a_killed_rank_ends_the_other_within_the_worker_timeout(tmp_path: Path) 
     the chief's port; by then the chief is in its first collectives or its steps): the chief's
     collective aborts (TensorFlow's heartbeats, or --worker-timeout per collective), its run
     is stored as failed, and no process of either rank is left. The bound allows for
-    TensorFlow's teardown and the store on a loaded 2-core machine (13 s here)."""
-    port, timeout_s = free_port_pair(), 5
+    TensorFlow's teardown and the store on a loaded 2-core machine (13 s here with a 5 s
+    timeout). The timeout is 10 s: both ranks must reach the connect step within it of each
+    other, and on a slower CPU with a heavy job beside them TensorFlow's import can lag that."""
+    port, timeout_s = free_port_pair(), 10
     args = ("--cluster", "slurm", "--port-base", str(port), "--worker-timeout", str(timeout_s))
     steps = ("--steps", "100000")  # the later value wins: it runs until rank 1 is killed
     procs = [start(slurm(i), tmp_path / f"rank{i}.sqlite", *args, *steps) for i in range(2)]
@@ -191,7 +193,7 @@ def test_a_killed_rank_ends_the_other_within_the_worker_timeout(tmp_path: Path) 
         assert _joined(procs[1], port, within=120), "rank 1 never connected to the chief"
         killed_at = time.monotonic()
         procs[1].send_signal(signal.SIGKILL)
-        (code, out, err), _ = finish(procs, timeout=timeout_s + 60)
+        (code, out, err), _ = finish(procs, timeout=timeout_s + 120)
         took = time.monotonic() - killed_at
     finally:
         finish(procs, timeout=1)
@@ -199,7 +201,7 @@ def test_a_killed_rank_ends_the_other_within_the_worker_timeout(tmp_path: Path) 
     run = RunResult.model_validate_json(out)
     assert run.status == "error" and run.message and "Traceback" not in err
     # --worker-timeout bounds each collective; the rest is TensorFlow's teardown and the store
-    assert took < timeout_s + 30, took
+    assert took < timeout_s + 60, took
     assert not leftovers()
 
 

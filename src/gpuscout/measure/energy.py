@@ -141,7 +141,7 @@ def _gpus(
     for index, name in watched.gpus:
         counter = _series(samples, f"gpu{index}.energy_j")
         joules, source = _delta(counter, t0, t1), NVML_COUNTER
-        if joules is None:
+        if not joules:  # no counter, or one that did not move while the GPU worked: power
             joules, source = integral(_series(samples, f"gpu{index}.power_w"), t0, t1), NVML_POWER
         if joules is None:
             return [], f"NVML reported neither total energy nor power for GPU {index} ({name})"
@@ -160,6 +160,11 @@ def _packages(
             return (
                 [],
                 f"RAPL not readable here: {watched.cpu_reason or 'no reading after the steps'}",
+            )
+        if joules == 0:  # a package under load always draws power: the counter is a stub
+            return [], (
+                f"RAPL not readable here: {key[4:]}'s counter did not move over the measured "
+                "steps (a virtual machine can show a counter that is never updated)"
             )
         assert watched.cpu_source is not None
         out.append(DeviceEnergy(device=key[4:], joules=joules, source=watched.cpu_source))

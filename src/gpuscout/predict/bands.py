@@ -65,11 +65,21 @@ def nested_coverage(logs: Sequence[float], groups: Sequence[str], level: float) 
     return inside / total if total else float("nan")
 
 
-def calibrated(logs: Sequence[float], groups: Sequence[str]) -> Calibrated:
+def calibrated(
+    logs: Sequence[float], groups: Sequence[str], level: float | None = None
+) -> Calibrated:
     """The narrowest level whose nested coverage reaches ``TARGET`` (the widest tried if none
-    does), and the band of all the errors at that level."""
-    for level in LEVELS:
-        nested = nested_coverage(logs, groups, level)
+    does), and the band of all the errors at that level; or the band at a given ``level``.
+
+    The choice is discrete: an outcome within a rounding error of a band's edge can move it
+    a step on another CPU (its BLAS rounds the fits differently), so a check that the shipped
+    figures are today's recomputes them at the shipped levels and the choice apart."""
+    if level is not None:
+        return Calibrated(
+            band(logs, level), float(level), round(nested_coverage(logs, groups, level), 4)
+        )
+    for tried in LEVELS:
+        nested = nested_coverage(logs, groups, tried)
         if nested >= TARGET:
             break
-    return Calibrated(band(logs, level), float(level), round(nested, 4))
+    return Calibrated(band(logs, tried), float(tried), round(nested, 4))

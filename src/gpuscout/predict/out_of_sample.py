@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -165,7 +165,10 @@ class Figures:
     nested: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, points: Sequence[Point]) -> Figures:
+    def of(cls, points: Sequence[Point], levels: Mapping[str, float] | None = None) -> Figures:
+        """The figures of these points; with ``levels`` (``split:family`` to a middle-%
+        level), the bands at those levels instead of the narrowest that covers the target."""
+        at = dict(levels or {})
         dev = development(points)
         by_source = leave_one_source_out(dev)
         by_chip = leave_one_chip_out(dev)
@@ -175,10 +178,12 @@ class Figures:
         for f in families:
             src = [h for h in by_source if family(h.point) == f]
             made[f"source:{f}"] = calibrated([h.absolute for h in src],
-                                             [h.point.source_id for h in src])  # fmt: skip
+                                             [h.point.source_id for h in src],
+                                             at.get(f"source:{f}"))  # fmt: skip
             chip = [h for h in by_chip if family(h.point) == f and h.relative is not None]
             made[f"chip:{f}"] = calibrated([h.relative or 0.0 for h in chip],
-                                           [str(h.point.gpu.chip) for h in chip])  # fmt: skip
+                                           [str(h.point.gpu.chip) for h in chip],
+                                           at.get(f"chip:{f}"))  # fmt: skip
         wide = [band([h.absolute for h in by_source if family(h.point) == f], 90.0)
                 for f in families]  # fmt: skip
         return cls(
