@@ -1,6 +1,7 @@
 """Rows for what a user's model does to the measurement (issue 31): a builder that forks or
 leaves workers running is measured, stored and ended with nothing left running; a training
-whose loss is NaN/Inf or diverges is stored as "diverged", naming the step (exit 1).
+whose loss is NaN/Inf or diverges is stored as "diverged", naming the step (exit 1), and so is
+one whose loss stays finite while its weights are NaN (a NaN that a ReLU turned into 0).
 
 These rows measure, so they run as real processes here too: a measuring child's output goes
 to the command's own stderr file, which the in-process runner replaces by a string buffer.
@@ -28,6 +29,7 @@ FORKING = f"{DATA}/forking_models.py"
 BROKEN = f"{DATA}/broken_models.py"
 FAST = ("--steps", "5", "--warmup-steps", "1", "-b", "8", "--json")
 NAN = "the loss became NaN at step 1"
+HIDDEN = "the loss stayed finite, but 1 of 4 weight tensors hold NaN/Inf"
 
 CASES = [
     Case(("bench", "--model", f"{FORKING}:forks_a_sleeper", *FAST), 0, '"status": "ok"'),
@@ -39,6 +41,11 @@ CASES = [
         f"failed (diverged): {NAN}",
     ),
     Case(("bench", "--model", f"{BROKEN}:diverges", *FAST), 1, "failed (diverged): "),
+    Case(
+        ("bench", "--model", f"{BROKEN}:nan_hidden_from_the_loss", *FAST),
+        1,
+        f"failed (diverged): {HIDDEN}",
+    ),
 ]
 
 
@@ -76,6 +83,7 @@ CHECKS: dict[str, Callable[[Path, str, Path], None]] = {
     "forks_then_fails": _refused,
     "nan_from_the_first_step": _diverged(NAN),
     "diverges": _diverged("learning rate"),
+    "nan_hidden_from_the_loss": _diverged(HIDDEN),
 }
 
 

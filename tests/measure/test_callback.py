@@ -217,6 +217,12 @@ def test_steps_per_execution_counts_the_steps_keras_really_ran(case: str) -> Non
     assert len(by_length) == (case == "accumulated-updates")  # said where it was assumed
 
 
+def _linear_model() -> keras.Model:
+    """The MLP without its ReLU: a NaN input reaches the loss on every CPU (TensorFlow's oneDNN
+    ReLU, on by default on recent Intel CPUs, turns a NaN into 0 and hides it: see below)."""
+    return keras.Sequential([keras.Input((20,)), keras.layers.Dense(16), keras.layers.Dense(3)])
+
+
 @pytest.mark.parametrize(("steps_per_execution", "named"), [(1, 5), (4, 8)])
 def test_a_nan_loss_is_stored_as_diverged_naming_its_step(
     tmp_path: Path, steps_per_execution: int, named: int
@@ -230,7 +236,7 @@ def test_a_nan_loss_is_stored_as_diverged_naming_its_step(
     printed: list[str] = []
     db = tmp_path / "runs.sqlite"
     cb = ScoutCallback(batch_size=32, db=db, predict_on=("h100-sxm",), print_fn=printed.append)
-    model = _model()
+    model = _linear_model()
     model.compile(optimizer="adam", steps_per_execution=steps_per_execution,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))  # fmt: skip
     history = model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0, callbacks=[cb])
@@ -246,3 +252,27 @@ def test_a_nan_loss_is_stored_as_diverged_naming_its_step(
         "diverged: kept, and left out of calibration."
     )
     assert cb.predictions == []
+
+
+def test_weights_broken_behind_a_finite_loss_are_stored_as_diverged(tmp_path: Path) -> None:
+    """A NaN input through a ReLU that turns NaN into 0, as oneDNN's does (Intel's default;
+    with TF_ENABLE_ONEDNN_OPTS=1 here the plain MLP's loss stayed at 1.2 after the NaN batch):
+    the loss is finite at every step, and the first layer's kernel is NaN from the 5th step on
+    (x^T times the gradient: NaN x 0 is NaN). The weights, checked when training ends, tell."""
+    from tests.data.broken_models import _relu_nan_to_zero
+
+    x, y = _data(320)
+    x[4 * 32] = np.nan
+    printed: list[str] = []
+    cb = ScoutCallback(batch_size=32, db=tmp_path / "runs.sqlite", print_fn=printed.append)
+    model = keras.Sequential(
+        [keras.Input((20,)), keras.layers.Dense(16), keras.layers.Lambda(_relu_nan_to_zero),
+         keras.layers.Dense(3)]
+    )  # fmt: skip
+    model.compile(optimizer="adam",
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))  # fmt: skip
+    history = model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0, callbacks=[cb])
+    assert np.isfinite(history.history["loss"]).all()  # the loss never showed it
+    assert cb.result is not None and cb.result.status == "diverged", cb.result
+    assert cb.result.message is not None
+    assert cb.result.message.startswith("the loss stayed finite, but 1 of 4 weight tensors")

@@ -155,6 +155,25 @@ def test_nan_loss_oom_and_a_real_slowdown_each_fail_the_soak() -> None:
     assert slow.verdict == "fail" and "sank 33.3%" in slow.reasons[0]
 
 
+def test_a_broken_training_fails_the_soak_and_is_stored_as_diverged() -> None:
+    """A NaN loss, or weights NaN behind a finite loss (the backend's check when the loop
+    ends): the verdict fails, and the stored run is "diverged", kept out of calibration like
+    bench's, not "ok"."""
+    from gpuscout.diagnose.soak import _as_run
+
+    cfg = SoakConfig(minutes=1)
+    hidden = "the loss stayed finite, but 1 of 4 weight tensors hold NaN/Inf at the end"
+    for raw in (_raw(STEADY, STEADY, bad_losses=3, first_bad_step=9),
+                _raw(STEADY, STEADY, broken_weights=hidden)):  # fmt: skip
+        report = judge(raw, cfg, None)
+        assert report.verdict == "fail", report.reasons
+        run = _as_run(report, raw, cfg, None, {})
+        assert run.status == "diverged" and run.message == "; ".join(report.reasons)
+    assert hidden in judge(_raw(STEADY, STEADY, broken_weights=hidden), cfg, None).reasons
+    steady = _as_run(judge(_raw(STEADY, STEADY), cfg, None), _raw(STEADY, STEADY), cfg, None, {})
+    assert steady.status == "ok"
+
+
 def _noisy(raw: dict[str, object], sigma: float, seed: int = 7) -> float:
     """Give ``raw`` 240 one-second blocks whose 6-second windows wander by ``sigma`` (seeded,
     so the same every run); return the noise the soak measures from them."""

@@ -25,7 +25,7 @@ import numpy as np
 from gpuscout.diagnose.analysis import timing_of
 from gpuscout.diagnose.records import SoakConfig, SoakReport, Timing
 from gpuscout.measure.benchmark import check
-from gpuscout.measure.loss_check import nonfinite_text
+from gpuscout.measure.loss_check import DIVERGED, nonfinite_text
 from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.measure.runner import STALL_S, run_child
 from gpuscout.measure.stats import summarize
@@ -187,6 +187,8 @@ def judge(raw: dict[str, Any], config: SoakConfig, monitor: MonitorSummary | Non
         reasons.append(nonfinite_text(None, raw.get("first_bad_step")))
     elif steps:
         evidence.append(f"loss finite at every one of {steps:,} steps")
+    if raw.get("broken_weights"):
+        reasons.append(str(raw["broken_weights"]))
     drift = noise = undecided = None
     if first and last:
         drift = first.mean_s / last.mean_s - 1.0  # > 0: faster at the end
@@ -272,9 +274,10 @@ def _as_run(
 ) -> RunResult:
     """The soak as a stored run: its steady-state speed, with the soak report beside it."""
     kept = [*raw.get("first_times", []), *raw.get("last_times", [])]
+    broken = report.bad_losses or raw.get("broken_weights")  # timed, but no benchmark
     base: dict[str, Any] = {
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "status": "ok"
+        "status": (DIVERGED if broken else "ok")
         if kept and not report.error
         else ("oom" if "memory" in (report.error or "") else "error"),
         "message": "; ".join(report.reasons) or None,

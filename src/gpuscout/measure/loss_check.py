@@ -38,6 +38,17 @@ def nonfinite_text(value: float | None, step: int | None) -> str:
     return f"the loss became {name} at step {step}" if step else f"the loss became {name}"
 
 
+def weights_text(bad: int, total: int) -> str:
+    """How a training whose loss stayed finite but whose weights did not is told (``bench``,
+    ``soak`` and the Keras callback alike; ``backends/keras/weights.py`` says how it happens)."""
+    return (
+        f"the loss stayed finite, but {bad} of {total} weight tensors hold NaN/Inf at the end "
+        "(a NaN can vanish before the loss: TensorFlow's oneDNN ReLU, on by default on recent "
+        "Intel CPUs, turns it into 0): the training is broken, so its speed is not a "
+        "benchmark. Check the data (NaN in inputs or labels) and the learning rate."
+    )
+
+
 @dataclass
 class LossWatch:
     """The losses of a run's steps, as they come; :meth:`verdict` says if the training broke.

@@ -9,6 +9,7 @@ results.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from gpuscout.measure.backends.jax import sharding
 from gpuscout.measure.backends.jax import workers as jax_workers
 from gpuscout.measure.backends.jax.sharding import Replicas
 from gpuscout.measure.backends.jax.step import train_step
+from gpuscout.measure.backends.keras.weights import broken_arrays, broken_weights
 from gpuscout.measure.job import Job
 from gpuscout.measure.pipelines import Knobs
 from gpuscout.measure.protocol import BUILDING, Outcome, Protocol, StopRule
@@ -298,9 +300,13 @@ def _loop(
             return jax_workers.agreed_run(
                 jax, protocol, one_step, r.task_index == 0, r.split(), r.replicated(), after
             )
-        return protocol.run(one_step, returns_loss=True)
+        outcome = protocol.run(one_step, returns_loss=True)
     finally:
         host_data.close_iterator(batches)
+    if outcome.broken is None:  # a NaN the loss never showed: the trained variables tell
+        trainable = box[0][0]
+        outcome = dataclasses.replace(outcome, broken=broken_arrays(trainable))
+    return outcome
 
 
 def batches_of(t: Trainable) -> Iterator[tuple[Any, Any]]:
@@ -318,9 +324,12 @@ def _fit(jax: Any, config: BenchConfig, t: Trainable, protocol: Protocol) -> Out
 
     batches = batches_of(t)
     try:
-        return fit_loop(t.prep.built, batches, config.precision, True, protocol, lambda: None)
+        outcome = fit_loop(t.prep.built, batches, config.precision, True, protocol, lambda: None)
     finally:
         host_data.close_iterator(batches)
+    if outcome.broken is None:  # a NaN the loss never showed: the weights tell
+        outcome = dataclasses.replace(outcome, broken=broken_weights(t.prep.built.model))
+    return outcome
 
 
 def losses(workload: Workload, dims: dict[str, int], precision: str, batch: int, steps: int,

@@ -10,6 +10,7 @@ from typing import Any
 from gpuscout.diagnose.records import SoakConfig
 from gpuscout.measure import host_data
 from gpuscout.measure.backends.jax import backend as backend_jax
+from gpuscout.measure.backends.keras.weights import broken_arrays
 from gpuscout.measure.benchmark import check
 from gpuscout.measure.protocol import BUILDING
 from gpuscout.measure.soak_loop import soak_steps
@@ -36,6 +37,8 @@ def run_soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) ->
             record = soak_steps(config.minutes, one_step, emit)
         finally:
             host_data.close_iterator(batches)
+        if not record["bad_losses"] and not record["error"]:  # a NaN the loss never showed
+            record["broken_weights"] = broken_arrays(box[0][0])
     return {
         "workload": config.model or config.workload,
         "device": device.name,

@@ -16,6 +16,7 @@ from typing import Any
 
 import keras
 
+from gpuscout.measure.backends.keras.weights import broken_weights
 from gpuscout.measure.loss_check import DIVERGED, LossWatch
 from gpuscout.records import RunResult
 
@@ -153,6 +154,8 @@ class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
         self._watch_pending()
         result = self._compose()
         broken = self.losses.verdict()
+        if broken is None and self.model is not None:  # a NaN the loss never showed
+            broken = broken_weights(self.model)
         if broken and result.status == "ok":  # timed honestly, but no benchmark (as bench)
             result = result.model_copy(update={"status": DIVERGED, "message": broken})
         self.result = attach(result, self._monitor)

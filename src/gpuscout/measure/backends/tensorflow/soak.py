@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuscout.diagnose.records import SoakConfig
+from gpuscout.measure.backends.keras.weights import broken_weights
 from gpuscout.measure.backends.tensorflow import backend as backend_tf
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.backends.tensorflow import train as tf_train
@@ -46,6 +47,8 @@ def run_soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) ->
                 return loss
 
             record = soak_steps(config.minutes, one_step, emit)
+            if not record["bad_losses"] and not record["error"]:
+                record["broken_weights"] = broken_weights(prep.built.model)
     finally:
         keras.mixed_precision.set_global_policy(previous)
     return {
