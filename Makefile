@@ -9,7 +9,7 @@ BACKEND ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo cuda || echo cp
 RUN_STAMP := $(VENV)/.installed-$(BACKEND)
 TEST_STAMP := $(VENV)/.installed-$(BACKEND)-test
 
-.PHONY: run setup test lint bench-harness bench-backends bench-startup bench-predict bench-scale bench-numeric bench-store bench-report clean
+.PHONY: run setup test test-other-cpu lint bench-harness bench-backends bench-startup bench-predict bench-scale bench-numeric bench-store bench-report clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,14 @@ test: $(TEST_STAMP)
 	$(BIN)/pytest -n 2; tests=$$?; \
 	wait $$typing; typed=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \
 	exit $$(( tests || typed ))
+
+# The suite as a CPU unlike this one runs it (a fresh clone must pass on Intel and AMD alike):
+# TensorFlow's oneDNN kernels on (its default on recent Intel CPUs only: a ReLU that turns NaN
+# into 0, other graph rewrites), XLA's CPU code limited to SSE4.2 and OpenBLAS' Prescott
+# kernels (other vector code, so other rounding in training and in the calibration fits).
+test-other-cpu: $(TEST_STAMP)
+	TF_ENABLE_ONEDNN_OPTS=1 XLA_FLAGS=--xla_cpu_max_isa=SSE4_2 OPENBLAS_CORETYPE=Prescott \
+	  $(MAKE) test
 
 bench-harness: $(RUN_STAMP)
 	$(BIN)/python benchmarks/harness_vs_fit.py
