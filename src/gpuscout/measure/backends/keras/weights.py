@@ -1,7 +1,8 @@
 """Are a trained model's weights still numbers? The check after a run whose loss looked fine.
 
 A NaN can vanish before it reaches the loss: TensorFlow's oneDNN ReLU (oneDNN is on by default
-on Intel CPUs with AVX512-VNNI, AVX512-BF16 or AMX) turns a NaN input into 0, so a NaN in one
+on x86 CPUs with AVX512-VNNI, AVX512-BF16 or AMX: Intel's from Cascade Lake, AMD's from Zen 4;
+off on the AVX2 EPYC this was found on) turns a NaN input into 0, so a NaN in one
 batch's inputs makes every weight NaN while every later loss stays finite (the hidden layer's
 output is 0 from then on). Seen on TensorFlow 2.21 with ``TF_ENABLE_ONEDNN_OPTS=1``: the loss of
 a 2-layer ReLU MLP stayed at 1.2 for the rest of the epoch. The weights tell; each tensor is
