@@ -7,6 +7,9 @@ at a learning rate of 1e6. The rule is :mod:`gpuscout.measure.loss_check`'s, sha
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +90,20 @@ def test_a_nan_loss_is_noticed_on_jax(tmp_path: Path) -> None:
     model = f"{MODELS}:nan_from_the_first_step"
     r = run_cli("bench", "--backend", "jax", "--model", model, *FAST, "--db", str(tmp_path / "r"))
     assert r.code == 1 and "failed (diverged): the loss became NaN at step 1" in r.err, r.err
+
+
+def test_weights_on_an_accelerator_are_checked_where_they_are() -> None:
+    """The jitted check a GPU's weights get (on_device: one boolean per tensor comes back),
+    run on CPU arrays; in a fresh process, as JAX is not imported into the test process."""
+    pytest.importorskip("jax")
+    code = (
+        "import jax.numpy as jnp\n"
+        "from gpuscout.measure.backends.keras.weights import on_device\n"
+        "print(on_device([jnp.ones(3), jnp.array([1.0, float('nan')]), jnp.zeros((2, 2))]),"
+        " on_device([]))\n"
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["[True,", "False,", "True]", "[]"]

@@ -26,10 +26,37 @@ def broken_arrays(arrays: Iterable[Any]) -> str | None:
     """The same for weights held apart from a model (the JAX step threads its own state)."""
     import keras
 
-    bad = total = 0
-    for v in arrays:
-        if "float" not in keras.backend.standardize_dtype(v.dtype):
-            continue  # counters and integer state
-        total += 1
-        bad += not bool(keras.ops.all(keras.ops.isfinite(v)))
-    return weights_text(bad, total) if bad else None
+    floats = [v for v in arrays if "float" in keras.backend.standardize_dtype(v.dtype)]
+    bad = sum(not ok for ok in _finite(floats))  # integer state (counters, seeds) left out
+    return weights_text(bad, len(floats)) if bad else None
+
+
+def _finite(arrays: list[Any]) -> list[bool]:
+    """Whether each array is all finite, checked where it is cheapest.
+
+    TensorFlow runs each check eagerly (no compilation). On JAX every new shape compiles a
+    kernel (3.5 s for ResNet-50's 28 shapes on a 2-core CPU; one jitted check of all: 1.7 s):
+    arrays already in host memory are read there instead (no transfer, no compilation); arrays on
+    an accelerator get the one jitted check, so the weights never cross to the host."""
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return [bool(keras.ops.all(keras.ops.isfinite(v))) for v in arrays]
+    import numpy as np
+
+    values = [getattr(v, "value", v) for v in arrays]  # a Keras variable's array
+    if all(d.platform == "cpu" for v in values for d in v.devices()):
+        return [bool(np.isfinite(np.asarray(v, dtype=np.float32)).all()) for v in values]
+    return on_device(values)
+
+
+def on_device(values: list[Any]) -> list[bool]:
+    """One jitted check of JAX arrays where they are: one boolean each comes back."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    if not values:
+        return []
+    check = jax.jit(lambda xs: jnp.stack([jnp.all(jnp.isfinite(x)) for x in xs]))
+    return [bool(ok) for ok in np.asarray(check(values))]
