@@ -101,9 +101,12 @@ def test_launch_runs_two_workers_and_stores_one_combined_run(tmp_path: Path) -> 
 
 
 def test_a_crashed_worker_fails_the_launch_in_bounded_time(tmp_path: Path) -> None:
+    # --worker-timeout 10: worker 0 waits that long at the connect step for worker 1, whose
+    # TensorFlow import can lag behind on a slow CPU with a heavy job beside (5 s left little
+    # room: worker 0 failing first would make the cause "did not all connect")
     r = run_cli(
         "launch", "--workers", "2", "--db", str(tmp_path / "runs.sqlite"), "--json", "--",
-        "bench", "--model", f"{MODELS}:dies_on_worker_1", *QUICK, "--worker-timeout", "15",
+        "bench", "--model", f"{MODELS}:dies_on_worker_1", *QUICK, "--worker-timeout", "10",
         timeout=150,
     )  # fmt: skip
     assert r.code == 1
