@@ -49,12 +49,13 @@ lint: $(TEST_STAMP)
 # ruff first (seconds); mypy (one core, about 25 s) runs beside the suite rather than before
 # it, where the two test processes leave a quarter of the CPU idle on average; `make test`
 # fails if either fails, and mypy's report is printed after the tests'.
+TEST_WORKERS ?= 2
 test: $(TEST_STAMP)
 	$(COMPILE)
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & typing=$$!; \
-	$(BIN)/pytest -n 2; tests=$$?; \
+	$(BIN)/pytest -n $(TEST_WORKERS); tests=$$?; \
 	wait $$typing; typed=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \
 	exit $$(( tests || typed ))
 
