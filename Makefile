@@ -61,9 +61,9 @@ test: $(TEST_STAMP)
 	exit $$(( tests || typed ))
 
 # The suite as a CPU unlike this one runs it (a fresh clone must pass on Intel and AMD alike):
-# TensorFlow's oneDNN kernels on (its default only on CPUs with AVX512-VNNI or AMX: a ReLU that turns NaN
-# into 0, other graph rewrites), XLA's CPU code limited to SSE4.2 and OpenBLAS' Prescott
-# kernels (other vector code, so other rounding in training and in the calibration fits).
+# TensorFlow's oneDNN kernels on (its default only on CPUs with AVX512-VNNI or AMX: a ReLU
+# that turns NaN into 0, other graph rewrites), XLA's CPU code limited to SSE4.2 and OpenBLAS'
+# Prescott kernels (other vector code, so other rounding in training and in the fits).
 test-other-cpu: $(TEST_STAMP)
 	TF_ENABLE_ONEDNN_OPTS=1 XLA_FLAGS=--xla_cpu_max_isa=SSE4_2 OPENBLAS_CORETYPE=Prescott \
 	  $(MAKE) test
