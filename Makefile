@@ -28,7 +28,7 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 # gpuscout's own bytecode, written once: where PYTHONDONTWRITEBYTECODE is set (as on the
 # machines this project is built on), every process otherwise compiles the package from source
 # again, about 0.3 CPU-s for what a measuring child imports. Only changed files are recompiled.
-COMPILE := $(BIN)/python -m compileall -q src > /dev/null
+COMPILE := $(BIN)/python -m compileall -q src
 
 # Everything `make test` needs, installed; nothing run (CI sets up while Debian packages install).
 setup: $(TEST_STAMP)
@@ -61,8 +61,9 @@ test: $(TEST_STAMP)
 	exit $$(( tests || typed ))
 
 # The suite as a CPU unlike this one runs it (a fresh clone must pass on Intel and AMD alike):
-# TensorFlow's oneDNN kernels on (its default only on CPUs with AVX512-VNNI or AMX: a ReLU
-# that turns NaN into 0, other graph rewrites), XLA's CPU code limited to SSE4.2 and OpenBLAS'
+# TensorFlow's oneDNN kernels on (its default only on CPUs with AVX512-VNNI, AVX-VNNI,
+# AVX512-BF16 or AMX: a ReLU that turns NaN into 0, other graph rewrites), XLA's CPU code
+# limited to SSE4.2 (where a test sets XLA_FLAGS itself, its own flags win) and OpenBLAS'
 # Prescott kernels (other vector code, so other rounding in training and in the fits).
 test-other-cpu: $(TEST_STAMP)
 	TF_ENABLE_ONEDNN_OPTS=1 XLA_FLAGS=--xla_cpu_max_isa=SSE4_2 OPENBLAS_CORETYPE=Prescott \

@@ -26,9 +26,9 @@ def diverges():
 
 def _relu_nan_to_zero(x):
     """ReLU as TensorFlow's oneDNN kernel computes it (oneDNN is on by default on CPUs with
-    AVX512-VNNI or AMX): max(x, 0) taken as "x > 0 ? x : 0", so a NaN comes out 0. Written out
-    here so that every CPU and both backends behave so (TF_ENABLE_ONEDNN_OPTS=1 on TensorFlow
-    2.21 showed it)."""
+    AVX512-VNNI, AVX-VNNI, AVX512-BF16 or AMX): max(x, 0) taken as "x > 0 ? x : 0", so a NaN
+    comes out 0. Written out here so that every CPU and both backends behave so
+    (TF_ENABLE_ONEDNN_OPTS=1 on TensorFlow 2.21 showed it)."""
     return keras.ops.where(keras.ops.isnan(x), 0.0, keras.ops.relu(x))
 
 

@@ -219,8 +219,8 @@ def test_steps_per_execution_counts_the_steps_keras_really_ran(case: str) -> Non
 
 def _linear_model() -> keras.Model:
     """The MLP without its ReLU: a NaN input reaches the loss on every CPU (TensorFlow's oneDNN
-    ReLU, on by default on CPUs with AVX512-VNNI or AMX, turns a NaN into 0 and hides it: see
-    below)."""
+    ReLU, on by default on CPUs with AVX512-VNNI, AVX-VNNI, AVX512-BF16 or AMX, turns a NaN
+    into 0 and hides it: see below)."""
     return keras.Sequential([keras.Input((20,)), keras.layers.Dense(16), keras.layers.Dense(3)])
 
 
@@ -256,9 +256,9 @@ def test_a_nan_loss_is_stored_as_diverged_naming_its_step(
 
 
 def test_weights_broken_behind_a_finite_loss_are_stored_as_diverged(tmp_path: Path) -> None:
-    """A NaN input through a ReLU that turns NaN into 0, as oneDNN's does (the default on
-    CPUs with AVX512-VNNI or AMX;
-    with TF_ENABLE_ONEDNN_OPTS=1 here the plain MLP's loss stayed at 1.2 after the NaN batch):
+    """A NaN input through a ReLU that turns NaN into 0, as oneDNN's does (the default on CPUs
+    with AVX512-VNNI, AVX-VNNI, AVX512-BF16 or AMX; with TF_ENABLE_ONEDNN_OPTS=1 here the plain
+    MLP's loss stayed at 1.2 after the NaN batch):
     the loss is finite at every step, and the first layer's kernel is NaN from the 5th step on
     (x^T times the gradient: NaN x 0 is NaN). The weights, checked when training ends, tell."""
     from tests.data.broken_models import _relu_nan_to_zero

@@ -141,10 +141,12 @@ def _gpus(
     for index, name in watched.gpus:
         counter = _series(samples, f"gpu{index}.energy_j")
         joules, source = _delta(counter, t0, t1), NVML_COUNTER
+        stuck = joules == 0
         if not joules:  # no counter, or one that did not move while the GPU worked: power
             joules, source = integral(_series(samples, f"gpu{index}.power_w"), t0, t1), NVML_POWER
         if joules is None:
-            return [], f"NVML reported neither total energy nor power for GPU {index} ({name})"
+            counter_said = "a total energy that did not move" if stuck else "no total energy"
+            return [], f"NVML reported {counter_said} and no power for GPU {index} ({name})"
         out.append(DeviceEnergy(device=f"GPU {index} ({name})", joules=joules, source=source))
     return out, None
 

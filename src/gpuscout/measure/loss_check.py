@@ -43,9 +43,9 @@ def weights_text(bad: int, total: int) -> str:
     ``soak`` and the Keras callback alike; ``backends/keras/weights.py`` says how it happens)."""
     return (
         f"the loss stayed finite, but {bad} of {total} weight tensors hold NaN/Inf at the end "
-        "(a NaN can vanish before the loss: TensorFlow's oneDNN ReLU, on by default on CPUs "
-        "with AVX512-VNNI or AMX, turns it into 0): the training is broken, so its speed is "
-        "not a benchmark. Check the data (NaN in inputs or labels) and the learning rate."
+        "(a NaN can vanish before the loss: TensorFlow's oneDNN ReLU, for one, turns it into "
+        "0): the training is broken, so its speed is not a benchmark. Check the data (NaN in "
+        "inputs or labels) and the learning rate."
     )
 
 

@@ -303,9 +303,9 @@ def _loop(
         outcome = protocol.run(one_step, returns_loss=True)
     finally:
         host_data.close_iterator(batches)
-    if outcome.broken is None:  # a NaN the loss never showed: the trained variables tell
-        trainable = box[0][0]
-        outcome = dataclasses.replace(outcome, broken=broken_arrays(trainable))
+    if outcome.broken is None:  # a NaN the loss never showed: the model's variables tell
+        variables = [*box[0][0], *box[0][1]]  # trainable and not (as model.weights): same count
+        outcome = dataclasses.replace(outcome, broken=broken_arrays(variables))
     return outcome
 
 

@@ -38,7 +38,7 @@ def run_soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) ->
         finally:
             host_data.close_iterator(batches)
         if not record["bad_losses"] and not record["error"]:  # a NaN the loss never showed
-            record["broken_weights"] = broken_arrays(box[0][0])
+            record["broken_weights"] = broken_arrays([*box[0][0], *box[0][1]])
     return {
         "workload": config.model or config.workload,
         "device": device.name,

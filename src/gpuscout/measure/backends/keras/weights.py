@@ -1,12 +1,14 @@
 """Are a trained model's weights still numbers? The check after a run whose loss looked fine.
 
 A NaN can vanish before it reaches the loss: TensorFlow's oneDNN ReLU (oneDNN is on by default
-on x86 CPUs with AVX512-VNNI, AVX512-BF16 or AMX: Intel's from Cascade Lake, AMD's from Zen 4;
-off on the AVX2 EPYC this was found on) turns a NaN input into 0, so a NaN in one
-batch's inputs makes every weight NaN while every later loss stays finite (the hidden layer's
-output is 0 from then on). Seen on TensorFlow 2.21 with ``TF_ENABLE_ONEDNN_OPTS=1``: the loss of
-a 2-layer ReLU MLP stayed at 1.2 for the rest of the epoch. The weights tell; each tensor is
-reduced on its own device, so the check moves one boolean per tensor, not the weights.
+on Linux x86 CPUs with AVX512-VNNI, AVX-VNNI, AVX512-BF16 or AMX, so on Intel's from Cascade
+Lake and AMD's from Zen 4; off on the AVX2 EPYC this was found on) turns a NaN input into 0,
+so a NaN in one batch's inputs makes the first layer's kernel NaN while every later loss stays
+finite (the hidden layer's output is 0 from then on). Seen on TensorFlow 2.21 with
+``TF_ENABLE_ONEDNN_OPTS=1``: the loss of a 2-layer ReLU MLP stayed at 1.2 for the rest of the
+epoch. The weights tell; each tensor is reduced on its own device, so the check moves one
+boolean per tensor, not the weights. On a run over several JAX processes the check is not made
+(each process holds only its shards); that run's loss check still applies.
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ def broken_arrays(arrays: Iterable[Any]) -> str | None:
     import keras
 
     floats = [v for v in arrays if "float" in keras.backend.standardize_dtype(v.dtype)]
-    bad = sum(not ok for ok in _finite(floats))  # integer state (counters, seeds) left out
+    try:
+        finite = _finite(floats)  # integer state (counters, seeds) left out
+    except Exception:  # an extra after a finished measurement: never lose the run to it
+        return None
+    bad = sum(not ok for ok in finite)
     return weights_text(bad, len(floats)) if bad else None
 
 
