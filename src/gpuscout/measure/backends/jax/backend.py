@@ -9,7 +9,6 @@ results.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from gpuscout.measure.backends.jax import sharding
 from gpuscout.measure.backends.jax import workers as jax_workers
 from gpuscout.measure.backends.jax.sharding import Replicas
 from gpuscout.measure.backends.jax.step import train_step
-from gpuscout.measure.backends.keras.weights import broken_arrays, broken_weights
+from gpuscout.measure.backends.keras.weights import checked
 from gpuscout.measure.job import Job
 from gpuscout.measure.pipelines import Knobs
 from gpuscout.measure.protocol import BUILDING, Outcome, Protocol, StopRule
@@ -303,10 +302,7 @@ def _loop(
         outcome = protocol.run(one_step, returns_loss=True)
     finally:
         host_data.close_iterator(batches)
-    if outcome.broken is None:  # a NaN the loss never showed: the model's variables tell
-        variables = [*box[0][0], *box[0][1]]  # trainable and not (as model.weights): same count
-        outcome = dataclasses.replace(outcome, broken=broken_arrays(variables))
-    return outcome
+    return checked(outcome, [*box[0][0], *box[0][1]])  # trainable and not, as model.weights
 
 
 def batches_of(t: Trainable) -> Iterator[tuple[Any, Any]]:
@@ -327,9 +323,7 @@ def _fit(jax: Any, config: BenchConfig, t: Trainable, protocol: Protocol) -> Out
         outcome = fit_loop(t.prep.built, batches, config.precision, True, protocol, lambda: None)
     finally:
         host_data.close_iterator(batches)
-    if outcome.broken is None:  # a NaN the loss never showed: the weights tell
-        outcome = dataclasses.replace(outcome, broken=broken_weights(t.prep.built.model))
-    return outcome
+    return checked(outcome, t.prep.built.model.weights)
 
 
 def losses(workload: Workload, dims: dict[str, int], precision: str, batch: int, steps: int,

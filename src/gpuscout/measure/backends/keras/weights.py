@@ -13,10 +13,20 @@ boolean per tensor, not the weights. On a run over several JAX processes the che
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
 from gpuscout.measure.loss_check import weights_text
+from gpuscout.measure.protocol import Outcome
+
+
+def checked(outcome: Outcome, weights: Iterable[Any]) -> Outcome:
+    """``outcome``, made broken if its loss looked fine but ``weights`` hold NaN/Inf (the one
+    place every backend's loop applies the check, after its steps)."""
+    if outcome.broken is not None:
+        return outcome
+    return dataclasses.replace(outcome, broken=broken_arrays(weights))
 
 
 def broken_weights(model: Any) -> str | None:

@@ -6,7 +6,6 @@ and turns failures into stored results.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,7 @@ import numpy as np
 
 from gpuscout.errors import UserError
 from gpuscout.measure import environment, peaks
-from gpuscout.measure.backends.keras.weights import broken_weights
+from gpuscout.measure.backends.keras.weights import checked
 from gpuscout.measure.backends.tensorflow import data as tf_data
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.job import Job
@@ -224,8 +223,7 @@ def _measure(
     on_phase("measuring")
     protocol = Protocol(rule, on_progress)
     outcome = _train(tf, config, prep, device, replicas, protocol, sync, env)
-    if outcome.broken is None:  # a NaN the loss never showed (oneDNN's ReLU): the weights tell
-        outcome = dataclasses.replace(outcome, broken=broken_weights(prep.built.model))
+    outcome = checked(outcome, prep.built.model.weights)  # a NaN the loss never showed
     name = config.model if model_spec is not None and config.model else config.workload
     result = compose(
         config,
