@@ -21,7 +21,7 @@ import argparse
 import time
 
 from gpuscout.catalog import load_catalog
-from gpuscout.predict.finetuning_check import Checked, Summary, check, write
+from gpuscout.predict.finetuning_check import Checked, Summary, check, summarize, write
 from gpuscout.predict.finetuning_rows import load_rows
 
 
@@ -59,7 +59,7 @@ def main() -> None:
         _table(checked)
         for line in left:
             print(f"  left out: {line}")
-        summary = Summary.of(checked)
+        summary = summarize(checked)
         _summary(use, summary)
         summaries.append(summary)
     print(f"\n({time.perf_counter() - start:.0f} s)")

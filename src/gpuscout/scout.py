@@ -23,7 +23,7 @@ from gpuscout.assemble import JobChoice, choose_job, report_on
 from gpuscout.catalog import Catalog
 from gpuscout.errors import UserError
 from gpuscout.predict.job import JobSpec
-from gpuscout.predict.session import session
+from gpuscout.predict.session import Session, session
 from gpuscout.records import Backend, BenchConfig, RunResult
 from gpuscout.report.document import Report
 from gpuscout.store import Store
@@ -51,6 +51,7 @@ class ScoutPlan:
     note: str | None = None
     title: str = "gpuscout scout"
     backend: Backend = "tensorflow"  # the framework Keras measures on
+    stack: str | None = None  # --stack: the software level where no stored run anchors
 
 
 @dataclass
@@ -80,6 +81,13 @@ def parse_measure(text: str) -> tuple[tuple[str, float], ...]:
     if not plan:
         raise UserError("--measure names no workload.", "e.g. --measure resnet50=60,mlp=15.")
     return tuple(plan)
+
+
+def _session(plan: ScoutPlan, catalog: Catalog, store: Store) -> Session:
+    """The one prediction session: the store's GPU runs (those just measured too) anchor, or
+    the job's own stored run alone (``--from-run``)."""
+    run = plan.job.run
+    return session(catalog, store, stack=plan.stack, from_run=run.id if run else None)
 
 
 def scout(
@@ -126,6 +134,6 @@ def scout(
         raise UserError(f"nothing could be measured here ({reasons}).", "see gpuscout doctor.")
     report = report_on(
         runs, catalog, chosen, title=plan.title, answers=plan.answers,
-        constraints=plan.constraints, model=session(catalog, store),  # the store's GPU runs too
+        constraints=plan.constraints, model=_session(plan, catalog, store),
     )  # fmt: skip
     return ScoutResult(runs, report)

@@ -10,7 +10,7 @@ import pytest
 
 from gpuscout.catalog import load_catalog
 from gpuscout.predict import profile_trace
-from gpuscout.predict.finetuning_check import Summary, check, range_note, shipped
+from gpuscout.predict.finetuning_check import check, range_note, shipped, summarize
 from gpuscout.predict.finetuning_rows import excluded, implied_tflops, load_rows
 
 
@@ -58,7 +58,7 @@ def test_the_stored_error_is_what_the_shipped_profiles_give(
     assert stored is not None
     for use, figures in zip(("validation", "reserved"), stored, strict=True):
         checked, _ = check([r for r in load_rows() if r.use == use], catalog)
-        now = Summary.of(checked)
+        now = summarize(checked)
         assert now.rows == figures.rows and now.gpus == figures.gpus
         assert math.isclose(now.mape, figures.mape, abs_tol=0.005), (use, now, figures)
         assert math.isclose(now.median_ratio, figures.median_ratio, abs_tol=0.005)

@@ -2,7 +2,7 @@
 Pareto front of time against cost, and a ranking by the objective, each with its reasons.
 
 Speed, scaling and memory come from the one prediction session every command uses
-(``gpuscout.predict.session``: your stored GPU runs in its calibration, the fitted scaling
+(``gpuscout.predict.session``: anchored on your stored GPU runs of the step, the fitted scaling
 model for several GPUs); money, energy, failures and delay from
 ``price.cost``, rentals priced per instance size and purchases from ``price.instances``.
 Nothing is dropped silently: rejected options are counted by reason.
@@ -24,10 +24,10 @@ from gpuscout.advise.ties import Objective, key, tie_note
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import scaling
-from gpuscout.predict.calibrate import range_note
 from gpuscout.predict.predictor import memory_needed
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session
+from gpuscout.predict.uncertainty import relative_error
 from gpuscout.price.cost import Assumptions, CostLine, Option, cost_line
 from gpuscout.price.instances import HOST_NOTE, SINGLY, Purchase, Rental, purchase, rentals
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_usd
@@ -171,7 +171,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     """Ranked, explained options for the job in ``req``, predicted by ``model`` (the session
     of :func:`gpuscout.predict.session.session`)."""
     _check(req)
-    catalog, calibration = model.catalog, model.calibration
+    catalog = model.catalog
     need_gb = memory_needed(req.profile) / 1e9
     rejected: Counter[str] = Counter()
     feasible: list[Candidate] = []
@@ -225,15 +225,15 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     ranked = sorted(feasible, key=key(req.objective, feasible))
     for c in ranked:
         _explain(c, req, catalog)
-    ties = tie_note(ranked, req.objective, calibration.relative_error())
+    ties = tie_note(ranked, req.objective, relative_error())
     notes = [
         f"job: {req.label or f'{fmt_count(req.samples)} {req.unit} of {req.profile.workload}'}"
         f" ({req.profile.precision}, batch {req.profile.batch} per GPU)",
         f"objective: {req.objective}; counts {', '.join(map(str, req.counts))}",
         *_split_note(split),
         *model.notes,
-        calibration.describe(),
-        range_note(calibration, req.profile),
+        model.describe(req.profile),
+        model.range_note(req.profile),
         f"memory: {_gb(need_gb)} per GPU needed (weights, gradients, optimizer state, "
         "activations; from the compiled step)",
         *assumptions.describe().values(),

@@ -26,9 +26,9 @@ from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 
 if TYPE_CHECKING:
-    from gpuscout.predict.calibrate import Band, Calibration
     from gpuscout.predict.profile import Profile
     from gpuscout.predict.session import Session
+    from gpuscout.predict.uncertainty import Band
     from gpuscout.store import Store
 
 RATIO_LOW, RATIO_HIGH = 1e-3, 1e3  # a thousandfold either way: past any two GPUs
@@ -144,12 +144,12 @@ def parse_relative(text: str) -> tuple[str, float, str]:
     return left.strip(), ratio, found["gpu"]
 
 
-def ratio_band(calibration: Calibration, workload: str) -> Band:
+def ratio_band(workload: str) -> Band:
     """The range of a predicted ratio of two GPUs' speeds, and which held-out errors it is:
     the chip-relative band of the workload's family where published rows validate it, else
     the prediction's own band for a workload they do not (the widest there is, said)."""
-    from gpuscout.predict.calibrate import VALIDATED, Band
     from gpuscout.predict.out_of_sample import FAMILIES, shipped
+    from gpuscout.predict.uncertainty import VALIDATED, Band, band
 
     figures = shipped()
     family = FAMILIES.get(workload, workload)
@@ -166,7 +166,7 @@ def ratio_band(calibration: Calibration, workload: str) -> Band:
             f"of the same published source, for chips left out of the fit ({how}{held}); a "
             "ratio's two GPUs share one software stack, so the stack's own error cancels",
         )
-    own = calibration.band(workload, "train")
+    own = band(workload, "train")
     return Band(own.low, own.high, f"no chip-relative band for {workload}: {own.label}")
 
 
@@ -195,7 +195,7 @@ def judge_relative(
     dims = workload.resolve({"seq_len": claim.seq_len} if claim.seq_len else {})
     batch = claim.batch_size or workload.default_batch_gpu
     model = model or session(catalog, db)
-    band = ratio_band(model.calibration, workload.name)
+    band = ratio_band(workload.name)
     judged = [
         _judge(
             claim,

@@ -195,20 +195,20 @@ def _full(args: argparse.Namespace) -> int:
     from gpuscout.advise import PRESETS, Request, advise
     from gpuscout.advise.headline import headline
     from gpuscout.catalog import load_catalog
-    from gpuscout.cli.job_args import constraints, job_spec
+    from gpuscout.cli.job_args import constraints, job_spec, prediction_session
     from gpuscout.predict.job import resolve_job
-    from gpuscout.predict.session import session
     from gpuscout.price import Assumptions
 
     catalog = load_catalog(args.catalog)
     preset = PRESETS.get(args.preset or "", {})
     wanted = constraints(args, catalog, preset)
-    job = resolve_job(job_spec(args), catalog)
+    spec = job_spec(args)
+    job = resolve_job(spec, catalog)
     request = Request(
         profile=job.profile, samples=job.samples, unit=job.unit, label=job.label, **wanted
     )
-    # the predictions every command makes: your stored GPU runs in the calibration
-    result = advise(request, session(catalog, args.db), Assumptions())
+    # the predictions every command makes: anchored on your stored GPU runs of the step
+    result = advise(request, prediction_session(args, catalog, spec), Assumptions())
     answer = headline(result, request, job.label)  # against every option, before --top
     result.ranked = result.ranked[: args.top]
     if args.preset:

@@ -13,17 +13,19 @@ from gpuscout.cli.specs import add_catalog_arg
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "calibrate",
-        help="fit the prediction model to published data and your stored GPU runs",
+        help="the prediction model's fit to published data, and which stored runs anchor",
         description="Show the fit every prediction uses: the efficiencies fitted to published "
-        "GPU measurements (and your own rows, --catalog) and to the GPU runs in your results "
-        "database, each point's measured and modelled speed and its error, the assumed "
-        "overheads with their sources, and the out-of-sample error band that predictions "
-        "quote as their range: the same fit predict, cost, advise, scout and report use.",
+        "GPU measurements (and your own rows, --catalog), each point's measured and modelled "
+        "speed and its error, the traffic factor of each software stack and each --stack "
+        "level, the assumed overheads with their sources, the out-of-sample error band that "
+        "predictions quote as their range, and the GPU runs in your results database that "
+        "anchor predictions of their step: the same fit predict, cost, advise, scout and "
+        "report use.",
     )
     p.add_argument(
         "--db",
-        help="results database whose GPU runs join the fit (default: GPUSCOUT_DB or the user "
-        "data dir)",
+        help="results database whose GPU runs anchor predictions (default: GPUSCOUT_DB or the "
+        "user data dir)",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
     add_catalog_arg(p)
@@ -37,6 +39,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from gpuscout.predict.out_of_sample import shipped
     from gpuscout.predict.roofline import overheads
     from gpuscout.predict.session import session
+    from gpuscout.predict.stacks import levels
+    from gpuscout.predict.uncertainty import band, relative_error
 
     catalog = load_catalog(args.catalog)
     model = session(catalog, args.db)  # the fit every command predicts with
@@ -53,26 +57,28 @@ def run_calibrate(args: argparse.Namespace) -> int:
         }
         for p, err in zip(result.points, result.log_errors, strict=True)
     ]
-    band, figures = result.band(), shipped()
+    ranged, figures = band(), shipped()
+    stack_levels = {name: result.traffic(level) for name, level in levels().items()}
     if args.json:
         out = {
             "efficiency": vars(result.efficiency),
             "stacks": result.stacks,
+            "stack_levels": {k: {"traffic": v[0], "from": v[1]} for k, v in stack_levels.items()},
             "parameters": identification(result),
             "assumed": {k: vars(v) for k, v in overheads().items()},
             "out_of_sample": {
-                "range": [band.low, band.high],
-                "range_is": band.label,
+                "range": [ranged.low, ranged.high],
+                "range_is": ranged.label,
                 "no_stored_runs": figures.source_absolute,
-                "with_stored_runs": figures.chip_relative,
+                "anchored_on_your_runs": figures.chip_relative,
                 "not_validated": figures.unvalidated,
-                "relative_error": result.relative_error(),
+                "relative_error": relative_error(),
             },
             "fit": result.describe(),
             "points": rows,
             "left_out": list(model.left_out),
             "user_catalog": user_rows,
-            "stored_runs": list(model.run_ids),  # your runs in the fit
+            "stored_runs": list(model.run_ids),  # your runs that may anchor a prediction
             "notes": model.notes,
         }
         print_json(out)
@@ -97,8 +103,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     console = stdout_console()
     console.print(table)
     console.print(
-        f"these are in-sample errors; predictions use out-of-sample ones: x{band.low:.2f} to "
-        f"x{band.high:.2f} ({band.label}), {result.relative_error():.0%} on relative speed "
+        f"these are in-sample errors; predictions use out-of-sample ones: x{ranged.low:.2f} to "
+        f"x{ranged.high:.2f} ({ranged.label}), {relative_error():.0%} on relative speed "
         "(sources left out); python benchmarks/prediction_accuracy.py shows them",
         highlight=False,
     )
@@ -113,6 +119,15 @@ def run_calibrate(args: argparse.Namespace) -> int:
         "(batch measured ?)",
         highlight=False,
     )
+    for name, (traffic, whose) in stack_levels.items():
+        console.print(f"--stack {name}: DRAM traffic x{traffic:.2f} ({whose})", highlight=False)
+    ids = model.run_ids
+    if ids:
+        console.print(
+            f"your stored GPU runs {', '.join(map(str, ids))} anchor predictions of the step "
+            "each measured (same workload or model, precision); they are not fitted to",
+            highlight=False,
+        )
     for note in model.notes:
         console.print(note, highlight=False)
     return 0

@@ -235,13 +235,11 @@ def _assumptions(args: argparse.Namespace) -> Any:
     return replace(out, failures=not args.no_failures)
 
 
-def _job(args: argparse.Namespace, model: Any, reference: Any) -> Any:
+def _job(args: argparse.Namespace, spec: Any, model: Any, reference: Any) -> Any:
     """The job to price: GPU-hours on the reference GPU, or a job's samples predicted."""
-    from gpuscout.cli.job_args import job_spec
     from gpuscout.predict.job import resolve_job
     from gpuscout.price.options import gpu_hours_job, workload_job
 
-    spec = job_spec(args)
     if not spec.given:
         return gpu_hours_job(args.gpu_hours, reference)
     job = resolve_job(spec, model.catalog)
@@ -251,7 +249,7 @@ def _job(args: argparse.Namespace, model: Any, reference: Any) -> Any:
 def run_cost(args: argparse.Namespace) -> int:
     from gpuscout.articles import BY_KEY
     from gpuscout.catalog import load_catalog
-    from gpuscout.predict.session import session
+    from gpuscout.cli.job_args import job_spec, prediction_session
     from gpuscout.price import cost_all
     from gpuscout.price.options import (
         build_options,
@@ -296,8 +294,9 @@ def run_cost(args: argparse.Namespace) -> int:
     purchases = parse_pairs(args.purchase, "--purchase", "USD")
     used_prices = parse_pairs(args.used_price, "--used-price", "USD")
     assumptions = _assumptions(args)
-    model = session(catalog, args.db)  # the predictions every command makes
-    job = _job(args, model, reference)
+    spec = job_spec(args)
+    model = prediction_session(args, catalog, spec)  # the predictions every command makes
+    job = _job(args, spec, model, reference)
     options = build_options(
         specs, model, reference, speedups, scalings, purchases, job, used_prices
     )
@@ -315,10 +314,11 @@ def run_cost(args: argparse.Namespace) -> int:
     described = {"job": job.text}
     fitted = any(o.scaling_fitted for o in options)
     if job.profile is not None or fitted:  # said whenever a prediction sets a figure
-        from gpuscout.predict.calibrate import range_note
-
-        ranged = [range_note(model.calibration, job.profile)] if job.profile is not None else []
-        described["predictions"] = "; ".join([*model.notes, model.calibration.describe(), *ranged])
+        ranged = [model.range_note(job.profile)] if job.profile is not None else []
+        fit = (
+            model.describe(job.profile) if job.profile is not None else model.calibration.describe()
+        )
+        described["predictions"] = "; ".join([*model.notes, fit, *ranged])
     if fitted:
         described["scaling"] = scaling_assumption(job)
     described |= assumptions.describe()

@@ -29,7 +29,9 @@ from gpuscout.run_settings import PRECISIONS
 from gpuscout.workloads.llm import LORA_RANK as LLM_LORA_RANK
 
 if TYPE_CHECKING:
+    from gpuscout.catalog import Catalog
     from gpuscout.predict.job import JobSpec
+    from gpuscout.predict.session import Session
 
 OBJECTIVES = ("cheapest", "fastest", "balanced")
 DEFAULT_COUNTS = "1,2,4,8"
@@ -77,8 +79,39 @@ def add_job_source(group: Any, workload_help: str | None) -> None:
     )  # fmt: skip
     group.add_argument(
         "--from-run", type=RUN_ID, metavar="ID",
-        help="the set-up of a stored run (its workload or model, batch per GPU, precision)",
+        help="a stored GPU run: the job's set-up (its workload or model, batch per GPU, "
+        "precision) and the one run every prediction is anchored on (without it, every stored "
+        "one-GPU run of the job's step anchors)",
     )  # fmt: skip
+    add_stack_option(group)
+
+
+STACK_HELP = (
+    "the software stack predicted where no stored run of the step anchors it: tf (TensorFlow "
+    "without XLA), tf-xla, keras-jax, pytorch or tuned (NGC/DALI-style submissions); default: "
+    "the stack gpuscout measures with (tf; keras-jax for --backend jax), said in the output"
+)
+
+
+def add_stack_option(group: Any) -> None:
+    """--stack: the software level a prediction assumes (``predict/stacks.py``)."""
+    group.add_argument("--stack", metavar="LEVEL", help=STACK_HELP)
+
+
+def prediction_session(
+    args: argparse.Namespace, catalog: Catalog, spec: JobSpec | None = None, store: Any = None
+) -> Session:
+    """The one prediction session of a command: its ``--stack``, and the job's stored run
+    (``--from-run``, ``--job run:ID``) as the one anchor, else every stored run of the step."""
+    from gpuscout.predict.session import session
+
+    run = spec.run if spec is not None else None
+    return session(
+        catalog,
+        store if store is not None else args.db,
+        stack=getattr(args, "stack", None),
+        from_run=run.id if run is not None else None,
+    )
 
 
 def add_job_size(group: Any, epochs_default: str = "") -> None:
@@ -109,8 +142,8 @@ def add_job_size(group: Any, epochs_default: str = "") -> None:
     group.add_argument(
         "--precision", choices=PRECISIONS,
         help="the job's precision on the GPUs predicted: fp32 (TF32 tensor cores on Ampere "
-        "and newer), mixed_float16 or mixed_bfloat16 (default mixed_float16; a stored run's "
-        "own with --from-run)",
+        "and newer), mixed_float16 or mixed_bfloat16 (default mixed_float16, every command's "
+        "default for training; a stored run's own with --from-run)",
     )  # fmt: skip
     group.add_argument(
         "--seq-len",

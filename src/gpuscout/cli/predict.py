@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from gpuscout.articles import REFERENCE_GPU
+from gpuscout.cli.job_args import add_stack_option
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
     BATCH,
@@ -22,7 +23,7 @@ from gpuscout.cli.parser import (
 )
 from gpuscout.cli.specs import add_catalog_arg
 from gpuscout.errors import UserError
-from gpuscout.run_settings import PRECISIONS, TF32_HELP
+from gpuscout.run_settings import PRECISIONS, TF32_HELP, TRAINING_PRECISION
 from gpuscout.workloads.llm import LORA_RANK as LLM_LORA_RANK
 
 DEFAULT_GPUS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
@@ -48,7 +49,11 @@ def register(sub: Any) -> None:
         "llama-tiny (or give --model)",
     )
     what.add_argument("--model", type=model_spec, help="your model: FILE.py:FUNCTION or FILE.keras")
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=precision_help("fp32"))
+    p.add_argument(
+        "--precision", choices=PRECISIONS,
+        help=precision_help(f"{TRAINING_PRECISION} for training, every command's default; fp32 "
+                            "for --mode inference"),
+    )  # fmt: skip
     add_backend_option(p, "traces the step")
     p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True, help=TF32_HELP)
     p.add_argument("--mode", choices=("train", "lora", "inference"), default="train",
@@ -89,9 +94,11 @@ def register(sub: Any) -> None:
                    help="speeds are also shown relative to this GPU (default "
                    f"{REFERENCE_GPU})")  # fmt: skip
     p.add_argument("--from-run", type=RUN_ID, metavar="ID",
-                   help="anchor on a stored GPU run of the same workload, precision and "
-                   "batch (its id in 'gpuscout runs list'): every prediction is scaled so "
-                   "that GPU reproduces the measurement")  # fmt: skip
+                   help="anchor on this stored GPU run alone (its id in 'gpuscout runs list'; "
+                   "it must have measured the same workload or model and precision): its GPU "
+                   "shows the measurement, every other GPU that times the model's ratio. "
+                   "Without it, every stored one-GPU run of the step anchors")  # fmt: skip
+    add_stack_option(p)
     p.add_argument("--db", help="results database (default: GPUSCOUT_DB or the user data dir)")
     p.add_argument(
         "--breakdown", action="store_true",
@@ -132,6 +139,7 @@ def run_predict(args: argparse.Namespace) -> int:
             epoch_samples=args.epoch_samples,
             reference=args.reference,
             from_run=args.from_run,
+            stack=args.stack,
             db=args.db,
             catalog=args.catalog,
         )

@@ -15,6 +15,7 @@ from gpuscout.cli.job_args import (
     check_job_options,
     constraints,
     job_spec,
+    prediction_session,
 )
 from gpuscout.cli.runs import parse_ids
 from gpuscout.cli.specs import add_catalog_arg
@@ -157,7 +158,6 @@ def run_report(args: argparse.Namespace) -> int:
     from gpuscout.assemble import JobChoice, choose_job, report_on
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.paths import check_output_files
-    from gpuscout.predict.session import session
     from gpuscout.text import printable
 
     # before reading the runs; never the results database itself, nor a file the report reads
@@ -166,10 +166,11 @@ def run_report(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)
     wanted = constraints(args, catalog)
     runs, summary = selected_runs(args.db, args.runs, args.latest)
-    chosen = choose_job(JobChoice(job_spec(args)), catalog)
+    spec = job_spec(args)
+    chosen = choose_job(JobChoice(spec), catalog)
     report = report_on(
         runs, catalog, chosen, title=args.title, answers=args.answers, constraints=wanted,
-        summary=summary, model=session(catalog, args.db),  # predicted as every command does
+        summary=summary, model=prediction_session(args, catalog, spec),  # as every command
     )  # fmt: skip
     for path in write(report, args.html, args.md):
         print(f"wrote {path}", file=sys.stderr)

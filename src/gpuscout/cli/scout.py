@@ -99,7 +99,7 @@ def run_scout(args: argparse.Namespace) -> int:
         measure=parse_measure(measure) if measure else (), model=spec.model,
         model_seconds=args.seconds or MODEL_SECONDS, model_batch=args.batch_size, job=spec,
         constraints=constraints(args, catalog), answers=args.answers, note=args.note,
-        backend=args.backend,
+        backend=args.backend, stack=args.stack,
     )  # fmt: skip
     # what cannot be measured fails now, not after minutes (a model file is checked here)
     if plan.model:

@@ -11,16 +11,16 @@ by least squares on log(modelled / measured). Every published source is one soft
 (framework + version) and gets its own traffic factor: how many more bytes than XLA's fused
 HLO its kernels move (PyTorch eager runs a batch norm and its ReLU as two kernels), bounded to
 x0.67..x1.5 and pulled towards 1; it scales bytes, never time, so no kernel beats its roofline.
-A prediction uses your stored runs' factor when you have some, else the median of the
-published stacks. Launch and step costs are assumed (``data/overheads.csv``): no published row
-can identify them. CUDA-core GEMMs keep the kernel model's utilisation, learned from measured
+A prediction uses the median factor of the ``--stack`` level's published stacks
+(``stacks.py``); your stored GPU runs are not fitted to: they anchor (``anchoring.py``).
+Launch and step costs are assumed (``data/overheads.csv``): no published row can identify
+them. CUDA-core GEMMs keep the kernel model's utilisation, learned from measured
 FP32 GEMMs on five GPUs, with their chip's measured factor (``KernelModel.cuda_gemm_factor``).
 
-Ranges come from out-of-sample errors, never the fit's own (``Calibration.band``): the split
-that matches the user's situation (no stored runs: whole sources left out; stored runs: chips
-left out, relative; a workload or mode no published row validates: wider, and said), since a
-prediction is only as good as it is on data it has not seen (``out_of_sample.py``). The
-points fitted are built in ``calibration_points.py``.
+Ranges come from out-of-sample errors, never the fit's own: ``uncertainty.py`` picks them,
+above this module and ``out_of_sample.py``. The points fitted are built in
+``calibration_points.py``; nothing here imports a module above it (data -> kernel model ->
+calibration -> session -> request, one direction).
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ import numpy as np
 
 from gpuscout.catalog import Catalog
 from gpuscout.predict import calibration_cache
-from gpuscout.predict.calibration_points import STORED, Point, point_terms, published_points
-from gpuscout.predict.profile import Profile
+from gpuscout.predict.calibration_points import Point, point_terms, published_points
 from gpuscout.predict.roofline import (
     POWER_EXPONENT,
     RHO_REF,
@@ -49,7 +48,7 @@ from gpuscout.predict.roofline import (
     combine,
     overheads,
 )
-from gpuscout.workloads.llm import LLAMA_NAMES
+from gpuscout.predict.stacks import StackLevel
 
 _TENSOR = (0.05, 1.0)  # a share of the tensor peak: 1 is the peak itself
 _SCALING = (0.0, 1.0)  # 0: a tensor kernel gains nothing from more tensor FLOPs a clock
@@ -70,19 +69,6 @@ _F_SCALE = 0.15  # soft-L1 loss: a row more than ~15 % off (a B200 run at 1.1x a
 # The fit's revision, part of the disk cache's key (``calibration_cache.py``): bump it when
 # the fit's result changes for the same points, so no cached fit outlives the change.
 FIT_REVISION = 1
-# Published rows validate these workloads, in training only: any other (mlp, cnn-small, gpt2*,
-# your own model, a forward pass) gets the wider band and says so.
-VALIDATED = frozenset({"resnet50", "bert-base", "bert-large"})
-
-
-@dataclass(frozen=True)
-class Band:
-    """A prediction's range: factors on the predicted speed, and which held-out errors it
-    comes from (``out_of_sample.Figures``, ``bands.py``)."""
-
-    low: float
-    high: float
-    label: str
 
 
 @dataclass(frozen=True)
@@ -109,18 +95,23 @@ class Calibration:
                 "stacks": self.stacks, "count": self.count}  # fmt: skip
 
     @property
-    def stored(self) -> bool:
-        """Whether your stored GPU runs are in this fit (their stack's factor is then used)."""
-        return STORED in self.stacks
-
-    @property
     def stack(self) -> float:
-        """The traffic factor a prediction uses: your runs' where you have some, else the
-        median of the published stacks."""
-        if STORED in self.stacks:
-            return self.stacks[STORED]
-        published = [v for k, v in self.stacks.items() if k != STORED]
-        return statistics.median(published) if published else 1.0
+        """The median of every fitted stack's traffic factor (``calibrate``'s summary)."""
+        return statistics.median(self.stacks.values()) if self.stacks else 1.0
+
+    def traffic(self, level: StackLevel) -> tuple[float, str]:
+        """The traffic factor of a ``--stack`` level: the median of its published stacks'
+        factors in this fit, and where it came from (a fit without any of them, from a
+        catalog of yours without their rows, takes every stack's median, said)."""
+        mine = [self.stacks[s] for s in level.stacks if s in self.stacks]
+        if mine:
+            return statistics.median(
+                mine
+            ), f"the {level.name} level ({len(mine)} published stack{'s' * (len(mine) != 1)})"
+        return (
+            self.stack,
+            f"every fitted stack's median: none of the {level.name} level's stacks is in this fit",
+        )
 
     def _efficiency(self, traffic: float) -> Efficiency:
         cost = overheads()
@@ -132,76 +123,24 @@ class Calibration:
     def efficiency(self) -> Efficiency:
         return self._efficiency(self.stack)
 
+    def efficiency_for(self, level: StackLevel) -> Efficiency:
+        """What a prediction for software of ``level`` uses."""
+        return self._efficiency(self.traffic(level)[0])
+
     def for_point(self, p: Point) -> Efficiency:
         return self._efficiency(self.stacks.get(p.stack, self.stack))
 
-    def band(self, workload: str = "resnet50", kind: str = "train") -> Band:
-        """The range of a prediction, from the held-out split that matches it
-        (``out_of_sample.py``, ``bands.py``): no stored runs, whole sources left out (absolute);
-        your stored runs of this workload family in the fit and reproduced by it within the
-        chips' band, chips left out (relative, as your runs fix the stack); stored runs the fit
-        misses by more, the sources' band widened to them, said; a workload or mode no
-        published row validates, the widest band, said."""
-        from gpuscout.predict.out_of_sample import FAMILIES, shipped
-
-        figures = shipped()
-        family = FAMILIES.get(workload, workload)
-        if workload not in VALIDATED or kind != "train":
-            low, high = figures.unvalidated
-            if workload in LLAMA_NAMES and kind == "train":
-                from gpuscout.predict.finetuning_check import range_note
-
-                return Band(low, high, range_note(workload))
-            what = "inference" if kind != "train" else workload
-            return Band(low, high, f"{what}: not validated on published data; the range is the "
-                        "widest of the validated workloads' bands (and of their errors' middle "
-                        "90 %), an assumption")  # fmt: skip
-        if self.stored and family in figures.chip_relative:
-            pairs = zip(self.points, self.log_errors, strict=True)
-            mine = [e for p, e in pairs if p.stack == STORED and FAMILIES.get(p.workload) == family]
-            low, high = figures.chip_relative[family]
-            if mine and all(low <= math.exp(-e) <= high for e in mine):
-                why = (
-                    "relative: your stored runs fix the software stack, and the fit reproduces them"
-                )
-                return Band(low, high, f"{family}'s band of chips left out of the fit ({why})")
-            if mine:
-                low, high = figures.source_absolute.get(family, figures.unvalidated)
-                worst = [math.exp(-e) for e in mine]
-                low, high = min(low, *worst), max(high, *worst)
-                return Band(
-                    low,
-                    high,
-                    f"the {family} band of whole sources left out, widened "
-                    f"to your stored runs, which the fit misses by up to "
-                    f"{max(abs(w - 1) for w in worst):.0%} (the model cannot take "
-                    "their software stack in: measure, or anchor with --from-run)",
-                )
-        low, high = figures.source_absolute.get(family, figures.unvalidated)
-        covered = figures.nested.get(f"source:{family}")
-        held = f"; it covered {covered:.0%} of a source left out of the band too" if covered else ""
-        return Band(
-            low,
-            high,
-            f"{family}'s band of whole published sources left out of the fit (their software "
-            f"stack unseen, as yours is{held})",
+    def describe(self, level: StackLevel | None = None) -> str:
+        """The fit in one line, with the traffic factor of ``level`` (None: every stack's
+        median)."""
+        traffic, whose = (
+            (self.stack, "every fitted stack's median") if level is None else self.traffic(level)
         )
-
-    def relative_error(self) -> float:
-        """How far off a speed relative to another GPU is, out of sample (leave one source
-        out, 80th percentile): options closer than this are not ranked."""
-        from gpuscout.predict.out_of_sample import shipped
-
-        return shipped().relative_error
-
-    def describe(self) -> str:
         shares = ", ".join(f"{kind} {share:.0%}" for kind, share in
                            zip(TENSOR_KINDS, self.tensor, strict=True))  # fmt: skip
         cost = overheads()
-        mine = "your stored runs'" if self.stored else "median published"
         return (
-            f"per-kernel model fitted to {self.count} published measurements"
-            f"{' and your stored runs' if self.stored else ''}: tensor-core "
+            f"per-kernel model fitted to {self.count} published measurements: tensor-core "
             f"kernels at these shares of their peak, in full tiles: {shares} (at "
             f"{RHO_REF:.0f} tensor FLOPs per SM a clock; x(rho/{RHO_REF:.0f})^"
             f"{self.scaling[0]:.2f} for matmuls, ^{self.scaling[1]:.2f} for convolutions, at "
@@ -210,21 +149,11 @@ class Calibration:
             f"picks the faster algorithm); full clocks under compute load need "
             f"{self.power_w:.2f} W of board power "
             f"per SM-GHz (less: clocks x(power/need)^{POWER_EXPONENT:g}); DRAM traffic "
-            f"x{self.stack:.2f} the bytes counted on XLA's fused HLO ({mine} software stack); "
+            f"x{traffic:.2f} the bytes counted on XLA's fused HLO ({whose}); "
             f"assumed, not fitted: {cost['launch_s'].value * 1e6:g} µs per kernel launch, "
             f"{cost['train_step_s'].value * 1e3:g} ms per training step, "
             f"{cost['forward_call_s'].value * 1e6:g} µs per forward call (data/overheads.csv)"
         )
-
-
-def range_note(cal: Calibration, profile: Profile) -> str:
-    """One line for a command that prints a prediction's time or cost without its range: how
-    far off it may be, and which held-out errors say so (``Calibration.band``)."""
-    band = cal.band(profile.workload, profile.kind)
-    return (
-        f"each predicted speed may be off by x{band.low:.2f} to x{band.high:.2f} (times and "
-        f"costs by the inverse): {band.label}"
-    )
 
 
 _FITS: dict[object, Calibration] = {}
@@ -319,8 +248,25 @@ def fit_calibration(points: Sequence[Point], cached: bool = False) -> Calibratio
     ``cached``: also kept on disk (``calibration_cache.py``), for the fit every command uses."""
     key = tuple((p.label, p.measured, p.profile.key, p.gpu, p.stack, p.tf32) for p in points)
     if key not in _FITS:
-        _FITS[key] = calibration_cache.fit(points, _fit) if cached else _fit(points)
+        _FITS[key] = _cached_fit(points) if cached else _fit(points)
     return _FITS[key]
+
+
+def _cached_fit(points: Sequence[Point]) -> Calibration:
+    """The fit of ``points`` from the disk cache, else fitted and cached there."""
+    stored = calibration_cache.read(points, FIT_REVISION)
+    if stored is None:
+        cal = _fit(points)
+        calibration_cache.write(points, FIT_REVISION, cal.to_json())
+        return cal
+    return Calibration(
+        tensor=stored.tensor,
+        stacks=dict(stored.stacks),
+        scaling=stored.scaling,
+        power_w=stored.power_w,
+        count=stored.count,
+        source=lambda: points,
+    )
 
 
 def _fit(points: Sequence[Point]) -> Calibration:
@@ -366,17 +312,15 @@ def _fit(points: Sequence[Point]) -> Calibration:
 SHIPPED_FIT = Path(str(resources.files("gpuscout.predict") / "data" / "calibration.json"))
 
 
-def calibration_for(catalog: Catalog, mine: Sequence[Point] = ()) -> Calibration:
-    """The calibration predictions use: the shipped fit when nothing of yours enters it (no
-    stored runs, no catalog file of yours), else a fit with them (seconds, the first time:
-    then read from the disk cache, ``calibration_cache.py``).
+def calibration_for(catalog: Catalog) -> Calibration:
+    """The calibration predictions use: the shipped fit when no catalog file of yours brings a
+    GPU or published row, else a fit with them (seconds, the first time: then read from the
+    disk cache, ``calibration_cache.py``). Stored runs never enter it: they anchor.
 
     The shipped fit is what ``benchmarks/prediction_accuracy.py --write`` fitted to the shipped
     published rows; a test checks it is current."""
-    if (
-        not mine
-        and not catalog.user_gpus()
-        and all(catalog.published_origin(i) == "built-in" for i in range(len(catalog.published)))
+    if not catalog.user_gpus() and all(
+        catalog.published_origin(i) == "built-in" for i in range(len(catalog.published))
     ):
         try:
             raw = json.loads(SHIPPED_FIT.read_text())
@@ -390,7 +334,7 @@ def calibration_for(catalog: Catalog, mine: Sequence[Point] = ()) -> Calibration
             )
         except (OSError, ValueError, KeyError):
             pass  # not shipped (a source checkout before the first --write): fit it
-    return fit_calibration(published_points(catalog) + list(mine), cached=True)
+    return fit_calibration(published_points(catalog), cached=True)
 
 
 def write_shipped(cal: Calibration) -> Path:

@@ -28,7 +28,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -37,7 +37,6 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 if TYPE_CHECKING:
-    from gpuscout.predict.calibrate import Calibration
     from gpuscout.predict.calibration_points import Point
 
 # One file per distinct set of points: each combination of catalog files and stored GPU runs a
@@ -73,25 +72,6 @@ class Stored(BaseModel):
         if min(*self.scaling, self.power_w) < 0:
             raise ValueError("a scaling exponent or the board power is negative")
         return self
-
-
-def fit(points: Sequence[Point], fitter: Callable[[Sequence[Point]], Calibration]) -> Calibration:
-    """The cached fit of ``points``, else ``fitter(points)``, then cached."""
-    from gpuscout.predict.calibrate import FIT_REVISION, Calibration
-
-    stored = read(points, FIT_REVISION)
-    if stored is None:
-        cal = fitter(points)
-        write(points, FIT_REVISION, cal.to_json())
-        return cal
-    return Calibration(
-        tensor=stored.tensor,
-        stacks=dict(stored.stacks),
-        scaling=stored.scaling,
-        power_w=stored.power_w,
-        count=stored.count,
-        source=lambda: points,
-    )
 
 
 def cache_dir() -> Path:

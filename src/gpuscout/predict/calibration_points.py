@@ -1,8 +1,10 @@
-"""The measurements a calibration is fitted to: published rows and your stored GPU runs.
+"""The measurements a calibration is fitted to: the published rows (the catalog's, and your
+catalog files').
 
 Each becomes a :class:`Point`, a step profile on a catalog GPU at a measured speed, modelled at
-its own batch. A row or run that cannot be one is said, never dropped silently
-(:func:`user_rows_used`, :func:`run_points`). The fit itself is ``calibrate.py``.
+its own batch; a user's row in the fit is always said (:func:`user_rows_used`). Your stored GPU
+runs are not fitted to: they anchor (``anchoring.py``). The fit itself is ``calibrate.py``;
+this module imports nothing above it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from dataclasses import dataclass
 from gpuscout.catalog import Catalog, Gpu, Published
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Terms, terms
-from gpuscout.records import FIT_PREFIX, RunResult
 
 # Published workload -> the profile that models it: workload, dims, and the batch per GPU a row
 # is modelled at when the source does not state its batch.
@@ -22,7 +23,6 @@ _SHAPES: dict[str, tuple[str, dict[str, int], int]] = {
     "bert-base": ("bert-base", {}, 32),
     "bert-large": ("bert-large", {}, 32),
 }
-STORED = "your stored runs"  # the software stack of the user's own runs
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,7 @@ class Point:
     measured_batch: int | None = None  # per GPU, as measured (None: the source does not say)
     origin: str = "built-in"  # the catalog file of the published row ("built-in": shipped)
     stack: str = ""  # the software stack: framework and version
-    tf32: bool = True  # float32 matmuls on TF32 tensor cores (a stored --no-tf32 run: False)
-    run_id: int | None = None  # the stored run it is (None: a published row)
+    tf32: bool = True  # float32 matmuls on TF32 tensor cores
 
     @property
     def modelled_batch(self) -> int:
@@ -139,97 +138,3 @@ def user_rows_used(catalog: Catalog, points: Sequence[Point]) -> list[str]:
             f"{'s' * (len(ids) != 1)} into the fit ({', '.join(sorted(set(ids)))})"
         )
     return lines
-
-
-def run_points(runs: Sequence[RunResult], catalog: Catalog) -> tuple[list[Point], list[str]]:
-    """The user's stored GPU runs that can be calibration points, and a note for each GPU run
-    that cannot (grouped by reason), so a run left out is never left out silently.
-
-    A point needs a catalog GPU, samples/s, one device, training, and the step profile of a
-    built-in workload at that batch and precision, shipped or cached: never traced here, as
-    computing one needs TensorFlow. CPU runs and inference runs are no points, and no news.
-    """
-    from gpuscout.run_settings import ran_with_tf32
-    from gpuscout.workloads import WORKLOADS
-
-    points: list[Point] = []
-    left_out: dict[str, list[str]] = {}
-    for run in runs:
-        if run.status != "ok" or run.mode != "train" or not run.device.startswith("GPU"):
-            continue
-        device = str(run.env.get("device_name") or run.device)
-        gpu = catalog.find_device(device)
-        reason = None
-        profile = None
-        if gpu is None:
-            reason = f"its GPU '{device}' is not in the catalog"
-        elif run.samples_per_second is None:
-            reason = "it measured steps/s only (ScoutCallback without batch_size), not samples/s"
-        elif run.workload.startswith(FIT_PREFIX) or run.config.model:
-            reason = "your own model: gpuscout keeps no step profile of it to model it with"
-        elif run.workload not in WORKLOADS:
-            reason = f"'{run.workload}' is not a built-in workload"
-        elif run.replicas > 1:
-            reason = f"it ran on {run.replicas} devices; calibration models one GPU"
-        elif run.mfu is not None and run.mfu > 1:
-            reason = f"its MFU is {run.mfu:.0%}, above 100 %: its peak or its figures are wrong"
-        else:
-            profile = profile_for(run.workload, run.config.dims, run.batch_size, run.precision)
-            if profile is None:
-                reason = (
-                    f"no step profile of {run.workload} at batch {run.batch_size}, "
-                    f"{run.precision} is at hand (gpuscout predict --workload {run.workload} "
-                    f"--batch-size {run.batch_size} --precision {run.precision} traces one, "
-                    "with TensorFlow, and keeps it)"
-                )
-        if reason is not None or gpu is None or profile is None or run.samples_per_second is None:
-            left_out.setdefault(f"{run.workload}: {reason}", []).append(str(run.id))
-            continue
-        label = f"{gpu.id} {run.workload} {run.precision} (your run {run.id})"
-        measured = run.samples_per_second.median
-        tf32 = ran_with_tf32(run.env, run.config.tf32)
-        points.append(Point(gpu, profile, measured, "stored", label, run.workload,
-                            run.batch_size, stack=STORED, tf32=tf32, run_id=run.id))  # fmt: skip
-    points = _screened(points, catalog, left_out)
-    notes = [
-        f"not in the calibration: your run{'s' if len(ids) > 1 else ''} {', '.join(ids)} ({why})"
-        for why, ids in left_out.items()
-    ]
-    return points, notes
-
-
-def screen_factor() -> float:
-    """How far off the published rows' prediction a stored run may be and still be fitted to:
-    twice the widest end of the model's widest band (a workload no published row validates,
-    x1.5 today, so x3). A run further off than twice what a whole unseen source is off is a
-    mistake (a wrong batch, a bogus import), not a software stack: fitted, one such run moved
-    every prediction from its store by 18 %."""
-    from gpuscout.predict.out_of_sample import shipped
-
-    low, high = shipped().unvalidated
-    return 2 * max(1 / low, high)
-
-
-def _screened(points: list[Point], catalog: Catalog, left_out: dict[str, list[str]]) -> list[Point]:
-    """The points within :func:`screen_factor` of the published rows' own fit; each other is
-    added to ``left_out`` with its figures, so a run left out is named and why."""
-    if not points:
-        return points
-    from gpuscout.predict.calibrate import calibration_for, modelled
-
-    base = calibration_for(catalog)  # published rows (and your catalog files) alone
-    limit = screen_factor()
-    kept = []
-    for p in points:
-        predicted = modelled(base, p)
-        ratio = p.measured / predicted
-        if 1 / limit <= ratio <= limit:
-            kept.append(p)
-            continue
-        why = (
-            f"{p.workload}: it measured {p.measured:,.4g} samples/s where the published rows "
-            f"alone predict {predicted:,.4g} on {p.gpu.id}, more than {limit:.1f}x off "
-            "(twice the model's widest band): a wrong figure, not a measurement to fit"
-        )
-        left_out.setdefault(why, []).append(str(p.run_id))
-    return kept

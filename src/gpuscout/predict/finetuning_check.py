@@ -13,17 +13,14 @@ recomputes it from the shipped profiles.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from functools import cache
-from importlib import resources
-from pathlib import Path
+from dataclasses import dataclass
 
 from gpuscout.catalog import Catalog
 from gpuscout.predict.finetuning_rows import FinetuneRow, dims_of, excluded
+from gpuscout.predict.finetuning_summary import Summary, range_note, shipped, write
 
 
 @dataclass(frozen=True)
@@ -102,75 +99,33 @@ def _relative(checked: Sequence[Checked]) -> list[float]:
     return out
 
 
-@dataclass
-class Summary:
-    """The error on one set of rows (all MAPE, predicted / published per GPU)."""
-
-    rows: int
-    sources: int
-    gpus: list[str]
-    mape: float
-    median_ratio: float
-    inside_range: float  # share of published values inside the predicted range
-    relative_mape: float | None
-    relative_pairs: int
-    by_source: dict[str, float] = field(default_factory=dict)
-    by_mode: dict[str, float] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, checked: Sequence[Checked]) -> Summary:
-        rel = _relative(checked)
-        sources = sorted({c.row.source_id for c in checked})
-        modes = sorted({c.row.mode for c in checked})
-        return cls(
-            rows=len(checked),
-            sources=len(sources),
-            gpus=sorted({c.row.gpu_id for c in checked}),
-            mape=mape([c.ratio for c in checked]),
-            median_ratio=statistics.median(c.ratio for c in checked),
-            inside_range=statistics.fmean(c.inside for c in checked),
-            relative_mape=mape(rel) if rel else None,
-            relative_pairs=len(rel),
-            by_source={
-                s: mape([c.ratio for c in checked if c.row.source_id == s]) for s in sources
-            },
-            by_mode={m: mape([c.ratio for c in checked if c.row.mode == m]) for m in modes},
-        )
-
-
-def _path() -> Path:
-    return Path(str(resources.files("gpuscout.predict").joinpath("data/finetuning_accuracy.json")))
-
-
-def write(validation: Summary, reserved: Summary) -> Path:
-    path = _path()
-    body = {"validation": asdict(validation), "reserved": asdict(reserved)}
-    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
-    return path
-
-
-@cache
-def shipped() -> tuple[Summary, Summary] | None:
-    """The stored figures (validation, reserved), or None before any were written."""
-    try:
-        body = json.loads(_path().read_text())
-    except OSError:
-        return None
-    return Summary(**body["validation"]), Summary(**body["reserved"])
-
-
-def range_note(workload: str) -> str:
-    """What ``predict`` says of a decoder LLM's range: the published check, if stored."""
-    figures = shipped()
-    base = (f"{workload}: the range is the widest of the validated workloads' bands (and of "
-            "their errors' middle 90 %), an assumption")  # fmt: skip
-    if figures is None:
-        return f"{base}; not validated on published data"
-    v = figures[0]
-    return (
-        f"{base}; checked on {v.rows} published fine-tuning rows of 7-8B decoders from "
-        f"{v.sources} sources on {', '.join(v.gpus)} (none used to fit or design it): tokens/s "
-        f"off by {v.mape:.0%} on average (predicted / published, median x{v.median_ratio:.2f}), "
-        f"{v.inside_range:.0%} of them inside their range (QLoRA rows predicted as LoRA with "
-        "a 16-bit base; docs/predict.md)"
+def summarize(checked: Sequence[Checked]) -> Summary:
+    """The error on these checked rows."""
+    rel = _relative(checked)
+    sources = sorted({c.row.source_id for c in checked})
+    modes = sorted({c.row.mode for c in checked})
+    return Summary(
+        rows=len(checked),
+        sources=len(sources),
+        gpus=sorted({c.row.gpu_id for c in checked}),
+        mape=mape([c.ratio for c in checked]),
+        median_ratio=statistics.median(c.ratio for c in checked),
+        inside_range=statistics.fmean(c.inside for c in checked),
+        relative_mape=mape(rel) if rel else None,
+        relative_pairs=len(rel),
+        by_source={s: mape([c.ratio for c in checked if c.row.source_id == s]) for s in sources},
+        by_mode={m: mape([c.ratio for c in checked if c.row.mode == m]) for m in modes},
     )
+
+
+__all__ = [
+    "Checked",
+    "Summary",
+    "check",
+    "mape",
+    "predict_row",
+    "range_note",
+    "shipped",
+    "summarize",
+    "write",
+]

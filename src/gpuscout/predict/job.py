@@ -16,10 +16,11 @@ from gpuscout.catalog import Catalog
 from gpuscout.errors import UserError
 from gpuscout.predict.profile import Profile
 from gpuscout.records import FIT_PREFIX, RunResult
+from gpuscout.run_settings import TRAINING_PRECISION
 from gpuscout.workloads import run_shape
 
 MODEL_BATCH = 32  # per GPU for your model when none is given (predict --model's default too)
-PRECISION = "mixed_float16"  # the job's precision when none is given (and no stored run's)
+PRECISION = TRAINING_PRECISION  # the job's precision when none is given (and no stored run's)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Pipeline: the step's cost profile and its kernels (``profile.py``) -> single-GPU
 sum of its kernels, each timed by the kernel model learned from measured kernels
 (``kernel_model.py``, ``roofline.py``) with what kernels cannot know fitted to published
 end-to-end measurements (``calibrate.py``) -> optionally
-scaled by a measured run on one of the GPUs (anchoring) -> data-parallel scaling
+scaled by your measured runs of the step (``anchoring.py``) -> data-parallel scaling
 (``scaling.py``) -> memory fit -> which options are closer than the model's out-of-sample
 error (``ranking.py``). Every assumption behind a number is returned with it.
 """
@@ -13,18 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuscout.catalog import Catalog, Gpu, peak_tflops
 from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.errors import UserError
 from gpuscout.predict import ranking, scaling
-from gpuscout.predict.calibrate import Calibration, calibration_for
+from gpuscout.predict.calibrate import Calibration
 from gpuscout.predict.kernel_model import GpuFeatures
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.roofline import Efficiency, step_time
-from gpuscout.records import RunResult
-from gpuscout.run_settings import ran_with_tf32
+from gpuscout.predict.stacks import StackLevel
+from gpuscout.predict.uncertainty import band, relative_error
+
+if TYPE_CHECKING:
+    from gpuscout.predict.anchoring import Anchors
 
 
 @dataclass
@@ -63,57 +66,6 @@ class Prediction:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class Anchor:
-    """A measured run on a catalog GPU: predictions are scaled so it is reproduced exactly."""
-
-    gpu: Gpu
-    samples_per_second: float
-    run_id: int | None
-
-
-def anchor_from_run(
-    run: RunResult, profile: Profile, catalog: Catalog, tf32: bool = True
-) -> Anchor:
-    """The anchor a stored run gives, or a user error saying why it cannot be one.
-
-    ``tf32``: the prediction's TF32 setting; an fp32 run measured with the other one would
-    carry TF32's speed-up (or its absence) into every GPU's prediction, so it cannot anchor."""
-    device = str(run.env.get("device_name") or run.device)
-    gpu = catalog.find_device(device)
-    problems = []
-    if run.status != "ok":
-        problems.append(f"it did not succeed (status {run.status})")
-    elif run.samples_per_second is None:
-        problems.append("it measured steps/s only (no batch size given), not samples/s")
-    if run.mode != "train":
-        problems.append("it measured inference, not training")
-    if gpu is None:
-        problems.append(f"its device '{device}' is not a catalog GPU")
-    if run.workload != profile.workload or run.precision != profile.precision:
-        problems.append(
-            f"it measured {run.workload} {run.precision}, not {profile.workload} "
-            f"{profile.precision}"
-        )
-    ran_tf32 = ran_with_tf32(run.env, run.config.tf32)
-    if profile.precision == "fp32" and ran_tf32 != tf32:
-        problems.append(
-            f"it ran with TF32 {'on' if ran_tf32 else 'off'}, this prediction has it "
-            f"{'on' if tf32 else 'off'} ({'add' if tf32 else 'drop'} --no-tf32 to match)"
-        )
-    if run.replicas > 1:
-        problems.append(f"it ran data parallel on {run.replicas} replicas, not one GPU")
-    elif run.batch_size != profile.batch:
-        problems.append(f"its batch size {run.batch_size} is not {profile.batch}")
-    if problems or gpu is None or run.samples_per_second is None:
-        raise UserError(
-            f"run {run.id} cannot anchor this prediction: {'; '.join(problems)}.",
-            "pick a successful GPU run of the same workload, precision and batch size "
-            "('gpuscout runs list'), or drop --from-run.",
-        )
-    return Anchor(gpu, run.samples_per_second.median, run.id)
-
-
 def memory_parts(profile: Profile) -> dict[str, float]:
     """Bytes by part: weights (frozen ones apart), gradients and optimizer state of the
     trained ones, and the activations kept for backward (with gradient checkpointing, plus one
@@ -145,14 +97,18 @@ def predict(
     catalog: Catalog,
     reference: Gpu,
     epoch_samples: int,
-    anchor: Anchor | None = None,
+    *,
+    calibration: Calibration,
+    level: StackLevel,
+    anchors: Anchors | None = None,
     measured: dict[tuple[str, int], float] | None = None,
     measured_scaling: dict[tuple[str, int], float] | None = None,
-    calibration: Calibration | None = None,
     network_gbit: float = scaling.DEFAULT_NETWORK_GBIT,
     tf32: bool = True,
 ) -> tuple[list[Prediction], list[str]]:
-    """One prediction per GPU and count, and the assumptions common to all of them.
+    """One prediction per GPU and count, and the assumptions common to all of them. Called by
+    the session (``session.py``), which holds the calibration, the ``--stack`` level and your
+    stored runs (``anchors``: the measured GPUs this step is anchored on).
 
     A count is a number of GPUs in one machine, or (nodes, GPUs per node). ``measured`` and
     ``measured_scaling`` are keyed by (GPU id, GPU count in one machine). ``tf32``: float32
@@ -162,32 +118,38 @@ def predict(
     layouts = sorted(c if isinstance(c, tuple) else (1, c) for c in counts)
     if any(min(c) < 1 for c in layouts):
         raise UserError(f"GPU counts must be >= 1, got {list(counts)}.", "use e.g. --count 1,4,8.")
-    calibration = calibration or calibration_for(catalog)
-    eff = calibration.efficiency
-    band = calibration.band(profile.workload, profile.kind)
-    low_factor, high_factor = band.low, band.high
-    relative = calibration.relative_error()
-    scale, method = 1.0, "per-kernel model on the HLO profile, calibrated on published data"
-    if anchor is not None:
-        modelled = profile.batch / step_time(profile, anchor.gpu, eff, tf32).seconds
-        scale = anchor.samples_per_second / modelled
-        method = (
-            f"anchored on run {anchor.run_id} ({anchor.gpu.id}, measured "
-            f"{anchor.samples_per_second:,.0f}/s): modelled ratios x the measurement"
-        )
+    eff = calibration.efficiency_for(level)
+    anchored = anchors is not None and anchors.anchored
+    ranged = band(profile.workload, profile.kind, anchored=anchored)
+    low_factor, high_factor = ranged.low, ranged.high
+    relative = relative_error()
+    method = "per-kernel model on the HLO profile, calibrated on published data"
+    if anchored:
+        method = "your measured run x the model's ratio between GPUs (anchored)"
+    stack = (
+        anchors.describe()
+        if anchors is not None and anchored
+        else f"software stack: {level.name} ({level.description}; --stack picks another)"
+    )
     notes = [
-        calibration.describe(),
-        f"range x{low_factor:.2f} to x{high_factor:.2f}: {band.label}; relative speeds off by "
+        calibration.describe(level),
+        stack,
+        f"range x{low_factor:.2f} to x{high_factor:.2f}: {ranged.label}; relative speeds off by "
         f"up to {relative:.0%} on a source left out",
         f"profile: {profile.method}, batch {profile.batch} per GPU, {profile.precision}",
         "memory: weights + gradients + optimizer state + activations kept for the backward pass "
         f"(from the HLO), against {MEMORY_HEADROOM:.0%} of the GPU's memory",
         "several GPUs: data parallel, the same batch per GPU, ring all-reduce of the gradients "
         "overlapping the backward pass",
+        *(anchors.notes if anchors is not None else ()),
     ]
     if any(nodes * per_node > 1 for nodes, per_node in layouts):
         notes += scaling.describe_layouts(layouts, reference.id)
-    ref_sps = scale * profile.batch / step_time(profile, reference, eff, tf32).seconds
+
+    def scale(gpu: Gpu) -> float:
+        return 1.0 if anchors is None else anchors.scale_for(gpu.id)
+
+    ref_sps = scale(reference) * profile.batch / step_time(profile, reference, eff, tf32).seconds
     need = memory_needed(profile)
     rows = []
     for gpu in gpus:
@@ -197,6 +159,7 @@ def predict(
             if "no " not in peak_tflops(gpu, profile.precision, tf32)[1]
             else [f"{gpu.id}: matmuls at {est.matmul_rate}"]
         )
+        mine = anchors.on.get(gpu.id) if anchors is not None else None
         best: tuple[float, int] = (0.0, 0)
         for nodes, per_node in layouts:
             n = nodes * per_node
@@ -204,8 +167,13 @@ def predict(
             stepn = scaling.step_seconds(
                 est.seconds, profile.gradient_bytes(), n, link.busbw_gb_per_s
             )
-            sps = scale * n * profile.batch / stepn
-            exact = anchor is not None and gpu.id == anchor.gpu.id and n == 1
+            sps = scale(gpu) * n * profile.batch / stepn
+            low, high, how = sps * low_factor, sps * high_factor, method
+            if mine is not None and n == 1 and mine.batch == profile.batch:
+                sps, low, high = mine.median, mine.low, mine.high  # what was measured
+                how = f"measured (your run{'s' * (len(mine.run_ids) > 1)} " + (
+                    ", ".join(map(str, mine.run_ids)) + "; range: its 95 % interval)"
+                )
             rows.append(
                 Prediction(
                     gpu=gpu.id,
@@ -213,15 +181,15 @@ def predict(
                     count=n,
                     nodes=nodes,
                     samples_per_second=sps,
-                    low=sps if exact else sps * low_factor,
-                    high=sps if exact else sps * high_factor,
+                    low=low,
+                    high=high,
                     epoch_seconds=epoch_samples / sps,
                     relative_speed=sps / ref_sps,
                     scaling_efficiency=scaling.efficiency(est.seconds, stepn),
                     fits_memory=need <= gpu.memory_gb * 1e9 * MEMORY_HEADROOM,
                     memory_needed_gb=need / 1e9,
                     link=None if n == 1 else f"{link.name}, {link.busbw_gb_per_s:.3g} GB/s bus",
-                    method="measured anchor" if exact else method,
+                    method=how,
                     measured=(measured or {}).get((gpu.id, n)) if nodes == 1 else None,
                     measured_scaling=(
                         (measured_scaling or {}).get((gpu.id, n)) if nodes == 1 else None
@@ -258,4 +226,4 @@ def _ties(rows: list[Prediction], relative: float) -> list[str]:
     return notes
 
 
-__all__ = ["Anchor", "Efficiency", "Prediction", "anchor_from_run", "memory_needed", "predict"]
+__all__ = ["Efficiency", "Prediction", "memory_needed", "memory_parts", "predict"]

@@ -15,10 +15,10 @@ from gpuscout.catalog.cost_defaults import cost_defaults
 from gpuscout.errors import UserError
 from gpuscout.predict import scaling
 from gpuscout.predict.job import MODEL_BATCH
-from gpuscout.predict.predictor import Prediction, anchor_from_run
+from gpuscout.predict.predictor import Prediction
 from gpuscout.predict.profile import FUSED_ATTENTION, Profile
 from gpuscout.predict.session import Session, session
-from gpuscout.run_settings import tf32_prediction_note
+from gpuscout.run_settings import TRAINING_PRECISION, tf32_prediction_note
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,9 @@ class PredictRequest:
     gpus: str  # a comma list of catalog names, or "all"
     workload: str | None = None  # a built-in workload, or
     model: str | None = None  # your model: FILE.py:FUNCTION or FILE.keras
-    precision: str = "fp32"
+    precision: str | None = None  # None: TRAINING_PRECISION (every command's), said
     backend: str = "tensorflow"  # the one that traces a step not shipped or cached
+    stack: str | None = None  # --stack: the software level where no run anchors
     tf32: bool = True
     mode: Literal["train", "inference"] = "train"
     batch_size: int | None = None  # per GPU (default: the workload's; 32 for a model)
@@ -40,7 +41,7 @@ class PredictRequest:
     network_gbit: float = scaling.DEFAULT_NETWORK_GBIT
     epoch_samples: int | None = None
     reference: str = REFERENCE_GPU
-    from_run: int | None = None  # a stored run to anchor on
+    from_run: int | None = None  # the stored run that alone anchors (None: every matching one)
     db: str | None = None  # the results database (None: GPUSCOUT_DB or the user data dir)
     catalog: Sequence[str] = ()  # your catalog files
 
@@ -155,10 +156,22 @@ def _backend(req: PredictRequest) -> str:
     return req.backend
 
 
-def _tf32_notes(req: PredictRequest) -> list[str]:
+def _tf32_notes(req: PredictRequest, precision: str) -> list[str]:
     """The TF32 assumption line, when there is one (see tf32_prediction_note)."""
-    note = tf32_prediction_note(req.precision, req.tf32)
+    note = tf32_prediction_note(precision, req.tf32)
     return [note] if note else []
+
+
+def _precision(req: PredictRequest) -> tuple[str, list[str]]:
+    """The precision asked, or every command's default for training, said as such."""
+    if req.precision is not None:
+        return req.precision, []
+    if req.mode == "inference":
+        return "fp32", ["precision fp32 (the default for inference; set it with --precision)"]
+    return TRAINING_PRECISION, [
+        f"precision {TRAINING_PRECISION}, every command's default for training (set it with "
+        "--precision)"
+    ]
 
 
 def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
@@ -167,12 +180,12 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
     from gpuscout.workloads import get_workload
     from gpuscout.workloads.llm import checkpointing_dims
 
-    notes: list[str] = []
+    precision, notes = _precision(req)
     if req.model:
         batch = req.batch_size or MODEL_BATCH  # the same default as every job (predict.job)
         if not req.batch_size:
             notes.append(f"batch {batch} per GPU for your model (set it with --batch-size)")
-        profile = get_user_profile(req.model, batch, req.precision, _backend(req))
+        profile = get_user_profile(req.model, batch, precision, _backend(req))
         epoch, unit = req.epoch_samples or 1_000_000, "samples"
         if not req.epoch_samples:
             notes.append("epoch = 1,000,000 samples (set it with --epoch-samples)")
@@ -184,24 +197,18 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         dims.update(checkpointing_dims(workload.name, req.checkpointing))
         batch = req.batch_size or workload.default_batch_gpu
         resolved = workload.resolve(dims)
-        check_fits_a_gpu(workload.name, resolved, batch, req.precision, "train", catalog)
-        profile = get_profile(workload.name, resolved, batch, req.precision, _backend(req))
+        check_fits_a_gpu(workload.name, resolved, batch, precision, "train", catalog)
+        profile = get_profile(workload.name, resolved, batch, precision, _backend(req))
         epoch, unit = req.epoch_samples or workload.epoch_samples, workload.epoch_unit
     gpus = resolve_gpus(catalog, req.gpus)
     reference = catalog.resolve(req.reference).gpu
     for gpu in gpus:  # 16 SXM GPUs are two machines: say so rather than predict one
         for nodes, per_node in req.counts:
             scaling.check_machine(gpu, nodes, per_node)
-    if [g for g in req.gpus.split(",") if g.strip()] != ["all"]:
-        check_precision(gpus, req.precision)
-    model = session(catalog, req.db)
+    if [g for g in req.gpus.split(",") if g.strip()] != ["all"] and req.precision is not None:
+        check_precision(gpus, precision)
+    model = session(catalog, req.db, stack=req.stack, from_run=req.from_run)
     notes += model.notes
-    anchor = None
-    if req.from_run:
-        from gpuscout.store import Store
-
-        with Store(req.db, readonly=True) as store:
-            anchor = anchor_from_run(store.get(req.from_run), profile, catalog, req.tf32)
     if model.measured(profile, req.tf32)[1]:
         notes.append(
             "measured scaling: efficiency from your 'bench --scaling' runs on that GPU "
@@ -213,11 +220,10 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         list(req.counts),
         reference=reference,
         epoch_samples=epoch,
-        anchor=anchor,
         network_gbit=req.network_gbit,
         tf32=req.tf32,
     )
-    notes = [*notes, *common, *_tf32_notes(req), f"epoch = {epoch:,} {unit}"]
+    notes = [*notes, *common, *_tf32_notes(req, precision), f"epoch = {epoch:,} {unit}"]
     notes += _fit_notes(rows, profile, catalog) + _attention_notes(gpus, profile)
     share = cost_defaults().value("power_utilization")
     notes.append(
@@ -278,23 +284,19 @@ def _inference(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
             "serving scales by adding replicas: divide your load by one GPU's samples/s.",
         )
     batch = req.batch_size or 1
+    precision, said = _precision(req)
     dims = {"seq_len": req.seq_len} if req.seq_len else {}
     if req.workload:  # before tracing: no GPU holds the step's largest activation
         from gpuscout.limits import check_fits_a_gpu
         from gpuscout.workloads import get_workload
 
         resolved = get_workload(req.workload).resolve(dims)
-        check_fits_a_gpu(req.workload, resolved, batch, req.precision, "forward", catalog)
-    profile = get_forward_profile(
-        req.workload, req.model, dims, batch, req.precision, _backend(req)
-    )
+        check_fits_a_gpu(req.workload, resolved, batch, precision, "forward", catalog)
+    profile = get_forward_profile(req.workload, req.model, dims, batch, precision, _backend(req))
     gpus = resolve_gpus(catalog, req.gpus)
     reference = catalog.resolve(req.reference).gpu
-    model: Session = session(catalog, req.db)
+    model: Session = session(catalog, req.db, stack=req.stack)
     rows, common = model.predict(profile, gpus, [1], reference=reference, tf32=req.tf32)
-    fitted_to = "published *training* measurements" + (
-        " and your stored training runs" if model.run_ids else ""
-    )
     notes = [
         "inference, predicted: one forward pass per request batch, as 'bench --mode "
         "inference' times it, without serving overhead, queueing or host transfers; measure "
@@ -302,10 +304,12 @@ def _inference(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         "each kernel's launch (data/overheads.csv) and one forward call's dispatch are "
         "counted, not a training step's cost; small batches are launch-bound on a big GPU",
         f"batch {batch} per request" + ("" if req.batch_size else " (set it with --batch-size)"),
-        f"efficiencies fitted to {fitted_to}, applied to the forward pass",
+        "efficiencies fitted to published *training* measurements, applied to the forward "
+        "pass (a stored training run anchors no inference prediction)",
         *(c for c in common if not c.startswith(("memory:", "several GPUs"))),
         "memory: the weights (a forward pass keeps no activations for a backward pass)",
-        *_tf32_notes(req),
+        *said,
+        *_tf32_notes(req, precision),
         *model.notes,
     ]
     return PredictAnswer("inference", rows, profile, reference.id, "samples", notes)

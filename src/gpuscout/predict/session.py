@@ -1,12 +1,13 @@
 """One prediction entry for every command: the calibration built once, asked by all of them.
 
-``predict``, ``calibrate``, ``advise``, ``cost``, ``scout`` and ``report`` each used to fit the
-model with different inputs (some with your stored GPU runs, some without), so one question got
-two answers: with one A100 ResNet-50 run stored, ``predict`` said 2,490 images/s on an A100 and
-``advise`` 1,520. A :class:`Session` is made once per command by :func:`session`, from the
-catalog (your catalog files included) and the stored runs, and every prediction of the command
-goes through it: one GPU or many (the fitted scaling model, ``scaling.py``), with the lines to
-print about what the fit holds (:attr:`Session.notes`).
+``predict``, ``calibrate``, ``advise``, ``cost``, ``scout``, ``report``, ``audit`` and
+``ScoutCallback`` each used to predict with different inputs, so one question got two answers.
+A :class:`Session` is made once per command by :func:`session`, from the catalog (your catalog
+files included), the stored runs and the ``--stack`` level, and every prediction of the command
+goes through it: one GPU or many (the fitted scaling model, ``scaling.py``), anchored on your
+stored runs of the very step wherever there are some (``anchoring.py``; ``--from-run`` picks
+one), with the lines to print about what it holds (:attr:`Session.notes`). Nothing else
+calibrates: the published rows are fitted once (``calibrate.py``), your runs anchor.
 """
 
 from __future__ import annotations
@@ -19,11 +20,15 @@ from typing import TYPE_CHECKING
 
 from gpuscout.articles import REFERENCE_GPU
 from gpuscout.catalog import Catalog, Gpu
+from gpuscout.errors import UserError
 from gpuscout.predict import scaling
+from gpuscout.predict.anchoring import Anchors, anchors_for, never_anchors, step_matches
 from gpuscout.predict.calibrate import Calibration, calibration_for
-from gpuscout.predict.calibration_points import run_points, user_rows_used
-from gpuscout.predict.predictor import Anchor, Prediction, predict
+from gpuscout.predict.calibration_points import user_rows_used
+from gpuscout.predict.predictor import Prediction, predict
 from gpuscout.predict.profile import Profile
+from gpuscout.predict.stacks import StackLevel, stack_level
+from gpuscout.predict.uncertainty import Band, band, range_note
 from gpuscout.records import RunResult, impossible_value
 from gpuscout.run_settings import ran_with_tf32
 
@@ -36,39 +41,68 @@ Measured = dict[tuple[str, int], float]
 
 @dataclass(frozen=True)
 class Session:
-    """The calibration every prediction of a command uses, and the stored runs it came from.
+    """The calibration every prediction of a command uses, the stored runs that anchor it and
+    the software stack it assumes where none does.
 
     Make one with :func:`session`; a test may build one from a calibration directly."""
 
     catalog: Catalog
     calibration: Calibration
-    runs: tuple[RunResult, ...] = ()  # the successful stored GPU runs it was built from
-    left_out: tuple[str, ...] = field(default=())  # a line per stored run not in the fit, why
+    runs: tuple[RunResult, ...] = ()  # the successful stored GPU runs (newest first)
+    left_out: tuple[str, ...] = field(default=())  # a line per stored run no use, why
+    stack: str | None = None  # --stack (None: the level of the backend the step was traced on)
+    pinned: RunResult | None = None  # --from-run: the one run that anchors
+    # anchors already found, by (profile key, tf32)
+    _found: dict[tuple[object, ...], Anchors] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def run_ids(self) -> tuple[int, ...]:
-        """The ids of your stored runs in the calibration, in the order they were read."""
-        return tuple(p.run_id for p in self.calibration.points if p.run_id is not None)
+        """The ids of the stored GPU runs that may anchor a prediction."""
+        runs = (self.pinned,) if self.pinned is not None else self.runs
+        return tuple(r.id for r in runs if r.id is not None)
 
     @property
     def notes(self) -> list[str]:
         """What every command prints beside its predictions: your catalog files' rows in the
-        fit, your stored runs in it (with their ids) and those left out of it, with why."""
-        lines = user_rows_used(self.catalog, self.calibration.points)
-        ids = self.run_ids
-        if ids:
-            shown = ", ".join(map(str, ids[:10])) + (", ..." if len(ids) > 10 else "")
-            many = len(ids) != 1
-            lines.append(
-                f"calibrated with your {len(ids)} stored GPU run{'s' * many} "
-                f"(id{'s' * many} {shown}) beside the published measurements"
-            )
-        return lines + list(self.left_out)
+        fit, and your stored GPU runs no prediction can use, with why."""
+        return user_rows_used(self.catalog, self.calibration.points) + list(self.left_out)
 
     @property
     def reference(self) -> Gpu:
         """The GPU relative speeds are against unless a command names another."""
         return self.catalog.resolve(REFERENCE_GPU).gpu
+
+    def level(self, profile: Profile) -> StackLevel:
+        """The ``--stack`` level a prediction of ``profile`` assumes where no run anchors it:
+        the one named, else the stack gpuscout measures with on the backend that traced it."""
+        return stack_level(self.stack, profile.backend)
+
+    def anchors(self, profile: Profile, tf32: bool = True) -> Anchors:
+        """Your stored runs of this very step, as anchors (``anchoring.py``)."""
+        key = (profile.key, tf32)
+        if key not in self._found:
+            eff = self.calibration.efficiency_for(self.level(profile))
+            found = anchors_for(profile, self.runs, self.catalog, eff, tf32, self.pinned)
+            self._found[key] = found
+        return self._found[key]
+
+    def band(self, profile: Profile, tf32: bool = True) -> Band:
+        """The range a prediction of ``profile`` prints (anchored or not)."""
+        anchored = self.anchors(profile, tf32).anchored
+        return band(profile.workload, profile.kind, anchored=anchored)
+
+    def range_note(self, profile: Profile, tf32: bool = True) -> str:
+        """The range in one line, for a command that prints times or prices without it."""
+        return range_note(self.band(profile, tf32))
+
+    def describe(self, profile: Profile, tf32: bool = True) -> str:
+        """The fit, the stack and the anchors behind a prediction of ``profile``, one line."""
+        found = self.anchors(profile, tf32)
+        level = self.level(profile)
+        what = found.describe() if found.anchored else f"software stack: {level.name} (--stack)"
+        return f"{self.calibration.describe(level)}; {what}"
 
     def predict(
         self,
@@ -78,13 +112,12 @@ class Session:
         *,
         reference: Gpu | None = None,
         epoch_samples: int = 1,
-        anchor: Anchor | None = None,
         network_gbit: float = scaling.DEFAULT_NETWORK_GBIT,
         tf32: bool = True,
     ) -> tuple[list[Prediction], list[str]]:
-        """:func:`gpuscout.predict.predictor.predict` with this session's calibration, and
-        what your stored runs measured of this very step beside each row. A count is a number
-        of GPUs in one machine, or (machines, GPUs per machine)."""
+        """:func:`gpuscout.predict.predictor.predict` with this session's calibration, stack
+        and anchors, and what your stored runs measured of this very step beside each row. A
+        count is a number of GPUs in one machine, or (machines, GPUs per machine)."""
         measured, measured_scaling = self.measured(profile, tf32)
         return predict(
             profile,
@@ -93,10 +126,11 @@ class Session:
             self.catalog,
             reference or self.reference,
             epoch_samples,
-            anchor=anchor,
+            calibration=self.calibration,
+            level=self.level(profile),
+            anchors=self.anchors(profile, tf32),
             measured=measured,
             measured_scaling=measured_scaling,
-            calibration=self.calibration,
             network_gbit=network_gbit,
             tf32=tf32,
         )
@@ -118,9 +152,7 @@ class Session:
         speeds: dict[tuple[str, int], list[float]] = {}
         scaled: dict[tuple[str, int], list[float]] = {}
         for run in self.runs:
-            same = (run.workload, run.precision, run.per_replica_batch) == (
-                profile.workload, profile.precision, profile.batch
-            )  # fmt: skip
+            same = step_matches(run, profile) is None and run.per_replica_batch == profile.batch
             gpu = self.catalog.find_device(str(run.env.get("device_name") or ""))
             spread = run.distribution
             if profile.precision == "fp32" and ran_with_tf32(run.env, run.config.tf32) != tf32:
@@ -169,13 +201,17 @@ def session(
     store: Store | str | Path | None = None,
     *,
     runs: Sequence[RunResult] | None = None,
+    stack: str | None = None,
+    from_run: int | None = None,
 ) -> Session:
     """The session a command predicts with: the calibration fitted once to the catalog's
-    published rows, your catalog files' rows and your stored GPU runs (the shipped fit when
-    there are none of yours; a fit of about a second otherwise).
+    published rows (and your catalog files' rows), your stored GPU runs as anchors, and the
+    ``--stack`` level (None: the stack gpuscout measures with).
 
     ``store``: an open store or a database, as :func:`stored_runs` reads it. ``runs``: these
-    runs instead of the store's (a report on runs handed to it, a test)."""
+    runs instead of the store's (a report on runs handed to it, a test). ``from_run``: the
+    stored run that alone anchors (``--from-run``), whatever its device or status: a run that
+    cannot anchor a prediction is a user error there, naming why."""
     found = stored_runs(store) if runs is None else list(runs)
     usable: list[RunResult] = []
     bad: list[str] = []
@@ -183,14 +219,36 @@ def session(
         if run.status != "ok" or not _on_gpu(run.device):
             continue
         wrong = impossible_value(run)
-        if wrong is None:
+        never = never_anchors(run, catalog)
+        if wrong is not None:  # a value no measurement gives (an older import let it in)
+            bad.append(f"not an anchor: your run {run.id} (field '{wrong[0]}': {wrong[1]})")
+        elif never is not None and run.mode == "train":
+            bad.append(f"not an anchor: your run {run.id} ({never})")
+            usable.append(run)  # still shown as measured where it can be
+        else:
             usable.append(run)
-        else:  # a value no measurement gives (an older import let it in): not fitted to
-            bad.append(
-                f"not in the calibration: your run {run.id} (field '{wrong[0]}': {wrong[1]})"
+    pinned = None
+    if from_run is not None:
+        pinned = _stored_run(store, from_run)
+        wrong = impossible_value(pinned)
+        if wrong is not None:
+            raise UserError(
+                f"run {from_run} cannot anchor a prediction: its field '{wrong[0]}' holds "
+                f"{wrong[1]}, which no measurement gives.",
+                "pick another run ('gpuscout runs list'), or drop --from-run.",
             )
-    mine, left_out = run_points(usable, catalog)
-    return Session(catalog, calibration_for(catalog, mine), tuple(usable), (*left_out, *bad))
+    stack_level(stack)  # an unknown --stack is one line now, not at the first prediction
+    return Session(catalog, calibration_for(catalog), tuple(usable), tuple(bad), stack, pinned)
+
+
+def _stored_run(store: Store | str | Path | None, run_id: int) -> RunResult:
+    """One stored run by id (a user error where there is no such run)."""
+    from gpuscout.store import Store
+
+    if isinstance(store, Store):
+        return store.get(run_id)
+    with Store(store, readonly=True) as opened:
+        return opened.get(run_id)
 
 
 __all__ = ["Session", "session", "stored_runs"]

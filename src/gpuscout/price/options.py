@@ -1,12 +1,12 @@
 """Turning what the user asked for into priced options: GPU, count, provider, speed, scaling.
 
-Speed relative to the reference GPU and scaling come from ``--speedup`` / ``--scaling`` flags,
-else from the one prediction session every command uses (``gpuscout.predict.session``: your
-stored GPU runs in its calibration): a workload job's speed is its step predicted on each GPU,
-and the scaling of several GPUs is the fitted scaling model's (``predict/scaling.py``), the
-figure ``predict`` prints. A job given in GPU-hours names no step: its speed is a spec ratio
-(the GPUs' training TFLOPS, FP16/BF16 tensor with FP32 accumulate) and its scaling the fitted
-model's on the articles' benchmark step (ResNet-50, mixed precision, batch 256), both stated.
+Speed relative to the reference GPU and scaling come from ``--speedup`` / ``--scaling`` flags, else
+from the one prediction session every command uses (``gpuscout.predict.session``: anchored on
+your stored GPU runs of the step): a workload job's speed is its step predicted on each GPU, and
+the scaling of several GPUs is the fitted scaling model's (``predict/scaling.py``), the figure
+``predict`` prints. A job given in GPU-hours names no step: its speed is a spec ratio (the GPUs'
+training TFLOPS, FP16/BF16 tensor with FP32 accumulate) and its scaling the fitted model's on
+the articles' benchmark step (ResNet-50, mixed precision, batch 256), both stated.
 Owned GPUs are ``@owned`` (bought new: ``--purchase``, else the catalog's new price or launch
 MSRP) or ``@used`` (bought used: ``--used-price``, else the catalog's dated ``purchase_used``
 row); each is set against the cheapest rental of as many (``price/break_even.py``).
@@ -26,7 +26,7 @@ from gpuscout.catalog import Catalog, Gpu
 from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.catalog.rates import training_tflops
 from gpuscout.errors import UserError
-from gpuscout.predict.predictor import memory_needed
+from gpuscout.predict.predictor import Prediction, memory_needed
 from gpuscout.predict.profile import FUSED_ATTENTION, Profile, cached
 from gpuscout.predict.scaling import constants
 from gpuscout.predict.session import Session
@@ -356,14 +356,14 @@ class _Speeds:
         key = next((k for k in (f"{gpu.id}x{count}", str(count)) if k in scalings), None)
         if count == 1:
             if one is not None:
-                notes.append(f"predicted {fmt_rate(one.samples_per_second)} {unit}/s"
+                notes.append(f"{_how(one)} {fmt_rate(one.samples_per_second)} {unit}/s"
                              + self._tokens(one.samples_per_second))  # fmt: skip
             return speedup, 1.0, False
         if key is not None:
             scaling = scalings[key]
             notes.append(f"scaling {scaling:.0%} on {count} GPUs (given)")
             if one is not None:
-                notes.append(f"predicted {fmt_rate(one.samples_per_second)} {unit}/s per GPU")
+                notes.append(f"{_how(one)} {fmt_rate(one.samples_per_second)} {unit}/s per GPU")
             return speedup, scaling, False
         row = self.model.option(self._step(), gpu, count)
         scaling = row.scaling_efficiency
@@ -372,9 +372,16 @@ class _Speeds:
             notes.append(
                 f"predicted {fmt_rate(row.samples_per_second)} {unit}/s"
                 f"{self._tokens(row.samples_per_second)}: {count} x "
-                f"{fmt_rate(one.samples_per_second)} at {scaling:.0%} scaling ({how}fitted "
+                f"{fmt_rate(one.samples_per_second)} ({_how(one)}) at {scaling:.0%} scaling "
+                f"({how}fitted "
                 "scaling model)"
             )
         else:
             notes.append(f"scaling {scaling:.0%} on {count} GPUs ({how}fitted scaling model)")
         return speedup, scaling, True
+
+
+def _how(row: Prediction) -> str:
+    """How a one-GPU figure was had: measured (your stored run of the step on that GPU) or
+    predicted (anchored on your runs or not)."""
+    return "measured" if row.method.startswith("measured") else "predicted"

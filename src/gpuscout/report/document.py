@@ -154,7 +154,8 @@ def build_report(
     else:
         report.headline = f"No recommendation: {job_note or 'no job to price'}."
     if report.advice is None:  # the advice states the calibration with its own assumptions
-        notes += [*model.notes, model.calibration.describe()]
+        fit = model.describe(job.profile) if job else model.calibration.describe()
+        notes += [*model.notes, fit]
     report.assumptions = notes + (report.advice.assumptions if report.advice else [])
     return report
 

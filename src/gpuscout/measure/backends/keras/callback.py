@@ -306,15 +306,16 @@ class ScoutCallback(FitTimer):
             return []
         try:
             assert self.result is not None
-            rows, notes = _predict(
-                self.model, self.batch_size, self.result.precision, self.predict_on
-            )
+            rows, notes = _predict(self.model, self.batch_size, self.result, self.predict_on)
         except Exception as exc:  # the prediction is a bonus: never fail the user's training
             return [f"gpuscout: no prediction for this model ({type(exc).__name__}: {exc})"]
         self.predictions = rows
+        anchored = any(n.startswith("anchored on") for n in notes)
         out = [
             "gpuscout: predicted on other GPUs (roofline on this model's HLO, fitted to "
-            "published results; range = the fit's middle 80%):"
+            "published results"
+            + ("; anchored on this run's own measurement" if anchored else "")
+            + "; range: out-of-sample errors):"
         ]
         for p in rows:
             out.append(
@@ -326,13 +327,19 @@ class ScoutCallback(FitTimer):
 
 
 def _predict(
-    model: Any, batch: int, precision: str, gpu_ids: Sequence[str]
+    model: Any, batch: int, run: RunResult, gpu_ids: Sequence[str]
 ) -> tuple[list[Any], list[str]]:
+    """The model's step on other GPUs, through the one prediction session every command uses,
+    anchored on this very run where it ran on a catalog GPU (it measured this step): stored
+    runs of other fits are not read, as a Keras model's name does not say it is the same
+    model."""
     from gpuscout.catalog import load_catalog
     from gpuscout.measure.fit_run import fit_workload
-    from gpuscout.predict import predict
     from gpuscout.predict.hlo import step_cost
     from gpuscout.predict.profile_trace import profile_from_ir, tracer
+    from gpuscout.predict.session import session
+
+    precision = run.precision
 
     backend = keras.backend.backend()  # the HLO of the step as this process's Keras runs it
     ir = tracer(backend).live_step_hlo(model, batch, precision)
@@ -341,7 +348,9 @@ def _predict(
     catalog = load_catalog()
     gpus = [catalog.resolve(g).gpu for g in gpu_ids]
     tf32 = _tf32_switch(backend)["tf32_enabled"]  # predict as the user's process trains
-    return predict(profile, gpus, [1], catalog, gpus[0], epoch_samples=batch, tf32=tf32)
+    model_session = session(catalog, runs=[run])
+    return model_session.predict(profile, gpus, [1], reference=gpus[0], epoch_samples=batch,
+                                 tf32=tf32)  # fmt: skip
 
 
 def _tf32_switch(backend: str) -> dict[str, bool]:
