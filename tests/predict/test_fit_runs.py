@@ -16,8 +16,8 @@ import pytest
 
 from gpuscout.catalog import load_catalog
 from gpuscout.measure.fit_run import compose_fit_run, fit_rate
-from gpuscout.predict.calibrate import fit_calibration
-from gpuscout.predict.calibration_points import published_points, run_points
+from gpuscout.predict.profile import cached
+from gpuscout.predict.session import session
 from gpuscout.records import RunResult
 from gpuscout.store import Store
 from tests.conftest import run_cli
@@ -69,7 +69,10 @@ def test_without_a_batch_size_no_samples_per_second_is_stored() -> None:
     assert rate.ci_low <= rate.median <= rate.ci_high
 
 
-def test_run_points_leaves_fit_runs_out_and_says_why() -> None:
+def test_fit_runs_anchor_no_command_and_say_why() -> None:
+    """A ScoutCallback run measured a model the store cannot trace: it anchors no command's
+    prediction (only the callback's own, tests/measure/test_callback.py), and each says why
+    once; a CPU run is no news. Predictions are the published fit's own."""
     catalog = load_catalog()
     runs = [
         _fit_run(256).model_copy(update={"id": 1}),
@@ -77,17 +80,21 @@ def test_run_points_leaves_fit_runs_out_and_says_why() -> None:
         _fit_run(256, "other").model_copy(update={"id": 3}),
         _fit_run(256).model_copy(update={"id": 4, "device": "CPU:0", "env": {}}),
     ]
-    points, notes = run_points(runs, catalog)
-    assert points == []
-    assert notes == [
-        "not in the calibration: your run 1 (fit:my_model: your own model: gpuscout keeps no "
-        "step profile of it to model it with)",
-        "not in the calibration: your run 2 (fit:my_model: it measured steps/s only "
-        "(ScoutCallback without batch_size), not samples/s)",
-        "not in the calibration: your run 3 (fit:other: your own model: gpuscout keeps no "
-        "step profile of it to model it with)",
-    ]  # run 4 ran on a CPU: no calibration point, and nothing to say
-    fit_calibration(published_points(catalog) + points)  # still fits, on the published rows
+    model = session(catalog, runs=runs)
+    assert model.notes == [
+        "not an anchor: your run 1 (it was timed by ScoutCallback inside model.fit: it anchors "
+        "that callback's own prediction; for the others, measure the model with bench --model "
+        "or predict it with --model)",
+        "not an anchor: your run 2 (it measured steps/s only (ScoutCallback without "
+        "batch_size), not samples/s)",
+        "not an anchor: your run 3 (it was timed by ScoutCallback inside model.fit: it anchors "
+        "that callback's own prediction; for the others, measure the model with bench --model "
+        "or predict it with --model)",
+    ]  # run 4 ran on a CPU: nothing to say
+    profile = cached("resnet50", {}, 256, "mixed_float16")
+    assert profile is not None
+    assert not model.anchors(profile).anchored
+    assert model.calibration == session(catalog, runs=[]).calibration
 
 
 @pytest.fixture
@@ -110,18 +117,18 @@ def test_predict_calibrate_and_report_go_through_planted_fit_runs(
     )  # fmt: skip
     assert predicted.code == 0, predicted.err
     text = " ".join(predicted.out.split())
-    assert "not in the calibration: your run 1 (fit:my_model: your own model" in text
-    assert "your run 2 (fit:my_model: it measured steps/s only" in text
+    assert "not an anchor: your run 1 (it was timed by ScoutCallback inside model.fit" in text
+    assert "not an anchor: your run 2 (it measured steps/s only" in text
 
     calibrated = run_cli("calibrate", "--db", db, "--json", block_tf=True)
     assert calibrated.code == 0, calibrated.err
     out = calibrated.json()
     left_out = sorted(out["left_out"])
-    assert len(left_out) == 2 and "your run 1 (fit:my_model: your own model" in left_out[0]
+    assert len(left_out) == 2 and "your run 1 (it was timed by ScoutCallback" in left_out[0]
     assert all("your run" not in p["point"] for p in out["points"])
     calibrated_text = run_cli("calibrate", "--db", db, block_tf=True)
     assert calibrated_text.code == 0, calibrated_text.err
-    assert "not in the calibration: your run 2" in " ".join(calibrated_text.out.split())
+    assert "not an anchor: your run 2" in " ".join(calibrated_text.out.split())
 
     md = tmp_path / "report.md"
     reported = run_cli("report", "--md", str(md), "--db", db, block_tf=True)
@@ -163,8 +170,7 @@ def test_a_fit_run_cannot_anchor_a_prediction_and_says_why(planted: Path) -> Non
         "--db", str(planted), block_tf=True,
     )  # fmt: skip
     assert r.code == 2 and "Traceback" not in r.err
-    assert "it measured steps/s only (no batch size given), not samples/s" in r.err
-    assert "it measured fit:my_model mixed_float16, not resnet50" in r.err
+    assert "run 2 cannot anchor this prediction: it was timed inside model.fit" in r.err
 
 
 def test_a_run_of_executions_counts_steps_and_summarises_executions() -> None:

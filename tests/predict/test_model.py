@@ -8,11 +8,15 @@ import pytest
 
 from gpuscout.catalog import Catalog, load_catalog
 from gpuscout.errors import UserError
-from gpuscout.predict import Anchor, predict, scaling
-from gpuscout.predict.calibrate import fit_calibration
+from gpuscout.predict import scaling
+from gpuscout.predict.anchoring import Anchors, Measured
+from gpuscout.predict.calibrate import calibration_for, fit_calibration
 from gpuscout.predict.calibration_points import Point
+from gpuscout.predict.predictor import Prediction
+from gpuscout.predict.predictor import predict as predict_rows
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Efficiency, samples_per_second, step_time
+from gpuscout.predict.stacks import stack_level
 
 EFF = Efficiency(tensor=(0.5, 0.4, 0.3, 0.35), step_s=0.002, launch_s=5e-6)
 
@@ -20,6 +24,20 @@ EFF = Efficiency(tensor=(0.5, 0.4, 0.3, 0.35), step_s=0.002, launch_s=5e-6)
 @pytest.fixture(scope="module")
 def cat() -> Catalog:
     return load_catalog()
+
+
+def predict(
+    profile: Profile, gpus: list[object], counts: list[int], cat: Catalog, reference: object,
+    epoch: int, anchors: Anchors | None = None,
+) -> tuple[list[Prediction], list[str]]:  # fmt: skip
+    """The predictor as the session calls it: the shipped calibration, the default stack."""
+    return predict_rows(profile, gpus, counts, cat, reference, epoch,  # type: ignore[arg-type]
+                        calibration=calibration_for(cat), level=stack_level(None),
+                        anchors=anchors)  # fmt: skip
+
+
+def _measured(gpu: object, median: float, modelled: float, ids: tuple[int, ...]) -> Measured:
+    return Measured(gpu, median, median * 0.98, median * 1.02, 64, median / modelled, ids)  # type: ignore[arg-type]
 
 
 def _profile(matmul: float, memory: float, precision: str = "mixed_float16") -> Profile:
@@ -132,21 +150,46 @@ def test_fit_recovers_known_factors(cat: Catalog) -> None:
 
 
 def test_anchored_prediction_reproduces_the_anchor(cat: Catalog) -> None:
+    """The measured GPU shows its measurement and its interval; every other GPU the
+    measurement times the model's ratio (one scale for all), with the chip-relative band."""
     profile = _profile(1e13, 1e10)
     a100 = cat.gpus["a100-40gb-sxm"]
-    anchor = Anchor(a100, 777.0, run_id=5)
     gpus = [a100, cat.gpus["h100-sxm"], cat.gpus["rtx-3090"]]
-    rows, _ = predict(profile, gpus, [1, 8], cat, cat.gpus["rtx-3090"], 1_000_000, anchor=anchor)
-    exact = next(r for r in rows if r.gpu == a100.id and r.count == 1)
-    assert exact.samples_per_second == pytest.approx(777.0) and exact.low == exact.high
     plain, _ = predict(profile, gpus, [1], cat, cat.gpus["rtx-3090"], 1_000_000)
-    ratio = {r.gpu: r.samples_per_second for r in rows if r.count == 1}
     base = {r.gpu: r.samples_per_second for r in plain}
+    anchors = Anchors({a100.id: _measured(a100, 777.0, base[a100.id], (5,))})
+    rows, notes = predict(profile, gpus, [1, 8], cat, cat.gpus["rtx-3090"], 1_000_000, anchors)
+    exact = next(r for r in rows if r.gpu == a100.id and r.count == 1)
+    assert exact.samples_per_second == 777.0 and (exact.low, exact.high) == (
+        777.0 * 0.98,
+        777.0 * 1.02,
+    )
+    assert exact.method.startswith("measured (your run 5")
+    ratio = {r.gpu: r.samples_per_second for r in rows if r.count == 1}
     for gpu_id in ratio:  # anchoring scales every GPU by the same factor
         assert ratio[gpu_id] / base[gpu_id] == pytest.approx(777.0 / base[a100.id])
+    h100 = next(r for r in rows if r.gpu == "h100-sxm" and r.count == 1)
+    assert h100.high / h100.low == pytest.approx(1.50 / 0.70, rel=0.2)  # a band, not a point
     three = next(r for r in rows if r.gpu == "rtx-3090" and r.count == 1)
     assert three.relative_speed == pytest.approx(1.0)
     assert math.isclose(three.epoch_seconds, 1_000_000 / three.samples_per_second)
+    assert any(n.startswith("anchored on your stored run 5: a100-40gb-sxm") for n in notes)
+
+
+def test_runs_on_two_gpus_each_keep_theirs_and_the_rest_take_the_geometric_mean(
+    cat: Catalog,
+) -> None:
+    profile = _profile(1e13, 1e10)
+    a100, h100, l4 = cat.gpus["a100-40gb-sxm"], cat.gpus["h100-sxm"], cat.gpus["l4"]
+    plain, _ = predict(profile, [a100, h100, l4], [1], cat, l4, 1000)
+    base = {r.gpu: r.samples_per_second for r in plain}
+    on = {a100.id: _measured(a100, 2 * base[a100.id], base[a100.id], (1,)),
+          h100.id: _measured(h100, 8 * base[h100.id], base[h100.id], (2, 3))}  # fmt: skip
+    rows, notes = predict(profile, [a100, h100, l4], [1], cat, l4, 1000, Anchors(on))
+    got = {r.gpu: r.samples_per_second for r in rows}
+    assert got[a100.id] == 2 * base[a100.id] and got[h100.id] == 8 * base[h100.id]
+    assert got[l4.id] == pytest.approx(4 * base[l4.id])  # sqrt(2 x 8)
+    assert any("every other GPU by their geometric mean (x4.00)" in n for n in notes)
 
 
 def test_counts_below_one_are_refused(cat: Catalog) -> None:

@@ -1,5 +1,6 @@
-"""The one prediction session: which stored runs it reads and fits to, what it says about them,
-and that its single-GPU and multi-GPU answers are ``predict``'s own (a real store, no mocks)."""
+"""The one prediction session: which stored runs it reads and anchors on, what it says about
+them, and that its single-GPU and multi-GPU answers are ``predict``'s own (a real store, no
+mocks)."""
 
 from __future__ import annotations
 
@@ -29,16 +30,20 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def test_only_successful_gpu_runs_are_read_and_fitted(db: Path) -> None:
+def test_only_successful_gpu_runs_are_read_and_anchor(db: Path) -> None:
     assert [r.id for r in stored_runs(db)] == [3, 2]  # newest first; the CPU run is not read
     with Store(db, readonly=True) as store:  # an open store reads the same
         assert [r.id for r in stored_runs(store)] == [3, 2]
     model = session(load_catalog(), db)
     assert model.run_ids == (2,) and [r.id for r in model.runs] == [2]
-    notes = model.notes
-    assert "calibrated with your 1 stored GPU run (id 2) beside the published measurements" in notes
-    assert any(n.startswith("not in the calibration: your run 3 (field 'samples_per_second'")
-               for n in notes)  # fmt: skip
+    assert model.notes == [
+        "not an anchor: your run 3 (field 'samples_per_second': ci_low 2100 is above the "
+        "median 2000)"
+    ]
+    assert model.calibration == session(load_catalog()).calibration  # runs are not fitted to
+    profile = cached("resnet50", {}, 256, "mixed_float16")
+    assert profile is not None
+    assert model.anchors(profile).run_ids == (2,)
     assert stored_runs(db.parent / "none.sqlite") == []  # no database: the catalog alone
     alone = session(load_catalog(), db.parent / "none.sqlite")
     assert alone.run_ids == () and not any("your" in n for n in alone.notes)
