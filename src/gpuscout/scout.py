@@ -87,7 +87,8 @@ def _session(plan: ScoutPlan, catalog: Catalog, store: Store) -> Session:
     """The one prediction session: the store's GPU runs (those just measured too) anchor, or
     the job's own stored run alone (``--from-run``)."""
     run = plan.job.run
-    return session(catalog, store, stack=plan.stack, from_run=run.id if run else None)
+    return session(catalog, store, stack=plan.stack, from_run=run.id if run else None,
+                   strict=False)  # fmt: skip
 
 
 def scout(

@@ -18,6 +18,7 @@ from gpuscout.predict.calibrate import fit_calibration
 from gpuscout.predict.calibration_points import published_points
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.session import Session
+from gpuscout.predict.uncertainty import relative_error
 from gpuscout.price import Assumptions
 
 OBJECTIVES: tuple[Objective, ...] = ("fastest", "cheapest", "balanced")
@@ -69,7 +70,7 @@ def test_no_tied_pair_differs_by_more_than_the_stated_uncertainty(
 ) -> None:
     req = Request(_profile(workload), 90 * 1_281_167, "samples", owned=owned, objective=objective)
     advice = advise(req, model, Assumptions())
-    relative = model.calibration.relative_error()
+    relative = relative_error()
     most = limit(objective, relative)
     figure = value(objective, advice.ranked)
     found = _tied(advice)
@@ -101,7 +102,7 @@ def test_eight_rtx_4090_and_eight_b200_are_told_apart_by_time_and_by_cost(
         figure = value(objective, advice.ranked)
         a, b = (c for c in advice.ranked if (c.gpu, c.count, c.provider) in pair)
         ratio = max(figure(a), figure(b)) / min(figure(a), figure(b))
-        most = limit(objective, model.calibration.relative_error())
+        most = limit(objective, relative_error())
         found = _tied(advice)
         both = found is not None and {id(a), id(b)} <= {id(c) for c in found[0]}
         if objective != "balanced":

@@ -59,7 +59,7 @@ def test_predict_no_tf32_is_slower_for_fp32_on_an_a100_only() -> None:
     """FP32 on CUDA cores (19.5 TFLOP/s on an A100) instead of TF32 tensor cores (156): the
     fp32 prediction drops on the A100; a V100 has no TF32 to lose; mixed precision's matmuls
     are FP16 either way. Predictions compared, not wall clocks."""
-    gpus = ("--gpus", "a100-40gb-sxm,v100-sxm2-32gb")
+    gpus = ("--gpus", "a100-40gb-sxm,v100-sxm2-32gb", "--precision", "fp32")
     on = {row["gpu"]: row for row in _predict(*gpus)}
     off = {row["gpu"]: row for row in _predict(*gpus, "--no-tf32")}
     assert off["a100-40gb-sxm"]["samples_per_second"] < on["a100-40gb-sxm"]["samples_per_second"]
@@ -76,7 +76,10 @@ def test_predict_no_tf32_is_slower_for_fp32_on_an_a100_only() -> None:
 
 
 def test_predict_prints_the_assumption() -> None:
-    r = run_in_process("predict", "--workload", "mlp", "--gpus", "a100-40gb-sxm", "--no-tf32")
+    r = run_in_process(
+        "predict", "--workload", "mlp", "--gpus", "a100-40gb-sxm", "--no-tf32", "--precision",
+        "fp32",
+    )  # fmt: skip
     assert r.code == 0, r.err
     assert f"assumption: {TF32_OFF}" in r.out
 
@@ -142,7 +145,7 @@ def test_stored_runs_with_the_other_setting_are_not_measured_values(tmp_path: Pa
     db = tmp_path / "runs.sqlite"
     with Store(db) as store:
         store.save(_a100_run(False))
-    args = ("--gpus", "a100-40gb-sxm", "--db", str(db))
+    args = ("--gpus", "a100-40gb-sxm", "--db", str(db), "--precision", "fp32")
     assert _predict(*args)[0]["measured"] is None
     assert _predict(*args, "--no-tf32")[0]["measured"] == 1000.0
 

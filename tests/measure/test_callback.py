@@ -278,3 +278,30 @@ def test_weights_broken_behind_a_finite_loss_are_stored_as_diverged(tmp_path: Pa
     assert cb.result is not None and cb.result.status == "diverged", cb.result
     assert cb.result.message is not None
     assert cb.result.message.startswith("the loss stayed finite, but 1 of 4 weight tensors")
+
+
+def test_on_a_catalog_gpu_the_callback_anchors_its_prediction_on_its_own_run(
+    tmp_path: Path,
+) -> None:
+    """Issue 41: the callback predicts through the one session, anchored on the run it just
+    measured: that GPU shows the measurement, the others that times the model's ratio. This
+    machine has no GPU: the real fit's run is given the device a GPU machine reports (the
+    callback's own code reads it), and the trace and the prediction are real."""
+    from gpuscout.measure.backends.keras.callback import _predict
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((1024, 20), dtype=np.float32), rng.integers(0, 3, 1024)
+    model = _model()
+    cb = ScoutCallback(batch_size=32, db=tmp_path / "r.sqlite", predict_on=())
+    model.fit(x, y, batch_size=32, epochs=1, verbose=0, callbacks=[cb])
+    assert cb.result is not None and cb.result.samples_per_second is not None
+    on_gpu = cb.result.model_copy(
+        update={"device": "GPU:0", "env": {**cb.result.env, "device_name": "NVIDIA H100 80GB HBM3"}}
+    )
+    rows, notes = _predict(model, 32, on_gpu, ("h100-sxm", "a100-80gb-sxm"))
+    by = {r.gpu: r for r in rows}
+    assert by["h100-sxm"].samples_per_second == cb.result.samples_per_second.median
+    assert by["h100-sxm"].method.startswith("measured (your run")
+    assert any(n.startswith("anchored on your stored run") for n in notes), notes
+    on_cpu, _ = _predict(model, 32, cb.result, ("h100-sxm",))  # a CPU run anchors nothing
+    assert on_cpu[0].method.startswith("per-kernel model")

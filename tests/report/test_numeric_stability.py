@@ -27,8 +27,8 @@ from tests.report.runs import report_runs
 
 
 def _markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, factor: float) -> str:
-    def nudged(catalog: Any, mine: Any = ()) -> Calibration:
-        fit = calibration_for(catalog, mine)
+    def nudged(catalog: Any) -> Calibration:
+        fit = calibration_for(catalog)
         return dataclasses.replace(
             fit,
             tensor=tuple(t * factor for t in fit.tensor),

@@ -120,7 +120,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
         highlight=False,
     )
     for name, (traffic, whose) in stack_levels.items():
-        console.print(f"--stack {name}: DRAM traffic x{traffic:.2f} ({whose})", highlight=False)
+        console.print(f"stack level {name}: DRAM traffic x{traffic:.2f} ({whose})",
+                      highlight=False)  # fmt: skip
     ids = model.run_ids
     if ids:
         console.print(

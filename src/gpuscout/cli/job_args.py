@@ -111,6 +111,7 @@ def prediction_session(
         store if store is not None else args.db,
         stack=getattr(args, "stack", None),
         from_run=run.id if run is not None else None,
+        strict=False,  # the run is the job's set-up too: one that cannot anchor is said
     )
 
 

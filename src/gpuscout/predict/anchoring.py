@@ -178,10 +178,25 @@ def anchors_for(
     efficiency: Efficiency,
     tf32: bool = True,
     pinned: RunResult | None = None,
+    strict: bool = True,
 ) -> Anchors:
-    """The anchors of a prediction of ``profile``: the stored ``runs`` that measured its step
-    (``pinned``: that run alone, and a user error saying why it cannot anchor, if it cannot);
-    none when no run can, with a note for each run of the step left out."""
+    """The anchors of a prediction of ``profile``: the stored ``runs`` that measured its step;
+    none when no run can, with a note for each run of the step left out.
+
+    ``pinned`` (``--from-run``): that run alone. ``strict`` (``predict --from-run``, which only
+    anchors): a user error saying why it cannot anchor, where it cannot. Not strict (a job
+    command's ``--from-run``, which is the job's set-up too): a pinned run of another step (a
+    report's other workloads) leaves the prediction to every stored run, silently; one of this
+    step that cannot anchor (a CPU run, another precision asked) does too, said."""
+    if pinned is not None and not strict:
+        if step_matches(pinned, profile) is not None:
+            return anchors_for(profile, runs, catalog, efficiency, tf32)
+        try:
+            return anchors_for(profile, runs, catalog, efficiency, tf32, pinned)
+        except UserError as exc:
+            found = anchors_for(profile, runs, catalog, efficiency, tf32)
+            why = exc.problem.removesuffix(".")
+            return Anchors(found.on, (f"not an anchor: the job's {why}", *found.notes))
     limit = screen_factor()
     found: dict[str, list[tuple[RunResult, float, int]]] = {}  # GPU: (run, modelled, batch)
     gpus: dict[str, Gpu] = {}

@@ -18,6 +18,7 @@ from gpuscout.predict.job import MODEL_BATCH
 from gpuscout.predict.predictor import Prediction
 from gpuscout.predict.profile import FUSED_ATTENTION, Profile
 from gpuscout.predict.session import Session, session
+from gpuscout.records import RunResult
 from gpuscout.run_settings import TRAINING_PRECISION, tf32_prediction_note
 
 
@@ -162,10 +163,13 @@ def _tf32_notes(req: PredictRequest, precision: str) -> list[str]:
     return [note] if note else []
 
 
-def _precision(req: PredictRequest) -> tuple[str, list[str]]:
-    """The precision asked, or every command's default for training, said as such."""
+def _precision(req: PredictRequest, run: RunResult | None = None) -> tuple[str, list[str]]:
+    """The precision asked; else the ``--from-run`` run's own (as every job command takes it);
+    else every command's default for training, said as such."""
     if req.precision is not None:
         return req.precision, []
+    if run is not None:
+        return run.precision, [f"precision {run.precision}, run {run.id}'s own (--from-run)"]
     if req.mode == "inference":
         return "fp32", ["precision fp32 (the default for inference; set it with --precision)"]
     return TRAINING_PRECISION, [
@@ -180,7 +184,8 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
     from gpuscout.workloads import get_workload
     from gpuscout.workloads.llm import checkpointing_dims
 
-    precision, notes = _precision(req)
+    model = session(catalog, req.db, stack=req.stack, from_run=req.from_run)
+    precision, notes = _precision(req, model.pinned)
     if req.model:
         batch = req.batch_size or MODEL_BATCH  # the same default as every job (predict.job)
         if not req.batch_size:
@@ -207,7 +212,6 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
             scaling.check_machine(gpu, nodes, per_node)
     if [g for g in req.gpus.split(",") if g.strip()] != ["all"] and req.precision is not None:
         check_precision(gpus, precision)
-    model = session(catalog, req.db, stack=req.stack, from_run=req.from_run)
     notes += model.notes
     if model.measured(profile, req.tf32)[1]:
         notes.append(

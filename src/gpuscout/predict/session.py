@@ -52,7 +52,8 @@ class Session:
     left_out: tuple[str, ...] = field(default=())  # a line per stored run no use, why
     stack: str | None = None  # --stack (None: the level of the backend the step was traced on)
     pinned: RunResult | None = None  # --from-run: the one run that anchors
-    # anchors already found, by (profile key, tf32)
+    strict: bool = True  # a pinned run that cannot anchor is a user error (predict --from-run)
+    # anchors already found, by the step (workload, dims, batch, precision, ...) and TF32
     _found: dict[tuple[object, ...], Anchors] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -81,10 +82,13 @@ class Session:
 
     def anchors(self, profile: Profile, tf32: bool = True) -> Anchors:
         """Your stored runs of this very step, as anchors (``anchoring.py``)."""
-        key = (profile.key, tf32)
+        key = (profile.workload, *sorted(profile.dims.items()), profile.batch,
+               profile.precision, profile.kind, profile.backend, tf32)  # fmt: skip
         if key not in self._found:
             eff = self.calibration.efficiency_for(self.level(profile))
-            found = anchors_for(profile, self.runs, self.catalog, eff, tf32, self.pinned)
+            found = anchors_for(
+                profile, self.runs, self.catalog, eff, tf32, self.pinned, self.strict
+            )
             self._found[key] = found
         return self._found[key]
 
@@ -203,6 +207,7 @@ def session(
     runs: Sequence[RunResult] | None = None,
     stack: str | None = None,
     from_run: int | None = None,
+    strict: bool = True,
 ) -> Session:
     """The session a command predicts with: the calibration fitted once to the catalog's
     published rows (and your catalog files' rows), your stored GPU runs as anchors, and the
@@ -210,8 +215,10 @@ def session(
 
     ``store``: an open store or a database, as :func:`stored_runs` reads it. ``runs``: these
     runs instead of the store's (a report on runs handed to it, a test). ``from_run``: the
-    stored run that alone anchors (``--from-run``), whatever its device or status: a run that
-    cannot anchor a prediction is a user error there, naming why."""
+    stored run that alone anchors (``--from-run``), whatever its device or status: ``strict``
+    (``predict``), a run that cannot anchor a prediction is a user error, naming why; not
+    strict (a job command, where the run is also the job's set-up), it is said and the other
+    stored runs anchor."""
     found = stored_runs(store) if runs is None else list(runs)
     usable: list[RunResult] = []
     bad: list[str] = []
@@ -238,7 +245,9 @@ def session(
                 "pick another run ('gpuscout runs list'), or drop --from-run.",
             )
     stack_level(stack)  # an unknown --stack is one line now, not at the first prediction
-    return Session(catalog, calibration_for(catalog), tuple(usable), tuple(bad), stack, pinned)
+    return Session(
+        catalog, calibration_for(catalog), tuple(usable), tuple(bad), stack, pinned, strict
+    )
 
 
 def _stored_run(store: Store | str | Path | None, run_id: int) -> RunResult:
