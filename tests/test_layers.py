@@ -176,3 +176,39 @@ def test_the_walk_catches_a_planted_violation() -> None:
     assert violations("gpuscout.predict.roofline", imports("gpuscout.predict.x", fine, False)) == []
     shared = imports("gpuscout.units", "from gpuscout.store import Store\n", is_package=False)
     assert violations("gpuscout.units", shared) == ["gpuscout.units imports gpuscout.store"]
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle in ``graph`` (module -> modules it imports), or None."""
+    import graphlib
+
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return None
+
+
+def test_the_predict_core_imports_in_one_direction() -> None:
+    """Issue 41: nine files at predict's centre imported each other (calibrate <->
+    calibration_points, calibrate -> out_of_sample -> calibrate, ... -> request -> session ->
+    calibrate). One direction now: data -> kernel model -> calibration -> session -> request.
+    Every import counts, function-level ones too; type-only imports do not."""
+    modules = _all_modules()
+    graph = {
+        m: {n for n in imports(m, text, pkg) if n.startswith("gpuscout.predict.")}
+        for m, (text, pkg) in modules.items()
+        if m.startswith("gpuscout.predict.")
+    }
+    assert len(graph) > 25  # the walk found predict's modules
+    assert _cycle(graph) is None, f"an import cycle in predict: {' -> '.join(_cycle(graph) or [])}"
+    # the order the issue names, module by module
+    order = ["calibration_points", "calibrate", "out_of_sample", "uncertainty", "predictor",
+             "anchoring", "session", "request"]  # fmt: skip
+    for i, low in enumerate(order):
+        for high in order[i + 1 :]:
+            assert f"gpuscout.predict.{high}" not in graph[f"gpuscout.predict.{low}"], (low, high)
+    # self-check: the test sees a cycle planted through a function-level import
+    planted = "def f():\n    from gpuscout.predict.request import predict_for\n"
+    graph["gpuscout.predict.calibrate"] |= imports("gpuscout.predict.calibrate", planted, False)
+    assert _cycle(graph) is not None
