@@ -93,6 +93,8 @@ def test_every_command_gives_the_same_speed_and_says_which_run_anchors_it(
     for gpu in GPUS:
         option = next(c for c in advice["ranked"] if c["gpu"] == gpu and c["count"] == 1)
         assert option["samples_per_second"] == pytest.approx(predicted[gpu], rel=1e-9), gpu
+        measured = "(measured by your run 1)" in " ".join(option["reasons"])
+        assert measured == (gpu == GPUS[0]), option["reasons"]  # measured beside predicted
 
     options = [f"--option={gpu}" for gpu in GPUS]
     priced = run_in_process(

@@ -301,7 +301,7 @@ def test_on_a_catalog_gpu_the_callback_anchors_its_prediction_on_its_own_run(
     rows, notes = _predict(model, 32, on_gpu, ("h100-sxm", "a100-80gb-sxm"))
     by = {r.gpu: r for r in rows}
     assert by["h100-sxm"].samples_per_second == cb.result.samples_per_second.median
-    assert by["h100-sxm"].method.startswith("measured (your run")
+    assert by["h100-sxm"].method.startswith("measured by your run")
     assert any(n.startswith("anchored on your stored run") for n in notes), notes
     on_cpu, _ = _predict(model, 32, cb.result, ("h100-sxm",))  # a CPU run anchors nothing
     assert on_cpu[0].method.startswith("per-kernel model")

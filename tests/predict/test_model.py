@@ -164,7 +164,7 @@ def test_anchored_prediction_reproduces_the_anchor(cat: Catalog) -> None:
         777.0 * 0.98,
         777.0 * 1.02,
     )
-    assert exact.method.startswith("measured (your run 5")
+    assert exact.method.startswith("measured by your run 5")
     ratio = {r.gpu: r.samples_per_second for r in rows if r.count == 1}
     for gpu_id in ratio:  # anchoring scales every GPU by the same factor
         assert ratio[gpu_id] / base[gpu_id] == pytest.approx(777.0 / base[a100.id])

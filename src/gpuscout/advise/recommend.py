@@ -76,6 +76,8 @@ class Candidate:
     upfront_usd: float | None = None  # owned
     rental_usd: float | None = None  # rented
     price_note: str = ""  # how the price was set (instance size, purchase price's source)
+    # where your stored run measured this GPU: what it measured, and how this option follows
+    measured: str = ""
 
     @property
     def paid_basis(self) -> Literal["up-front", "rental"]:
@@ -190,6 +192,9 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         # the GPU is its own reference: relative speed is not used here
         rows, _ = model.predict(req.profile, [gpu], layouts, reference=gpu)
         one = rows[0].samples_per_second
+        said = rows[0].method.removeprefix("measured ") if rows[0].method.startswith(
+            "measured"
+        ) else ""  # fmt: skip
         if not rows[0].fits_memory:
             rejected["does not fit in memory"] += len(rows)
             continue
@@ -202,6 +207,13 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
             for pay in prices:
                 cand = _candidate(gpu, row.count, row.samples_per_second, pay, hours_one,
                                   row.scaling_efficiency, need_gb, assumptions)  # fmt: skip
+                if said:
+                    cand.measured = (
+                        f"measured {said}"
+                        if row.count == 1
+                        else f"{row.count} x the "
+                        f"{fmt_rate(one)} measured {said} at {row.scaling_efficiency:.0%} scaling"
+                    )
                 if req.deadline_hours is not None and cand.hours > req.deadline_hours:
                     rejected["misses the deadline"] += 1
                     continue
@@ -313,7 +325,10 @@ def _money_notes(req: Request, feasible: list[Candidate], over: list[Candidate])
 def _explain(c: Candidate, req: Request, catalog: Catalog) -> None:
     gpu = catalog.gpus[c.gpu]
     budget = req.budget_usd
-    c.reasons.append(f"{fmt_hours(c.hours)} at {fmt_rate(c.samples_per_second)} {req.unit}/s")
+    measured = f" ({c.measured})" if c.measured else ""
+    c.reasons.append(
+        f"{fmt_hours(c.hours)} at {fmt_rate(c.samples_per_second)} {req.unit}/s{measured}"
+    )
     if c.upfront_usd is not None:
         c.reasons.append(
             f"{fmt_usd(c.total_usd)} for this job, amortised (owned, ${c.usd_per_hour:,.2f}/h)"

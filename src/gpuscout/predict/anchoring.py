@@ -88,7 +88,8 @@ class Anchors:
         ]
         ids = self.run_ids
         how = (
-            "every other GPU = that measurement x the model's ratio between the two GPUs"
+            "every other GPU = that measurement x the model's ratio between the two GPUs; the "
+            "measured GPU's range is its run's 95 % interval"
             if len(self.on) == 1
             else "each measured GPU is scaled by its own ratio to the model, every other GPU "
             f"by their geometric mean (x{self.scale:.2f})"

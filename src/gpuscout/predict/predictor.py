@@ -171,8 +171,8 @@ def predict(
             low, high, how = sps * low_factor, sps * high_factor, method
             if mine is not None and n == 1 and mine.batch == profile.batch:
                 sps, low, high = mine.median, mine.low, mine.high  # what was measured
-                how = f"measured (your run{'s' * (len(mine.run_ids) > 1)} " + (
-                    ", ".join(map(str, mine.run_ids)) + "; range: its 95 % interval)"
+                how = f"measured by your run{'s' * (len(mine.run_ids) > 1)} " + ", ".join(
+                    map(str, mine.run_ids)
                 )
             rows.append(
                 Prediction(
