@@ -1,10 +1,10 @@
 """A refitted calibration kept on disk, so a catalog file of yours costs one fit, not one a command.
 
 The shipped fit is precomputed (``data/calibration.json``), but any catalog file of yours with a
-GPU or published row, and any stored GPU run that enters the fit, makes ``calibration_for``
-refit it: a least-squares fit of seconds (plus a second to import SciPy) that every
-``predict``, ``cost``, ``advise`` and ``report`` would pay again. The result depends only on the
-points fitted and the code that fits them, so it is cached under a key made of both:
+GPU or published row makes ``calibration_for`` refit it (stored runs never do: they anchor): a
+least-squares fit of seconds (plus a second to import SciPy) that every ``predict``, ``cost``,
+``advise`` and ``report`` would pay again. The result depends only on the points fitted and the
+code that fits them, so it is cached under a key made of both:
 
 - every field of every point, in full (the GPU's row, the step profile with its kernels, the
   measured speed, the stack, ...), not only ids: an edited row is a new key;
@@ -39,10 +39,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 if TYPE_CHECKING:
     from gpuscout.predict.calibration_points import Point
 
-# One file per distinct set of points: each combination of catalog files and stored GPU runs a
-# user moves between (every newly stored GPU run makes a new one). 32 files of under 1 KB keep
-# a working week's alternatives (several catalog files, each with and without runs, the base
-# fit a run screening also refits) for 32 KB; an evicted one costs a single refit.
+# One file per distinct set of points: each combination of catalog files a user moves between.
+# 32 files of under 1 KB keep a working week's alternatives for 32 KB; an evicted one costs a
+# single refit.
 MAX_FILES = 32
 _FORMAT = "gpuscout calibration cache 1"
 _PACKAGE = Path(__file__).resolve().parents[1]  # src/gpuscout
