@@ -195,9 +195,9 @@ def anchors_for(
         try:
             return anchors_for(profile, runs, catalog, efficiency, tf32, pinned)
         except UserError as exc:
-            found = anchors_for(profile, runs, catalog, efficiency, tf32)
+            others = anchors_for(profile, runs, catalog, efficiency, tf32)
             why = exc.problem.removesuffix(".")
-            return Anchors(found.on, (f"not an anchor: the job's {why}", *found.notes))
+            return Anchors(others.on, (f"not an anchor: the job's {why}", *others.notes))
     limit = screen_factor()
     found: dict[str, list[tuple[RunResult, float, int]]] = {}  # GPU: (run, modelled, batch)
     gpus: dict[str, Gpu] = {}
