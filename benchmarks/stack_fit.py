@@ -49,18 +49,24 @@ def main(argv: list[str] | None = None) -> None:
     rows: dict[str, list[str]] = defaultdict(list)
     for p, e in zip(cal.points, cal.log_errors, strict=True):
         by[p.stack].append(e)
-        rows[p.stack].append(f"      {p.label:70s} {p.measured:8.1f} -> "
-                             f"{modelled(cal, p):8.1f} ({math.exp(e) - 1:+.0%})")
-    print(f"per stack: traffic factor (bounds x{math.exp(-lt):.3f}-x{math.exp(lt):.3f}), "
-          "in-sample MAPE, rows")
+        rows[p.stack].append(
+            f"      {p.label:70s} {p.measured:8.1f} -> "
+            f"{modelled(cal, p):8.1f} ({math.exp(e) - 1:+.0%})"
+        )
+    print(
+        f"per stack: traffic factor (bounds x{math.exp(-lt):.3f}-x{math.exp(lt):.3f}), "
+        "in-sample MAPE, rows"
+    )
     for s in sorted(by):
         f = cal.stacks[s]
         flag = _on(math.log(f), -lt, lt)
         print(f"  {s:42s} x{f:5.3f}{flag:9s} MAPE {mape(by[s]):5.1%}  n={len(by[s])}")
         if args.rows:
             print("\n".join(rows[s]))
-    print(f"all rows: MAPE {mape(list(cal.log_errors)):.1%}; stacks above 10 %: "
-          f"{sum(mape(v) > 0.10 for v in by.values())} of {len(by)}")
+    print(
+        f"all rows: MAPE {mape(list(cal.log_errors)):.1%}; stacks above 10 %: "
+        f"{sum(mape(v) > 0.10 for v in by.values())} of {len(by)}"
+    )
 
 
 if __name__ == "__main__":
