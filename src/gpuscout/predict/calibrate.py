@@ -25,6 +25,8 @@ calibration -> session -> request, one direction).
 
 from __future__ import annotations
 
+import csv
+import functools
 import json
 import math
 import statistics
@@ -128,7 +130,8 @@ class Calibration:
         return self._efficiency(self.traffic(level)[0])
 
     def for_point(self, p: Point) -> Efficiency:
-        return self._efficiency(self.stacks.get(p.stack, self.stack))
+        eff = self._efficiency(self.stacks.get(p.stack, self.stack))
+        return replace(eff, relayout=relayout(p.stack, p.profile.precision))
 
     def describe(self, level: StackLevel | None = None) -> str:
         """The fit in one line, with the traffic factor of ``level`` (None: every stack's
@@ -159,6 +162,22 @@ class Calibration:
 _FITS: dict[object, Calibration] = {}
 
 
+@functools.cache
+def conv_layouts() -> dict[tuple[str, str], str]:
+    """``data/conv_layouts.csv``: the layout a software stack runs its convolutions in, per
+    precision, where its published configuration says (each row cites it). Any other stack
+    and precision is taken as NHWC: the layout XLA assigns to the traced step, no transposes."""
+    path = resources.files("gpuscout.predict") / "data" / "conv_layouts.csv"
+    with path.open(encoding="utf-8") as f:
+        return {(r["stack"], r["precision"]): r["conv_layout"] for r in csv.DictReader(f)}
+
+
+def relayout(stack: str, precision: str) -> float:
+    """1 where the stack runs this precision's convolutions on NCHW tensors (cuDNN transposes
+    their operands and results), else 0."""
+    return 1.0 if conv_layouts().get((stack, precision)) == "NCHW" else 0.0
+
+
 @dataclass(frozen=True)
 class _Design:
     """Every kernel of every point in flat arrays, so one evaluation of the fit is a handful of
@@ -175,6 +194,7 @@ class _Design:
     cap: np.ndarray  # per kernel: the most its share may be (its units' peak)
     cuda: np.ndarray  # per kernel: its CUDA-core alternative's compute seconds (inf: none)
     sm_ghz_per_w: np.ndarray  # per kernel: its GPU's SM-GHz per watt of board power
+    relayout: np.ndarray  # per kernel: seconds of its stack's layout transposes (0: none)
     log_measured: np.ndarray  # per point: log samples/s
     batch: np.ndarray
     stack_index: np.ndarray
@@ -196,6 +216,12 @@ class _Design:
             cap=np.concatenate([t.cap for t in parts]),
             cuda=np.concatenate([t.cuda for t in parts]),
             sm_ghz_per_w=np.concatenate([np.full(len(t.count), t.sm_ghz_per_w) for t in parts]),
+            relayout=np.concatenate(
+                [
+                    t.extra(replace(_LAUNCH, relayout=relayout(p.stack, p.profile.precision)))
+                    for p, t in zip(points, parts, strict=True)
+                ]
+            ),
             log_measured=np.log([p.measured for p in points]),
             batch=np.array([p.profile.batch for p in points], dtype=float),
             stack_index=np.array([index[p.stack] for p in points]),
@@ -221,7 +247,9 @@ class _Design:
         power = np.maximum(1.0, eff.power_w * self.sm_ghz_per_w) ** POWER_EXPONENT
         compute = compute * np.where(self.sm_ghz_per_w > 0, power, 1.0)
         memory = self.memory * traffic
-        per_kernel = self.count * (launch_s + combine(compute, memory, self.overlap))
+        per_kernel = self.count * (
+            launch_s + combine(compute, memory, self.overlap) + self.relayout
+        )
         kernels = np.bincount(self.point, weights=per_kernel, minlength=len(self.batch))
         seconds = kernels + step_s
         return np.asarray(np.log(self.batch / seconds), dtype=float)
@@ -229,6 +257,9 @@ class _Design:
     def residuals(self, theta: np.ndarray) -> np.ndarray:
         errors = self.log_speed(theta) - self.log_measured
         return np.concatenate([errors, _RIDGE * theta[_FIXED:]])
+
+
+_LAUNCH = Efficiency((1.0, 1.0, 1.0, 1.0), 0.0, overheads()["launch_s"].value)
 
 
 def _efficiency(theta: np.ndarray) -> Efficiency:

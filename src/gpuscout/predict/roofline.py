@@ -96,6 +96,11 @@ class Efficiency:
     # a GPU with less slows them by (need / board power) ** POWER_EXPONENT. 0: never slowed.
     power_w: float = 0.0
     forward_s: float = 0.0  # the cost of one forward call (inference), in place of step_s
+    # 1: the stack runs its tensor-core convolutions on NCHW tensors, so cuDNN transposes each
+    # convolution's operands to NHWC and its result back (``Terms.relayout``); 0: NHWC, the
+    # layout XLA assigns to the traced step (no transposes). A known property of a stack
+    # (``data/conv_layouts.csv``), not a fitted factor.
+    relayout: float = 0.0
 
     def share(self, kind: np.ndarray, rho: np.ndarray, cap: np.ndarray | float = 1.0) -> np.ndarray:
         """Per kernel: the factor on the kernel model's utilisation it reaches. ``cap`` is 1 /
@@ -199,6 +204,11 @@ class Terms:
     # tensor-core GEMM (``kernel_model.cuda_core_alternative``); inf where there is none to choose
     cuda: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cuda_notes: tuple[str, ...] = ()  # what that alternative assumes (its chip's factor)
+    # per kernel: seconds of the transposes an NCHW stack adds around a tensor-core convolution
+    # (each operand and the result read and written once more, streamed as an elementwise
+    # kernel), paid where ``Efficiency.relayout`` is 1; and the bytes they move
+    relayout: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    relayout_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def picked_compute(self, eff: Efficiency) -> np.ndarray:
         """Per kernel: compute seconds at full clocks on the units the library picks, the
@@ -221,9 +231,18 @@ class Terms:
         memory = self.memory * eff.traffic
         return combine(compute, memory, self.overlap), compute, memory
 
+    def extra(self, eff: Efficiency) -> np.ndarray:
+        """Per kernel: seconds of the stack's layout transposes (two launches and their bytes)."""
+        if not eff.relayout or not self.relayout.size:
+            return np.zeros(len(self.count))
+        return np.asarray(
+            eff.relayout * (self.relayout + np.where(self.relayout > 0, 2 * eff.launch_s, 0.0)),
+            dtype=float,
+        )
+
     def seconds(self, eff: Efficiency) -> float:
         body, _, _ = self.bodies(eff)
-        kernels = self.count * (eff.launch_s + body)
+        kernels = self.count * (eff.launch_s + body + self.extra(eff))
         return float(kernels.sum() + eff.step_s)
 
     def split(self, eff: Efficiency) -> dict[str, float]:
@@ -233,9 +252,10 @@ class Terms:
         total = self.count * (eff.launch_s + body)
         launch = eff.launch_s > body
         on_compute = ~launch & (compute >= memory)
+        extra = float((self.count * self.extra(eff)).sum())
         return {
             "compute": float(total[on_compute].sum()),
-            "memory": float(total[~launch & ~on_compute].sum()),
+            "memory": float(total[~launch & ~on_compute].sum()) + extra,
             "launch": float(total[launch].sum()),
             "step": eff.step_s,
         }
@@ -246,8 +266,11 @@ class Terms:
         kernels modelled on CUDA cores, per step: anyone can recompute the implied bandwidth
         (bytes / seconds) and check seconds >= floor."""
         body, _, _ = self.bodies(eff)
+        body = body + self.extra(eff)
         cuda = self.on_cuda_cores(eff)
         moved = self.nbytes * eff.traffic
+        if eff.relayout and self.relayout_bytes.size:
+            moved = moved + eff.relayout * self.relayout_bytes
         floor = np.maximum(self.flops / np.maximum(self.peak, 1.0), moved / self.bandwidth)
         out: dict[str, dict[str, float]] = {}
         ops = np.array(self.op)
@@ -288,6 +311,7 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
     count, overlap = np.empty(n), np.empty(n)
     memory, compute, kind = np.empty(n), np.empty(n), np.zeros(n, dtype=int)
     rho, cap, cuda = np.zeros(n), np.ones(n), np.full(n, np.inf)
+    relayout, relayout_bytes = np.zeros(n), np.zeros(n)
     sm_clocks = features.sm_count * features.clock_mhz * 1e6
     arch_notes: set[str] = set()
     cuda_notes: set[str] = set()
@@ -322,6 +346,19 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
         if not mine[0].gemm:
             # streamed at the share its memory technology reaches, never above the DRAM peak
             m = m / min(model.memory_factor(gpu.memory_type or "", op), 1.0 / p.u_mem)
+        if op == "conv":
+            # an NCHW stack's transposes: every operand and the result read and written once
+            # more, streamed like an elementwise kernel at this board's memory technology
+            moved = np.where(mine_kind > 0, 2.0 * size["bytes"], 0.0)
+            pe = model.params["elementwise"]
+            _, t = components(
+                pe, False, np.zeros_like(moved), moved, size["batch"], size["m"], size["n"],
+                size["k"], np.maximum(moved / 4.0, 1.0), features.sm_count, features.clock_mhz,
+                features.fp32_flops, features.bandwidth, features.l2_bytes,
+            )  # fmt: skip
+            t = t / min(model.memory_factor(gpu.memory_type or "", "elementwise"), 1.0 / pe.u_mem)
+            relayout[at] = np.where(moved > 0, t, 0.0)
+            relayout_bytes[at] = moved
         compute[at], memory[at] = c, m
         count[at] = [k.count for k in mine]
         overlap[at] = p.overlap
@@ -345,6 +382,8 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
         cap=cap,
         cuda=cuda,
         cuda_notes=tuple(sorted(cuda_notes)),
+        relayout=relayout,
+        relayout_bytes=relayout_bytes,
     )  # fmt: skip
 
 
