@@ -74,6 +74,16 @@ def overheads() -> dict[str, Overhead]:
                 for r in csv.DictReader(f)}  # fmt: skip
 
 
+@functools.cache
+def hlo_op_share() -> float:
+    """``data/instruction_rates.csv``: the share of the CUDA cores' FP32 FLOP peak at which a
+    traced step's elementwise and reduction kernels issue their HLO-counted FLOPs (one
+    instruction per HLO op an element; the peak counts a multiply-add as 2 FLOPs), sourced."""
+    path = resources.files("gpuscout.predict") / "data" / "instruction_rates.csv"
+    with path.open(encoding="utf-8") as f:
+        return {r["name"]: float(r["value"]) for r in csv.DictReader(f)}["hlo_op_share"]
+
+
 @dataclass(frozen=True)
 class Efficiency:
     """What the kernels cannot know: fitted to published end-to-end rows (``calibrate.py``) or,
@@ -323,8 +333,12 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
         peaks = np.array([kinds[(k.op, k.dtype)][0] for k in mine])
         size = {f: np.array([getattr(k, f) for k in mine], dtype=float)
                 for f in ("flops", "bytes", "batch", "m", "n", "k", "elements")}  # fmt: skip
+        # A traced step counts 1 FLOP per HLO op an element of its elementwise and reduction
+        # kernels: one instruction each, at the CUDA cores' issue rate (``hlo_op_share``), not
+        # the kernel data's share for transcendental-heavy PyTorch kernels (u_compute).
+        rate = p if mine[0].gemm else replace(p, u_compute=hlo_op_share())
         c, m = components(
-            p, mine[0].gemm, size["flops"], size["bytes"], size["batch"], size["m"], size["n"],
+            rate, mine[0].gemm, size["flops"], size["bytes"], size["batch"], size["m"], size["n"],
             size["k"], size["elements"], features.sm_count, features.clock_mhz, peaks,
             features.bandwidth, features.l2_bytes,
         )  # fmt: skip
