@@ -125,9 +125,12 @@ class Calibration:
     def efficiency(self) -> Efficiency:
         return self._efficiency(self.stack)
 
-    def efficiency_for(self, level: StackLevel) -> Efficiency:
-        """What a prediction for software of ``level`` uses."""
-        return self._efficiency(self.traffic(level)[0])
+    def efficiency_for(self, level: StackLevel, precision: str = "fp32") -> Efficiency:
+        """What a prediction for software of ``level`` in ``precision`` uses: its traffic
+        factor, and the transposes of NCHW convolutions where every stack of the level runs
+        this precision's convolutions on NCHW tensors (``data/conv_layouts.csv``)."""
+        nchw = bool(level.stacks) and all(relayout(s, precision) for s in level.stacks)
+        return replace(self._efficiency(self.traffic(level)[0]), relayout=float(nchw))
 
     def for_point(self, p: Point) -> Efficiency:
         eff = self._efficiency(self.stacks.get(p.stack, self.stack))

@@ -118,7 +118,7 @@ def predict(
     layouts = sorted(c if isinstance(c, tuple) else (1, c) for c in counts)
     if any(min(c) < 1 for c in layouts):
         raise UserError(f"GPU counts must be >= 1, got {list(counts)}.", "use e.g. --count 1,4,8.")
-    eff = calibration.efficiency_for(level)
+    eff = calibration.efficiency_for(level, profile.precision)
     anchored = anchors is not None and anchors.anchored
     ranged = band(profile.workload, profile.kind, anchored=anchored)
     low_factor, high_factor = ranged.low, ranged.high

@@ -336,9 +336,9 @@ def terms(profile: Profile, gpu: Gpu, tf32: bool = True, model: KernelModel | No
         # A traced step counts 1 FLOP per HLO op an element of its elementwise and reduction
         # kernels: one instruction each, at the CUDA cores' issue rate (``hlo_op_share``), not
         # the kernel data's share for transcendental-heavy PyTorch kernels (u_compute).
-        rate = p if mine[0].gemm else replace(p, u_compute=hlo_op_share())
+        issued = p if mine[0].gemm else replace(p, u_compute=hlo_op_share())
         c, m = components(
-            rate, mine[0].gemm, size["flops"], size["bytes"], size["batch"], size["m"], size["n"],
+            issued, mine[0].gemm, size["flops"], size["bytes"], size["batch"], size["m"], size["n"],
             size["k"], size["elements"], features.sm_count, features.clock_mhz, peaks,
             features.bandwidth, features.l2_bytes,
         )  # fmt: skip

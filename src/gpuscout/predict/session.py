@@ -85,7 +85,7 @@ class Session:
         key = (profile.workload, *sorted(profile.dims.items()), profile.batch,
                profile.precision, profile.kind, profile.backend, tf32)  # fmt: skip
         if key not in self._found:
-            eff = self.calibration.efficiency_for(self.level(profile))
+            eff = self.calibration.efficiency_for(self.level(profile), profile.precision)
             found = anchors_for(
                 profile, self.runs, self.catalog, eff, tf32, self.pinned, self.strict
             )
