@@ -41,8 +41,15 @@ class Checked:
         return self.low <= self.row.tokens_per_gpu <= self.high
 
 
+# Every published fine-tuning row runs on PyTorch (torchtune, xtuner, Answer.AI's fsdp_qlora and
+# VectorLM on PyTorch FSDP, NeMo: the csv's framework column), so each is predicted as a user
+# of that stack asks it, ``--stack pytorch``: a published stack at its own level (issue 41).
+ROWS_STACK = "pytorch"
+
+
 def predict_row(row: FinetuneRow) -> Checked:
-    """``gpuscout predict`` for the row's settings (its profile shipped or traced on JAX)."""
+    """``gpuscout predict`` for the row's settings (its profile shipped or traced on JAX), at
+    the rows' own software stack (``ROWS_STACK``)."""
     from gpuscout.predict.request import PredictRequest, predict_for
 
     assert row.workload is not None and row.policy is not None and row.batch_size_per_gpu
@@ -57,6 +64,7 @@ def predict_row(row: FinetuneRow) -> Checked:
             lora_rank=d["lora_rank"] or None,
             checkpointing=bool(d["checkpointing"]),
             counts=[(1, row.gpu_count)],
+            stack=ROWS_STACK,
         )
     )
     r = answer.rows[0]
