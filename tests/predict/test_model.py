@@ -8,7 +8,7 @@ import pytest
 
 from gpuscout.catalog import Catalog, load_catalog
 from gpuscout.errors import UserError
-from gpuscout.predict import scaling
+from gpuscout.predict import scaling, uncertainty
 from gpuscout.predict.anchoring import Anchors, Measured
 from gpuscout.predict.calibrate import calibration_for, fit_calibration
 from gpuscout.predict.calibration_points import Point
@@ -169,7 +169,10 @@ def test_anchored_prediction_reproduces_the_anchor(cat: Catalog) -> None:
     for gpu_id in ratio:  # anchoring scales every GPU by the same factor
         assert ratio[gpu_id] / base[gpu_id] == pytest.approx(777.0 / base[a100.id])
     h100 = next(r for r in rows if r.gpu == "h100-sxm" and r.count == 1)
-    assert h100.high / h100.low == pytest.approx(1.50 / 0.70, rel=0.2)  # a band, not a point
+    relative = uncertainty.band("synthetic", anchored=True)  # the chips' band, not a point
+    assert (h100.low, h100.high) == pytest.approx(
+        (h100.samples_per_second * relative.low, h100.samples_per_second * relative.high)
+    )
     three = next(r for r in rows if r.gpu == "rtx-3090" and r.count == 1)
     assert three.relative_speed == pytest.approx(1.0)
     assert math.isclose(three.epoch_seconds, 1_000_000 / three.samples_per_second)
