@@ -26,6 +26,7 @@ from gpuscout.predict.job import JobSpec
 from gpuscout.predict.session import Session, session
 from gpuscout.records import Backend, BenchConfig, RunResult
 from gpuscout.report.document import Report
+from gpuscout.run_settings import TRAINING_PRECISION, Precision
 from gpuscout.store import Store
 
 # Article 001's benchmark (ResNet-50) for the ranking, then article 000's seed model (the MLP);
@@ -83,12 +84,31 @@ def parse_measure(text: str) -> tuple[tuple[str, float], ...]:
     return tuple(plan)
 
 
+def measuring_precision(plan: ScoutPlan) -> Precision:
+    """The precision scout measures in: on a machine with an NVIDIA GPU, the job's (a stored
+    run anchors only predictions in its own precision, so measuring fp32 for a mixed-precision
+    job would anchor nothing); on a CPU, fp32 (a CPU run anchors no GPU, and float16 on a CPU
+    is emulated, slow and says nothing of a GPU)."""
+    from gpuscout.measure.nvml import open_nvml
+
+    nvml, _ = open_nvml()
+    if nvml is None:
+        return "fp32"
+    nvml.close()
+    wanted = plan.job.precision or TRAINING_PRECISION
+    return (
+        "mixed_bfloat16"
+        if wanted == "mixed_bfloat16"
+        else ("mixed_float16" if wanted == "mixed_float16" else "fp32")
+    )
+
+
 def _session(plan: ScoutPlan, catalog: Catalog, store: Store) -> Session:
     """The one prediction session: the store's GPU runs (those just measured too) anchor, or
     the job's own stored run alone (``--from-run``)."""
     run = plan.job.run
     return session(catalog, store, stack=plan.stack, from_run=run.id if run else None,
-                   strict=False)  # fmt: skip
+                   strict=False, backend=plan.backend)  # fmt: skip
 
 
 def scout(
@@ -115,11 +135,13 @@ def scout(
     if chosen.job is not None:
         on_stage(f"the job: {chosen.job.label}")
     dataset = plan.job.samples if plan.job.epochs is not None else None  # an epoch's size
+    precision = measuring_precision(plan)
     configs = [
         BenchConfig(model=plan.model, seconds=plan.model_seconds, batch_size=plan.model_batch,
-                    epoch_samples=dataset, backend=plan.backend)
+                    epoch_samples=dataset, backend=plan.backend, precision=precision)
     ] if plan.model else []  # fmt: skip
-    configs += [BenchConfig(workload=w, seconds=s, backend=plan.backend) for w, s in plan.measure]
+    configs += [BenchConfig(workload=w, seconds=s, backend=plan.backend, precision=precision)
+                for w, s in plan.measure]  # fmt: skip
     runs = []
     for i, config in enumerate(configs, 1):
         what = config.model or config.workload

@@ -18,6 +18,7 @@ by test_cost_cli.py, test_advise_cli.py, tests/report/ and tests/predict/test_fi
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -71,9 +72,11 @@ def _predicted(*more: str) -> tuple[dict[str, float], list[str]]:
 
 
 def _report_rows(text: str, predicted: dict[str, float], gpus: tuple[str, ...] = GPUS) -> None:
+    """The report's ranking shows each GPU's figure; the measured one says so."""
     catalog = load_catalog()
     for gpu in gpus:
-        row = f"| {catalog.gpus[gpu].name} | predicted | mixed_float16, batch 256 | "
+        how = ("measured", " (measured by your run 1)") if gpu == GPUS[0] else ("predicted", "")
+        row = f"| {catalog.gpus[gpu].name} | {how[0]} | mixed_float16, batch 256{how[1]} | "
         assert f"{row}{fmt_rate(predicted[gpu])} |" in text, gpu
 
 
@@ -129,6 +132,16 @@ def test_every_command_gives_the_same_speed_and_says_which_run_anchors_it(
     (verdict,) = audited.json()["verdicts"]
     (mixed,) = [s for s in verdict["settings"] if s["setting"] == "mixed_float16"]
     assert mixed["samples_per_second"] == pytest.approx(predicted, rel=1e-9)
+    # SkyPilot's time estimator too, pinned on the job's run as cost is
+    estimated = run_in_process("cloud", "estimator", "--from-run", "1", "--epochs", "1", "--json")
+    assert estimated.code == 0, estimated.err
+    (a100,) = [e for e in estimated.json() if e["gpu"] == GPUS[0]]
+    assert a100["seconds"] == math.ceil(1_281_167 / 2_500.0)
+    # --stack sits beside a report's job, not in its exclusive group
+    md = tmp_path / "stack.md"
+    stacked = run_in_process("report", "--job", "resnet50", "--stack", "pytorch", "--md", str(md))
+    assert stacked.code == 0, stacked.err
+    assert "the model's ratios are the pytorch stack's" in md.read_text().replace("\\", "")
     # the job commands' --from-run anchors the same way
     again = run_in_process("advise", "--from-run", "1", "--epochs", "90", "--counts", "1",
                            "--top", "1000", "--json")  # fmt: skip

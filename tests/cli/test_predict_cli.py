@@ -92,7 +92,7 @@ def test_calibrate_shows_the_fit() -> None:
     assert r.code == 0, r.err
     out = r.json()
     eff = out["efficiency"]
-    assert set(eff) == {"tensor", "step_s", "launch_s", "traffic", "scaling", "power_w",
+    assert set(eff) == {"tensor", "step_s", "launch_s", "traffic", "scaling", "power_w", "relayout",
                         "forward_s"}  # fmt: skip
     assert len(eff["tensor"]) == 4
     assert all(0 < v <= 2 for v in eff["tensor"])  # x the kernel model's; the peak caps it

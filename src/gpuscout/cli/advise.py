@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gpuscout.cli.job_args import add_advice_options, add_job_size, add_job_source
+from gpuscout.cli.job_args import add_advice_options, add_job_size, add_job_source, add_stack_option
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
     BATCH,
@@ -58,6 +58,7 @@ def register(sub: Any) -> None:
     )
     job = p.add_argument_group("the job (one of --workload, --model, --from-run; and its size)")
     add_job_source(job, "a built-in workload: " + ", ".join(WORKLOADS))
+    add_stack_option(job)
     add_job_size(job)
     add_advice_options(p.add_argument_group("what the advice must respect"), None)
     p.add_argument(

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuscout.cli.job_args import add_job_size, add_job_source
+from gpuscout.cli.job_args import add_job_size, add_job_source, add_stack_option
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import comma_items
 from gpuscout.cli.specs import add_catalog_arg
@@ -89,6 +89,7 @@ def register(sub: Any) -> None:
     )
     job = est.add_argument_group("the job: one of --workload, --model, --from-run with its size")
     add_job_source(job, "a built-in workload: " + ", ".join(WORKLOADS))
+    add_stack_option(job)
     add_job_size(job)
     est.add_argument("--count", type=GPUS_PER_NODE, default=1, help="GPUs per node (default 1)")
     est.add_argument("--nodes", type=NODES, default=1, help="the task's num_nodes (default 1)")
@@ -330,7 +331,9 @@ def run_estimator(args: argparse.Namespace) -> int:
     from gpuscout.cloud.names import catalog_id, skypilot_names
 
     catalog = load_catalog(args.catalog)
-    est = time_estimator(job_spec(args), nodes=args.nodes, catalog=catalog, store=args.db)
+    est = time_estimator(
+        job_spec(args), nodes=args.nodes, catalog=catalog, store=args.db, stack=args.stack
+    )
     rows = []
     for name in skypilot_names():
         try:

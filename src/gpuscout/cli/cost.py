@@ -7,7 +7,14 @@ from dataclasses import replace
 from typing import Any
 
 from gpuscout.articles import COST_EXAMPLE_GPU_HOURS, REFERENCE_GPU
-from gpuscout.cli.job_args import JOB_OPTIONS, add_job_size, add_job_source, given, refuse_with
+from gpuscout.cli.job_args import (
+    JOB_OPTIONS,
+    add_job_size,
+    add_job_source,
+    add_stack_option,
+    given,
+    refuse_with,
+)
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
     CHECKPOINT_HOURS,
@@ -54,6 +61,7 @@ def register(sub: Any) -> None:
         help="the job as GPU-hours on the reference GPU (--reference), e.g. 1000",
     )  # fmt: skip
     add_job_source(job, "a built-in workload: " + ", ".join(WORKLOADS))
+    add_stack_option(job)
     add_job_size(job)
     p.add_argument(
         "--reference", default=REFERENCE_GPU,

@@ -83,7 +83,6 @@ def add_job_source(group: Any, workload_help: str | None) -> None:
         "precision) and the one run every prediction is anchored on (without it, every stored "
         "one-GPU run of the job's step anchors)",
     )  # fmt: skip
-    add_stack_option(group)
 
 
 STACK_HELP = (
@@ -112,6 +111,7 @@ def prediction_session(
         stack=getattr(args, "stack", None),
         from_run=run.id if run is not None else None,
         strict=False,  # the run is the job's set-up too: one that cannot anchor is said
+        backend=spec.backend if spec is not None else "tensorflow",
     )
 
 

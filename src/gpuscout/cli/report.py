@@ -12,6 +12,7 @@ from gpuscout.cli.job_args import (
     add_advice_options,
     add_job_size,
     add_job_source,
+    add_stack_option,
     check_job_options,
     constraints,
     job_spec,
@@ -50,6 +51,7 @@ def add_job_args(p: argparse.ArgumentParser, default_job: str) -> None:
         "(FILE.py:FUNCTION, as --model)",
     )  # fmt: skip
     add_job_source(which, None)
+    add_stack_option(job)
     add_job_size(job, "; default: the workload's usual run, e.g. 90 for resnet50, printed as an "
                  "assumption")  # fmt: skip
     add_advice_options(p.add_argument_group("the advice's constraints (as gpuscout advise "

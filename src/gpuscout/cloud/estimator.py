@@ -88,19 +88,24 @@ def time_estimator(
     catalog: Catalog | None = None,
     store: Any = None,
     fallback_seconds: int | None = None,
+    stack: str | None = None,
 ) -> TimeEstimator:
     """SkyPilot's time estimator for the job ``spec`` names, predicted as ``gpuscout predict``
     and ``cost`` predict it (the same session: your catalog files and stored GPU runs count).
 
     ``nodes``: the task's ``num_nodes``. ``store``: the results database (None: GPUSCOUT_DB or
     the user data dir). ``fallback_seconds``: returned for resources gpuscout cannot predict;
-    None (the default) raises a ``UserError`` for them instead."""
+    None (the default) raises a ``UserError`` for them instead. ``stack``: the ``--stack``
+    level; the job's stored run (``spec.run``, ``--from-run``) is its one anchor, as in
+    ``cost``."""
     from gpuscout.catalog import load_catalog
     from gpuscout.predict.session import session
 
     catalog = catalog or load_catalog()
     job = resolve_job(spec, catalog)
-    return TimeEstimator(job, session(catalog, store), nodes, fallback_seconds)
+    model = session(catalog, store, stack=stack, from_run=spec.run.id if spec.run else None,
+                    strict=False, backend=spec.backend)  # fmt: skip
+    return TimeEstimator(job, model, nodes, fallback_seconds)
 
 
 __all__ = ["TimeEstimator", "time_estimator"]

@@ -15,9 +15,9 @@ ratio; every other GPU by their geometric mean, as no one run is more right than
 Before this, runs entered the calibration as one point among 143 and their stack factor landed
 on its bound: one A100 run at 2,500 images/s was predicted 1,390 on that very A100.
 
-A run the published rows' model misses by more than :func:`uncertainty.screen_factor` (x3) is
-not an anchor: a wrong figure (a bogus import, a mislabelled batch) is no measurement to scale
-every GPU by. It is named, with its figures.
+A run the published rows' model misses by more than :func:`uncertainty.screen_factor` (twice the
+widest band's far end, about x3.3 today) is not an anchor: a wrong figure (a bogus import, a
+mislabelled batch) is no measurement to scale every GPU by. It is named, with its figures.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
+from gpuscout.predict.predictor import runs_said
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Efficiency, step_time
 from gpuscout.predict.uncertainty import screen_factor
@@ -77,27 +78,52 @@ class Anchors:
     def run_ids(self) -> tuple[int, ...]:
         return tuple(sorted(i for m in self.on.values() for i in m.run_ids))
 
-    def describe(self) -> str:
-        """Which runs anchor, what they measured, and how they are combined."""
+    def describe(self, batch: int | None = None) -> str:
+        """Which runs anchor, what they measured, and how they are combined, for a prediction
+        at ``batch`` per GPU (a measured GPU shows its measurement only at its runs' batch)."""
         parts = [
-            f"{m.gpu.id}: {m.median:,.4g}/s at batch {m.batch} "
-            f"(run{'s' * (len(m.run_ids) > 1)} {', '.join(map(str, m.run_ids))}"
+            f"{m.gpu.id}: {m.median:,.4g}/s at batch {m.batch} ({runs_said(m.run_ids)}"
             f"{', the median of their medians' if len(m.run_ids) > 1 else ''}; "
             f"x{m.scale:.2f} the model)"
             for m in self.on.values()
         ]
-        ids = self.run_ids
         how = (
-            "every other GPU = that measurement x the model's ratio between the two GPUs; the "
-            "measured GPU's range is its run's 95 % interval"
+            "every other GPU = that measurement x the model's ratio between the two GPUs"
             if len(self.on) == 1
             else "each measured GPU is scaled by its own ratio to the model, every other GPU "
             f"by their geometric mean (x{self.scale:.2f})"
         )
-        return (
-            f"anchored on your stored run{'s' * (len(ids) > 1)} {', '.join(map(str, ids))}: "
-            f"{'; '.join(parts)}; {how}"
-        )
+        same = [m for m in self.on.values() if m.batch == batch]
+        if same:
+            how += (
+                "; a measured GPU's range is its runs' 95 % interval"
+                if all(m.low < m.high for m in same)
+                else "; a measured GPU's range is its runs' 95 % interval, where one was "
+                "measured (too few steps for one: the measurement alone)"
+            )
+        if any(m.batch != batch for m in self.on.values()) and batch is not None:
+            how += f"; a GPU measured at another batch is modelled at batch {batch} from it"
+        spread = self.disagreement()
+        if spread is not None:
+            how += (
+                f"; the measured GPUs' ratios to the model differ by x{spread:.2f}, more than "
+                "the chips' band: the model's ratio between those GPUs is off for your stack, "
+                "so the others' figures are less sure than their range says"
+            )
+        return f"anchored on {runs_said(self.run_ids, stored=True)}: {'; '.join(parts)}; {how}"
+
+    def disagreement(self) -> float | None:
+        """How far apart the measured GPUs' measured/modelled ratios are (largest over
+        smallest), where that is more than the widest chip-relative band allows; else None."""
+        if len(self.on) < 2:
+            return None
+        from gpuscout.predict.out_of_sample import shipped
+
+        ratios = [m.scale for m in self.on.values()]
+        spread = max(ratios) / min(ratios)
+        low, high = (min(b[0] for b in shipped().chip_relative.values()),
+                     max(b[1] for b in shipped().chip_relative.values()))  # fmt: skip
+        return spread if spread > high / low else None
 
 
 def step_matches(run: RunResult, profile: Profile) -> str | None:
@@ -113,6 +139,9 @@ def step_matches(run: RunResult, profile: Profile) -> str | None:
         spec = profile.workload[len("model:") : profile.workload.rfind(":")]
         if run.config.model != spec:
             return f"it measured {run.config.model or run.workload}, not your model {spec}"
+        changed = _model_changed(run, spec)
+        if changed:
+            return changed
     else:
         if run.config.model or run.workload != profile.workload:
             return f"it measured {run.config.model or run.workload}, not {profile.workload}"
@@ -125,13 +154,35 @@ def step_matches(run: RunResult, profile: Profile) -> str | None:
     return None
 
 
+def _model_changed(run: RunResult, spec: str) -> str | None:
+    """Why the model file ``spec`` names now is not what ``run`` measured (None: it is, or the
+    run is from before runs stored the file's hash). The run keeps the hash of its file and
+    spec (``env['workload_hash']``, as the backends compute it); the same spec in another
+    folder, or an edited file, is another model."""
+    from gpuscout.measure.environment import hash_parts
+    from gpuscout.measure.user_spec import parse_model_spec
+
+    measured = run.env.get("workload_hash")
+    if not measured:
+        return None
+    try:
+        now = hash_parts(parse_model_spec(spec).path.read_bytes(), spec)
+    except (UserError, OSError):
+        return f"its model file {spec} cannot be read here to check it is the one measured"
+    if now != measured:
+        return f"{spec} has changed since it was measured (or is another file of that name)"
+    return None
+
+
 def _run_profile(run: RunResult, profile: Profile) -> Profile | None:
     """The step at the run's own batch: the profile itself, or a built-in workload's rescaled
     (shipped or cached; never traced here)."""
     if run.per_replica_batch == profile.batch:
         return profile
-    if profile.workload.startswith(("model:", FIT_PREFIX)):
-        return None  # your model is traced at one batch: another needs a trace
+    if profile.workload.startswith(FIT_PREFIX):
+        return None  # the callback's step is traced at its own batch alone
+    # a built-in workload's shipped profile is rescaled; your model's, found if traced once at
+    # that batch (its name holds the file's hash)
     return cached(profile.workload, profile.dims, run.per_replica_batch, profile.precision,
                   backend=profile.backend)  # fmt: skip
 
@@ -158,7 +209,11 @@ def _why_not(
         reason = f"its MFU is {run.mfu:.0%}, above 100 %: its peak or its figures are wrong"
     elif run.replicas > 1 or several:
         reason = f"it ran data parallel on {run.replicas} replicas, not one GPU"
-    elif profile.precision == "fp32" and (ran := ran_with_tf32(run.env, run.config.tf32)) != tf32:
+    elif (
+        profile.precision == "fp32"
+        and gpu.tf32_tensor_tflops  # without TF32 units the switch changes nothing
+        and (ran := ran_with_tf32(run.env, run.config.tf32)) != tf32
+    ):
         reason = (
             f"it ran with TF32 {'on' if ran else 'off'}, this prediction has it "
             f"{'on' if tf32 else 'off'} ({'add' if tf32 else 'drop'} --no-tf32 to match)"
@@ -167,7 +222,8 @@ def _why_not(
         reason = (
             f"it measured batch {run.per_replica_batch}, this prediction is at {profile.batch}, "
             f"and no step profile at batch {run.per_replica_batch} is at hand (predict it "
-            f"with --batch-size {run.per_replica_batch} once, which traces and keeps one)"
+            f"with --batch-size {run.per_replica_batch} once, which traces and keeps one, or "
+            f"predict at --batch-size {run.per_replica_batch})"
         )
     return reason, gpu, at
 
@@ -191,7 +247,13 @@ def anchors_for(
     step that cannot anchor (a CPU run, another precision asked) does too, said."""
     if pinned is not None and not strict:
         if step_matches(pinned, profile) is not None:
-            return anchors_for(profile, runs, catalog, efficiency, tf32)
+            found = anchors_for(profile, runs, catalog, efficiency, tf32)
+            other = pinned.model_copy(update={"precision": profile.precision})
+            if pinned.precision != profile.precision and step_matches(other, profile) is None:
+                why = f"it measured {pinned.precision}, the job asks {profile.precision}"
+                return Anchors(found.on, (f"not an anchor: the job's run {pinned.id} ({why})",
+                                          *found.notes))  # fmt: skip
+            return found  # a report's other workloads: nothing to say
         try:
             return anchors_for(profile, runs, catalog, efficiency, tf32, pinned)
         except UserError as exc:
@@ -228,7 +290,14 @@ def anchors_for(
     on = {}
     for gpu_id, got in found.items():
         batches = {b for _, _, b in got}
-        batch = profile.batch if profile.batch in batches else min(batches)
+        # the runs at the prediction's batch, else at the nearest one measured
+        batch = min(batches, key=lambda b: (abs(math.log(b / profile.batch)), b))
+        apart = sorted(r.id for r, _, b in got if b != batch and r.id is not None)
+        if apart:
+            notes.append(
+                f"not an anchor: your {runs_said(apart)} on {gpu_id} (at another batch than "
+                f"{batch}, whose runs on that GPU anchor: the nearest to this prediction's)"
+            )
         rates = [r.samples_per_second for r, _, b in got if b == batch and r.samples_per_second]
         modelled = next(m for _, m, b in got if b == batch)
         median = statistics.median(i.median for i in rates)

@@ -66,6 +66,15 @@ class Prediction:
         return asdict(self)
 
 
+def runs_said(ids: Sequence[int], stored: bool = False) -> str:
+    """ "run 1", "runs 1, 2, 3", at most ten ids then "and N more"; "this run" for a run not
+    stored (ScoutCallback with keep=False)."""
+    if not ids:
+        return "this run"
+    shown = ", ".join(map(str, ids[:10])) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    return f"{'your stored ' if stored else ''}run{'s' * (len(ids) > 1)} {shown}"
+
+
 def memory_parts(profile: Profile) -> dict[str, float]:
     """Bytes by part: weights (frozen ones apart), gradients and optimizer state of the
     trained ones, and the activations kept for backward (with gradient checkpointing, plus one
@@ -127,7 +136,8 @@ def predict(
     if anchored:
         method = "your measured run x the model's ratio between GPUs (anchored)"
     stack = (
-        anchors.describe()
+        f"{anchors.describe(profile.batch)}; the model's ratios are the {level.name} stack's "
+        "(--stack)"
         if anchors is not None and anchored
         else f"software stack: {level.name} ({level.description}; --stack picks another)"
     )
@@ -171,8 +181,8 @@ def predict(
             low, high, how = sps * low_factor, sps * high_factor, method
             if mine is not None and n == 1 and mine.batch == profile.batch:
                 sps, low, high = mine.median, mine.low, mine.high  # what was measured
-                how = f"measured by your run{'s' * (len(mine.run_ids) > 1)} " + ", ".join(
-                    map(str, mine.run_ids)
+                how = "measured by " + (
+                    f"your {runs_said(mine.run_ids)}" if mine.run_ids else "this run"
                 )
             rows.append(
                 Prediction(

@@ -184,7 +184,7 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
     from gpuscout.workloads import get_workload
     from gpuscout.workloads.llm import checkpointing_dims
 
-    model = session(catalog, req.db, stack=req.stack, from_run=req.from_run)
+    model = session(catalog, req.db, stack=req.stack, from_run=req.from_run, backend=req.backend)
     precision, notes = _precision(req, model.pinned)
     if req.model:
         batch = req.batch_size or MODEL_BATCH  # the same default as every job (predict.job)
@@ -299,7 +299,7 @@ def _inference(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
     profile = get_forward_profile(req.workload, req.model, dims, batch, precision, _backend(req))
     gpus = resolve_gpus(catalog, req.gpus)
     reference = catalog.resolve(req.reference).gpu
-    model: Session = session(catalog, req.db, stack=req.stack)
+    model: Session = session(catalog, req.db, stack=req.stack, backend=req.backend)
     rows, common = model.predict(profile, gpus, [1], reference=reference, tf32=req.tf32)
     notes = [
         "inference, predicted: one forward pass per request batch, as 'bench --mode "

@@ -50,19 +50,25 @@ class Session:
     calibration: Calibration
     runs: tuple[RunResult, ...] = ()  # the successful stored GPU runs (newest first)
     left_out: tuple[str, ...] = field(default=())  # a line per stored run no use, why
-    stack: str | None = None  # --stack (None: the level of the backend the step was traced on)
+    stack: str | None = None  # --stack (None: the level of the stack ``backend`` measures with)
+    backend: str = "tensorflow"  # the command's --backend: the stack gpuscout measures with
     pinned: RunResult | None = None  # --from-run: the one run that anchors
     strict: bool = True  # a pinned run that cannot anchor is a user error (predict --from-run)
     # anchors already found, by the step (workload, dims, batch, precision, ...) and TF32
     _found: dict[tuple[object, ...], Anchors] = field(
         default_factory=dict, compare=False, repr=False
     )
+    _measured: dict[tuple[object, ...], tuple[Measured, Measured]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def run_ids(self) -> tuple[int, ...]:
-        """The ids of the stored GPU runs that may anchor a prediction."""
+        """The ids of the stored GPU runs that may anchor a prediction of their own step."""
         runs = (self.pinned,) if self.pinned is not None else self.runs
-        return tuple(r.id for r in runs if r.id is not None)
+        return tuple(
+            r.id for r in runs if r.id is not None and never_anchors(r, self.catalog) is None
+        )
 
     @property
     def notes(self) -> list[str]:
@@ -76,9 +82,11 @@ class Session:
         return self.catalog.resolve(REFERENCE_GPU).gpu
 
     def level(self, profile: Profile) -> StackLevel:
-        """The ``--stack`` level a prediction of ``profile`` assumes where no run anchors it:
-        the one named, else the stack gpuscout measures with on the backend that traced it."""
-        return stack_level(self.stack, profile.backend)
+        """The ``--stack`` level a prediction of ``profile`` assumes where no run anchors it
+        (and its ratios between GPUs where one does): the one named, else the stack gpuscout
+        measures with on the command's backend (a decoder's step is traced on JAX whatever
+        the backend: the backend asked still decides)."""
+        return stack_level(self.stack, self.backend)
 
     def anchors(self, profile: Profile, tf32: bool = True) -> Anchors:
         """Your stored runs of this very step, as anchors (``anchoring.py``)."""
@@ -102,11 +110,17 @@ class Session:
         return range_note(self.band(profile, tf32))
 
     def describe(self, profile: Profile, tf32: bool = True) -> str:
-        """The fit, the stack and the anchors behind a prediction of ``profile``, one line."""
+        """The fit, the stack and the anchors behind a prediction of ``profile``, and every
+        stored run of the step that could not anchor it with why, one line: what a command
+        that prints times or prices says beside them."""
         found = self.anchors(profile, tf32)
         level = self.level(profile)
-        what = found.describe() if found.anchored else f"software stack: {level.name} (--stack)"
-        return f"{self.calibration.describe(level)}; {what}"
+        what = (
+            f"{found.describe(profile.batch)}; the model's ratios are the {level.name} stack's"
+            if found.anchored
+            else f"software stack: {level.name} (--stack picks another)"
+        )
+        return "; ".join([self.calibration.describe(level), what, *found.notes])
 
     def predict(
         self,
@@ -153,6 +167,13 @@ class Session:
         matmuls. A forward pass (``--mode inference``) has no training run to compare with."""
         if profile.kind == "forward":
             return {}, {}
+        key = (profile.workload, *sorted(profile.dims.items()), profile.batch,
+               profile.precision, profile.backend, tf32)  # fmt: skip
+        if key not in self._measured:
+            self._measured[key] = self._measure(profile, tf32)
+        return self._measured[key]
+
+    def _measure(self, profile: Profile, tf32: bool) -> tuple[Measured, Measured]:
         speeds: dict[tuple[str, int], list[float]] = {}
         scaled: dict[tuple[str, int], list[float]] = {}
         for run in self.runs:
@@ -208,6 +229,7 @@ def session(
     stack: str | None = None,
     from_run: int | None = None,
     strict: bool = True,
+    backend: str = "tensorflow",
 ) -> Session:
     """The session a command predicts with: the calibration fitted once to the catalog's
     published rows (and your catalog files' rows), your stored GPU runs as anchors, and the
@@ -246,8 +268,9 @@ def session(
             )
     stack_level(stack)  # an unknown --stack is one line now, not at the first prediction
     return Session(
-        catalog, calibration_for(catalog), tuple(usable), tuple(bad), stack, pinned, strict
-    )
+        catalog, calibration_for(catalog), tuple(usable), tuple(bad), stack, backend, pinned,
+        strict,
+    )  # fmt: skip
 
 
 def _stored_run(store: Store | str | Path | None, run_id: int) -> RunResult:

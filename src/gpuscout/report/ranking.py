@@ -135,12 +135,17 @@ def _predicted(
     )
     # neighbours closer than the model's out-of-sample error are not ranked, said once
     notes += [f"{name}: {n}" for n in common if n.startswith("not distinguishable")]
+    # which stored runs anchor this workload's rows, and which of its runs could not (said
+    # per workload: a report ranks several)
+    notes += [f"{name}: {n}" for n in common if n.startswith(("anchored on", "not an anchor"))]
     ref_sps = next(p.samples_per_second for p in predicted if p.gpu == reference.id)
     rows = [
         RankRow(
             gpu=catalog.gpus[p.gpu].name,
-            kind="predicted",
-            setup=f"{profile.precision}, batch {profile.batch}",
+            # a GPU your runs of this step measured shows the measurement, said as such
+            kind="measured" if p.method.startswith("measured") else "predicted",
+            setup=f"{profile.precision}, batch {profile.batch}"
+            + (f" ({p.method})" if p.method.startswith("measured") else ""),
             samples_per_second=p.samples_per_second,
             low=p.low,
             high=p.high,
