@@ -247,13 +247,13 @@ def anchors_for(
     step that cannot anchor (a CPU run, another precision asked) does too, said."""
     if pinned is not None and not strict:
         if step_matches(pinned, profile) is not None:
-            found = anchors_for(profile, runs, catalog, efficiency, tf32)
+            rest = anchors_for(profile, runs, catalog, efficiency, tf32)
             other = pinned.model_copy(update={"precision": profile.precision})
             if pinned.precision != profile.precision and step_matches(other, profile) is None:
                 why = f"it measured {pinned.precision}, the job asks {profile.precision}"
-                return Anchors(found.on, (f"not an anchor: the job's run {pinned.id} ({why})",
-                                          *found.notes))  # fmt: skip
-            return found  # a report's other workloads: nothing to say
+                return Anchors(rest.on, (f"not an anchor: the job's run {pinned.id} ({why})",
+                                         *rest.notes))  # fmt: skip
+            return rest  # a report's other workloads: nothing to say
         try:
             return anchors_for(profile, runs, catalog, efficiency, tf32, pinned)
         except UserError as exc:
