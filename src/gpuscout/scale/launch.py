@@ -131,13 +131,29 @@ def _remove(tmp: Path, lock: int) -> None:
     """Remove the scratch folder, even when a second Ctrl-C or SIGTERM comes meanwhile (then
     finish the removal, and let the interrupt go on)."""
     try:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _rmtree_until_gone(tmp)
     except KeyboardInterrupt:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _rmtree_until_gone(tmp)
         raise
     finally:
         if lock >= 0:
             os.close(lock)
+
+
+REMOVE_S = 3.0  # how long a removal retries while a file still appears in the folder
+
+
+def _rmtree_until_gone(tmp: Path) -> None:
+    """``rmtree``, again while the folder is still there, for at most ``REMOVE_S``: a file a
+    worker's dying child (or SQLite's journal) writes while the tree is being removed leaves
+    the folder non-empty, which one ``rmtree(ignore_errors=True)`` leaves behind in silence
+    (an interrupted launch on a busy machine did, once)."""
+    end = time.monotonic() + REMOVE_S
+    while True:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not tmp.exists() or time.monotonic() >= end:
+            return
+        time.sleep(0.05)
 
 
 def sweep_stale(root: Path | None = None) -> list[Path]:
