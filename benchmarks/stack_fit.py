@@ -16,8 +16,8 @@ from gpuscout.catalog import load_catalog
 from gpuscout.predict import calibrate as c
 from gpuscout.predict.calibrate import fit_calibration, modelled
 from gpuscout.predict.calibration_points import published_points
+from gpuscout.predict.efficiency import TENSOR_KINDS
 from gpuscout.predict.out_of_sample import development, mape
-from gpuscout.predict.roofline import TENSOR_KINDS
 
 
 def _on(value: float, lo: float, hi: float) -> str:

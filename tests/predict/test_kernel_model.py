@@ -303,8 +303,8 @@ def test_cuda_core_gemm_factors_are_those_the_kernel_data_gives() -> None:
 def test_cuda_core_gemms_never_pass_their_peak_on_any_architecture() -> None:
     """The factor raises a CUDA-core GEMM's utilisation at most to 1 (the FP32 peak)."""
     from gpuscout.predict.calibration_points import Point, point_terms
+    from gpuscout.predict.efficiency import Efficiency
     from gpuscout.predict.profile import cached
-    from gpuscout.predict.roofline import Efficiency
 
     eff = Efficiency(tensor=(1.0, 1.0, 1.0, 1.0), step_s=0.0, launch_s=0.0)
     profile = cached("resnet50", {}, 256, "fp32")

@@ -12,10 +12,11 @@ from gpuscout.predict import scaling, uncertainty
 from gpuscout.predict.anchoring import Anchors, Measured
 from gpuscout.predict.calibrate import calibration_for, fit_calibration
 from gpuscout.predict.calibration_points import Point
+from gpuscout.predict.efficiency import Efficiency
 from gpuscout.predict.predictor import Prediction
 from gpuscout.predict.predictor import predict as predict_rows
 from gpuscout.predict.profile import Profile, cached
-from gpuscout.predict.roofline import Efficiency, samples_per_second, step_time
+from gpuscout.predict.roofline import samples_per_second, step_time
 from gpuscout.predict.stacks import stack_level
 
 EFF = Efficiency(tensor=(0.5, 0.4, 0.3, 0.35), step_s=0.002, launch_s=5e-6)
@@ -119,7 +120,7 @@ def test_fit_recovers_known_factors(cat: Catalog) -> None:
     gives back the tensor-core shares, how they scale with tensor FLOPs per SM-clock, the
     board power full clocks need and the stack's traffic factor (the launch and step costs
     are assumed, from data/overheads.csv, in the fit as in the truth)."""
-    from gpuscout.predict.roofline import overheads
+    from gpuscout.predict.efficiency import overheads
 
     cost = overheads()
     truth = Efficiency(tensor=(0.45, 0.7, 0.3, 0.5), step_s=cost["train_step_s"].value,

@@ -10,8 +10,9 @@ import pytest
 from gpuscout.catalog import Catalog, Gpu, load_catalog
 from gpuscout.predict.calibrate import Calibration, calibration_for, fit_calibration
 from gpuscout.predict.calibration_points import Point, point_terms, published_points
+from gpuscout.predict.efficiency import Efficiency
 from gpuscout.predict.profile import Profile, cached
-from gpuscout.predict.roofline import Efficiency, step_time
+from gpuscout.predict.roofline import step_time
 
 RATES = ("fp32_tflops", "tf32_tensor_tflops", "fp16_tensor_fp32acc_tflops",
          "fp16_tensor_fp16acc_tflops", "bf16_tensor_tflops", "fp8_tensor_tflops")  # fmt: skip

@@ -19,8 +19,9 @@ import pytest
 from gpuscout.catalog import Catalog, load_catalog
 from gpuscout.predict.calibrate import Calibration, _Design, calibration_for, modelled
 from gpuscout.predict.calibration_points import Point, point_terms, published_points
+from gpuscout.predict.efficiency import Efficiency
 from gpuscout.predict.profile import Profile, cached
-from gpuscout.predict.roofline import Efficiency, step_time
+from gpuscout.predict.roofline import step_time
 from gpuscout.predict.session import session
 
 # The shipped float32 profiles (workload, dims), each at several batch sizes.

@@ -35,9 +35,9 @@ def register(sub: Any) -> None:
 def run_calibrate(args: argparse.Namespace) -> int:
     from gpuscout.catalog import load_catalog
     from gpuscout.predict.calibration_points import user_rows_used
+    from gpuscout.predict.efficiency import overheads
     from gpuscout.predict.identification import identification, lines
     from gpuscout.predict.out_of_sample import shipped
-    from gpuscout.predict.roofline import overheads
     from gpuscout.predict.session import session
     from gpuscout.predict.stacks import levels
     from gpuscout.predict.uncertainty import band, relative_error

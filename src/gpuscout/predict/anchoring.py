@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
+from gpuscout.predict.efficiency import Efficiency
 from gpuscout.predict.predictor import runs_said
 from gpuscout.predict.profile import Profile, cached
-from gpuscout.predict.roofline import Efficiency, step_time
-from gpuscout.predict.uncertainty import screen_factor
+from gpuscout.predict.roofline import step_time
+from gpuscout.predict.uncertainty import screen_factor, widest_chip_band
 from gpuscout.records import FIT_PREFIX, RunResult
 from gpuscout.run_settings import ran_with_tf32
 
@@ -117,12 +118,9 @@ class Anchors:
         smallest), where that is more than the widest chip-relative band allows; else None."""
         if len(self.on) < 2:
             return None
-        from gpuscout.predict.out_of_sample import shipped
-
         ratios = [m.scale for m in self.on.values()]
         spread = max(ratios) / min(ratios)
-        low, high = (min(b[0] for b in shipped().chip_relative.values()),
-                     max(b[1] for b in shipped().chip_relative.values()))  # fmt: skip
+        low, high = widest_chip_band()
         return spread if spread > high / low else None
 
 
@@ -187,28 +185,36 @@ def _run_profile(run: RunResult, profile: Profile) -> Profile | None:
                   backend=profile.backend)  # fmt: skip
 
 
+def _unusable(run: RunResult, catalog: Catalog) -> str | None:
+    """Why a run's speed is no one GPU's measured samples/s, whatever step it is of (None: it
+    is one): ``never_anchors`` and ``_why_not`` both ask."""
+    device = str(run.env.get("device_name") or run.device)
+    spread = run.distribution
+    several = spread is not None and (spread.workers > 1 or bool(spread.logical_devices))
+    if catalog.find_device(device) is None:
+        return f"its GPU '{device}' is not in the catalog"
+    if run.samples_per_second is None:
+        return "it measured steps/s only (no batch size given), not samples/s"
+    if run.mfu is not None and run.mfu > 1:
+        return f"its MFU is {run.mfu:.0%}, above 100 %: its peak or its figures are wrong"
+    if run.replicas > 1 or several:
+        return f"it ran data parallel on {run.replicas} replicas; an anchor is one GPU's speed"
+    return None
+
+
 def _why_not(
     run: RunResult, profile: Profile, catalog: Catalog, tf32: bool
 ) -> tuple[str | None, Gpu | None, Profile | None]:
     """Why ``run`` cannot anchor ``profile`` (None: it can), its GPU and its step's profile."""
-    device = str(run.env.get("device_name") or run.device)
-    gpu = catalog.find_device(device)
-    spread = run.distribution
-    several = spread is not None and (spread.workers > 1 or bool(spread.logical_devices))
+    gpu = catalog.find_device(str(run.env.get("device_name") or run.device))
     reason = step_matches(run, profile)
     at = None
     if run.status != "ok":
         reason = f"it did not succeed (status {run.status})"
     elif reason is not None:
         pass
-    elif gpu is None:
-        reason = f"its device '{device}' is not a catalog GPU"
-    elif run.samples_per_second is None:
-        reason = "it measured steps/s only (no batch size given), not samples/s"
-    elif run.mfu is not None and run.mfu > 1:
-        reason = f"its MFU is {run.mfu:.0%}, above 100 %: its peak or its figures are wrong"
-    elif run.replicas > 1 or several:
-        reason = f"it ran data parallel on {run.replicas} replicas, not one GPU"
+    elif (unusable := _unusable(run, catalog)) is not None or gpu is None:
+        reason = unusable
     elif (
         profile.precision == "fp32"
         and gpu.tf32_tensor_tflops  # without TF32 units the switch changes nothing
@@ -311,24 +317,16 @@ def anchors_for(
 def never_anchors(run: RunResult, catalog: Catalog) -> str | None:
     """Why a stored GPU run can anchor no prediction at all (None: it can anchor one of its
     own step), said once per command, so a run of yours is never left out silently."""
-    device = str(run.env.get("device_name") or run.device)
     if run.mode != "train":
         return None  # an inference run: no training prediction to anchor, and no news
-    if catalog.find_device(device) is None:
-        return f"its GPU '{device}' is not in the catalog"
-    if run.samples_per_second is None:
-        return "it measured steps/s only (ScoutCallback without batch_size), not samples/s"
-    if run.workload.startswith(FIT_PREFIX):
+    unusable = _unusable(run, catalog)
+    if unusable is None and run.workload.startswith(FIT_PREFIX):
         return (
             "it was timed by ScoutCallback inside model.fit: it anchors that callback's own "
             "prediction; for the others, measure the model with bench --model or predict it "
             "with --model"
         )
-    if run.replicas > 1:
-        return f"it ran on {run.replicas} devices; an anchor is one GPU's speed"
-    if run.mfu is not None and run.mfu > 1:
-        return f"its MFU is {run.mfu:.0%}, above 100 %: its peak or its figures are wrong"
-    return None
+    return unusable
 
 
 __all__ = ["Anchors", "Measured", "anchors_for", "never_anchors", "step_matches"]

@@ -42,14 +42,14 @@ import numpy as np
 from gpuscout.catalog import Catalog
 from gpuscout.predict import calibration_cache
 from gpuscout.predict.calibration_points import Point, point_terms, published_points
-from gpuscout.predict.roofline import (
+from gpuscout.predict.efficiency import (
     POWER_EXPONENT,
     RHO_REF,
     TENSOR_KINDS,
     Efficiency,
-    combine,
     overheads,
 )
+from gpuscout.predict.roofline import combine
 from gpuscout.predict.stacks import StackLevel
 
 _TENSOR = (0.05, 1.0)  # a share of the tensor peak: 1 is the peak itself

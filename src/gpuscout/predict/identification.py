@@ -14,7 +14,7 @@ import numpy as np
 
 from gpuscout.predict.calibrate import _LOG_TRAFFIC, _POWER_W, _SCALING, _TENSOR, Calibration
 from gpuscout.predict.calibration_points import Point, point_terms
-from gpuscout.predict.roofline import RHO_REF, TENSOR_KINDS
+from gpuscout.predict.efficiency import RHO_REF, TENSOR_KINDS
 
 # A row determines a kernel kind's share when that kind takes at least this share of its step.
 _MATTERS = 0.1

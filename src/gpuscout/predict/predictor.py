@@ -20,9 +20,10 @@ from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.errors import UserError
 from gpuscout.predict import ranking, scaling
 from gpuscout.predict.calibrate import Calibration
+from gpuscout.predict.efficiency import Efficiency
 from gpuscout.predict.kernel_model import GpuFeatures
 from gpuscout.predict.profile import Profile
-from gpuscout.predict.roofline import Efficiency, step_time
+from gpuscout.predict.roofline import step_time
 from gpuscout.predict.stacks import StackLevel
 from gpuscout.predict.uncertainty import band, relative_error
 

@@ -90,8 +90,7 @@ class Session:
 
     def anchors(self, profile: Profile, tf32: bool = True) -> Anchors:
         """Your stored runs of this very step, as anchors (``anchoring.py``)."""
-        key = (profile.workload, *sorted(profile.dims.items()), profile.batch,
-               profile.precision, profile.kind, profile.backend, tf32)  # fmt: skip
+        key = _step_key(profile, tf32)
         if key not in self._found:
             eff = self.calibration.efficiency_for(self.level(profile), profile.precision)
             found = anchors_for(
@@ -167,8 +166,7 @@ class Session:
         matmuls. A forward pass (``--mode inference``) has no training run to compare with."""
         if profile.kind == "forward":
             return {}, {}
-        key = (profile.workload, *sorted(profile.dims.items()), profile.batch,
-               profile.precision, profile.backend, tf32)  # fmt: skip
+        key = _step_key(profile, tf32)
         if key not in self._measured:
             self._measured[key] = self._measure(profile, tf32)
         return self._measured[key]
@@ -195,6 +193,13 @@ class Session:
             {k: statistics.median(v) for k, v in speeds.items()},
             {k: statistics.median(v) for k, v in scaled.items()},
         )
+
+
+def _step_key(profile: Profile, tf32: bool) -> tuple[object, ...]:
+    """A step as the session's caches know it (``Profile.key`` needs a registered workload,
+    which a ScoutCallback step is not)."""
+    return (profile.workload, *sorted(profile.dims.items()), profile.batch, profile.precision,
+            profile.kind, profile.backend, tf32)  # fmt: skip
 
 
 def _on_gpu(device: str) -> bool:

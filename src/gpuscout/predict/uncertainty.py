@@ -39,8 +39,7 @@ def band(workload: str = "resnet50", kind: str = "train", anchored: bool = False
     if workload not in VALIDATED or kind != "train":
         what = "inference" if kind != "train" else workload
         if anchored:
-            relative = figures.chip_relative.values()
-            low, high = min(b[0] for b in relative), max(b[1] for b in relative)
+            low, high = widest_chip_band()
             return Band(low, high, f"{what}: relative to your measured run, not validated on "
                         "published data; the range is the widest of the validated workloads' "
                         "chip-relative bands, an assumption")  # fmt: skip
@@ -70,6 +69,14 @@ def band(workload: str = "resnet50", kind: str = "train", anchored: bool = False
     )
 
 
+def widest_chip_band() -> tuple[float, float]:
+    """The widest of the validated families' chip-relative bands: an anchored workload no
+    published row validates takes it, and measured GPUs whose ratios to the model differ by
+    more than it disagree."""
+    relative = shipped().chip_relative.values()
+    return min(b[0] for b in relative), max(b[1] for b in relative)
+
+
 def relative_error() -> float:
     """How far off a speed relative to another GPU is, out of sample (leave one source out,
     80th percentile): options closer than this are not ranked."""
@@ -94,4 +101,12 @@ def screen_factor() -> float:
     return 2 * max(1 / low, high)
 
 
-__all__ = ["VALIDATED", "Band", "band", "range_note", "relative_error", "screen_factor"]
+__all__ = [
+    "VALIDATED",
+    "Band",
+    "band",
+    "range_note",
+    "relative_error",
+    "screen_factor",
+    "widest_chip_band",
+]
