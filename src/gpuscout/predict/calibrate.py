@@ -96,6 +96,14 @@ class Calibration:
         return {"tensor": self.tensor, "scaling": self.scaling, "power_w": self.power_w,
                 "stacks": self.stacks, "count": self.count}  # fmt: skip
 
+    @classmethod
+    def from_json(cls, raw: Any, source: Callable[[], Sequence[Point]]) -> Calibration:
+        """A fit as ``to_json`` wrote it (the shipped file, a disk-cache entry), its points
+        made by ``source`` when first asked for."""
+        return cls(tensor=tuple(raw["tensor"]), stacks=dict(raw["stacks"]),
+                   scaling=tuple(raw["scaling"]), power_w=raw["power_w"], count=raw["count"],
+                   source=source)  # fmt: skip
+
     @property
     def stack(self) -> float:
         """The median of every fitted stack's traffic factor (``calibrate``'s summary)."""
@@ -106,14 +114,14 @@ class Calibration:
         factors in this fit, and where it came from (a fit without any of them, from a
         catalog of yours without their rows, takes every stack's median, said)."""
         mine = [self.stacks[s] for s in level.stacks if s in self.stacks]
-        if mine:
-            return statistics.median(
-                mine
-            ), f"the {level.name} level ({len(mine)} published stack{'s' * (len(mine) != 1)})"
-        return (
-            self.stack,
-            f"every fitted stack's median: none of the {level.name} level's stacks is in this fit",
-        )
+        if not mine:
+            return self.stack, (
+                f"every fitted stack's median: none of the {level.name} level's stacks is fitted"
+            )
+        many = "s" * (len(mine) != 1)
+        return statistics.median(
+            mine
+        ), f"the {level.name} level ({len(mine)} published stack{many})"
 
     def _efficiency(self, traffic: float) -> Efficiency:
         cost = overheads()
@@ -293,14 +301,7 @@ def _cached_fit(points: Sequence[Point]) -> Calibration:
         cal = _fit(points)
         calibration_cache.write(points, FIT_REVISION, cal.to_json())
         return cal
-    return Calibration(
-        tensor=stored.tensor,
-        stacks=dict(stored.stacks),
-        scaling=stored.scaling,
-        power_w=stored.power_w,
-        count=stored.count,
-        source=lambda: points,
-    )
+    return Calibration.from_json(stored.model_dump(), lambda: points)
 
 
 def _fit(points: Sequence[Point]) -> Calibration:
@@ -358,14 +359,7 @@ def calibration_for(catalog: Catalog) -> Calibration:
     ):
         try:
             raw = json.loads(SHIPPED_FIT.read_text())
-            return Calibration(
-                tensor=tuple(raw["tensor"]),
-                stacks=raw["stacks"],
-                scaling=tuple(raw["scaling"]),
-                power_w=raw["power_w"],
-                count=raw["count"],
-                source=lambda: published_points(catalog),
-            )
+            return Calibration.from_json(raw, lambda: published_points(catalog))
         except (OSError, ValueError, KeyError):
             pass  # not shipped (a source checkout before the first --write): fit it
     return fit_calibration(published_points(catalog), cached=True)
