@@ -85,8 +85,7 @@ def test_fit_runs_anchor_no_command_and_say_why() -> None:
         "not an anchor: your run 1 (it was timed by ScoutCallback inside model.fit: it anchors "
         "that callback's own prediction; for the others, measure the model with bench --model "
         "or predict it with --model)",
-        "not an anchor: your run 2 (it measured steps/s only (no batch size given), not "
-        "samples/s)",
+        "not an anchor: your run 2 (it measured steps/s only (no batch size given), not samples/s)",
         "not an anchor: your run 3 (it was timed by ScoutCallback inside model.fit: it anchors "
         "that callback's own prediction; for the others, measure the model with bench --model "
         "or predict it with --model)",

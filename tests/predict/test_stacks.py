@@ -9,6 +9,7 @@ import statistics
 import pytest
 
 from gpuscout.catalog import load_catalog
+from gpuscout.cli.job_args import STACK_HELP
 from gpuscout.predict.calibrate import calibration_for
 from gpuscout.predict.stacks import default_level, levels, stack_level
 from gpuscout.run_settings import TRAINING_PRECISION
@@ -28,6 +29,8 @@ def test_each_level_is_learned_from_its_own_stacks_rows() -> None:
     assert default_level("tensorflow").name == "tf"  # bench's default: TensorFlow, no XLA
     assert default_level("jax").name == "keras-jax"
     assert stack_level(None, "jax").name == "keras-jax" and stack_level("tuned").name == "tuned"
+    # the help names every level (written out: the parser is built without importing predict)
+    assert all(f" {name} " in f" {STACK_HELP.replace(',', ' ')} " for name in levels())
 
 
 def _predicted(*args: str) -> dict[str, object]:

@@ -1,12 +1,14 @@
 """Software-stack levels a prediction can be made for (``--stack``), from ``data/stacks.csv``.
 
-A published row's speed depends on the software that measured it as well as the GPU: the same
-ResNet-50 on an A100 runs 1,390 images/s in one stack and 2,375 in NVIDIA's tuned one. The
-calibration fits one traffic factor per published stack (``calibrate.py``); a level groups the
-stacks a user's software resembles, and a prediction without a stored run of its own takes the
-median of the level's factors. Which stacks make a level, and the level each measuring backend
-gets by default, are data (sourced, with why), not code. A stored run anchors instead
-(``anchoring.py``): its own stack is then measured, not assumed.
+A published row's speed depends on the software that measured it as well as the GPU: mixed-
+precision ResNet-50 on an A100 80GB SXM is published at 1,582 images/s in Lambda's PyTorch
+benchmark and at 2,470 in NVIDIA's tuned PyTorch example
+(``catalog/data/v1/published_training.csv``). The calibration fits one traffic factor per
+published stack (``calibrate.py``); a level groups the stacks a user's software resembles, and a
+prediction without a stored run of its own takes the median of the level's factors. Which stacks
+make a level, and the level each measuring backend gets by default, are data (sourced, with
+why), not code. A stored run anchors instead (``anchoring.py``): its own stack is then measured,
+not assumed.
 """
 
 from __future__ import annotations
