@@ -14,16 +14,36 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 # The signals received since :func:`forget`; the CLI forgets at the start of each command.
 received: list[int] = []
+_held = False  # inside :func:`held`: a signal is recorded, and raised when it ends
 
 
 def _interrupt(signum: int, _frame: object) -> None:
     received.append(signum)
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+    if not _held:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """A few statements no signal may split: one that comes meanwhile is recorded and raised
+    as KeyboardInterrupt when they end. ``launch`` starts each worker and records it in one
+    such step: a SIGTERM between the two once left a worker the launcher never stopped, which
+    wrote its interrupted run into the scratch folder after the launcher had removed it."""
+    global _held
+    outer = _held
+    _held = True
+    try:
+        yield
+    finally:
+        _held = outer
+    if not outer:
+        raise_if_received()
 
 
 def raise_if_received() -> None:

@@ -398,3 +398,27 @@ def test_a_failure_an_interrupt_caused_during_the_childs_imports_prints_no_trace
     monkeypatch.setattr(child, "_signalled", [])
     child._quiet_interrupts(ImportError, lost, None)
     assert "PyCapsule_Import" in capsys.readouterr().err  # not interrupted: a real failure
+
+
+def test_a_signal_inside_a_held_step_is_raised_when_the_step_ends() -> None:
+    """``interrupts.held``: a real SIGTERM in the middle of a step that must not be split
+    (launch starting a worker and recording it) is raised after the step, not inside it. An
+    unheld SIGTERM still raises at once."""
+    from gpuscout import interrupts
+
+    restore = interrupts.stop_on_signals()
+    interrupts.forget()
+    done: list[str] = []
+    try:
+        with pytest.raises(KeyboardInterrupt, match="SIGTERM"), interrupts.held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # the handler runs here, and must not raise
+            done.append("the rest of the step")
+        assert done == ["the rest of the step"]
+        interrupts.forget()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+    finally:
+        interrupts.forget()
+        restore()

@@ -91,7 +91,8 @@ def launch(
         started: list[_Worker] = []
         try:  # an interrupt while they start still stops those already started
             for i in range(workers):
-                started.append(_start(i, addresses, bench_args, tmp))
+                with interrupts.held():  # started and recorded, or neither: each is stopped
+                    started.append(_start(i, addresses, bench_args, tmp))
             say(f"started {workers} workers on {', '.join(addresses)}")
             _wait(started, say)
         except KeyboardInterrupt:
@@ -131,29 +132,13 @@ def _remove(tmp: Path, lock: int) -> None:
     """Remove the scratch folder, even when a second Ctrl-C or SIGTERM comes meanwhile (then
     finish the removal, and let the interrupt go on)."""
     try:
-        _rmtree_until_gone(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
     except KeyboardInterrupt:
-        _rmtree_until_gone(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
         if lock >= 0:
             os.close(lock)
-
-
-REMOVE_S = 3.0  # how long a removal retries while a file still appears in the folder
-
-
-def _rmtree_until_gone(tmp: Path) -> None:
-    """``rmtree``, again while the folder is still there, for at most ``REMOVE_S``: a file a
-    worker's dying child (or SQLite's journal) writes while the tree is being removed leaves
-    the folder non-empty, which one ``rmtree(ignore_errors=True)`` leaves behind in silence
-    (an interrupted launch on a busy machine did, once)."""
-    end = time.monotonic() + REMOVE_S
-    while True:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not tmp.exists() or time.monotonic() >= end:
-            return
-        time.sleep(0.05)
 
 
 def sweep_stale(root: Path | None = None) -> list[Path]:
