@@ -171,7 +171,9 @@ def test_html_opens_in_chromium_and_draws_every_chart(written: dict[str, str]) -
     assert sorted(c[0] for c in counts) == CHARTS
     for kind, svgs, marks, height in counts:
         assert svgs == 1 and height > 100, kind
-        assert marks > 20, f"the {kind} chart has only {marks} drawn elements"
+        # bare axes draw about a dozen (the frame, four spines, the ticks); one bar and its
+        # range bring the one-run ranking to 18
+        assert marks > 15, f"the {kind} chart has only {marks} drawn elements"
     assert overlaps == []  # no two labels of a chart drawn over each other
     colours = Image.open(BytesIO(png)).convert("RGB").getcolors(maxcolors=1 << 16)
     assert colours is None or len(colours) > 50  # not a blank page

@@ -102,6 +102,7 @@ def ranking_chart(ranking: Ranking) -> str:
         ax.set_yticks(list(range(len(rows))), [_label(f"{r.gpu} [{r.kind}]") for r in rows])
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.set_xlim(0, top * 1.04)
+        _plain_linear_ticks(ax.xaxis)
         ax.set_xlabel(f"{ranking.unit}/s (bars: range)")
         ax.set_title(_label(f"{ranking.workload}: training throughput{left_out}"))
         return _svg(fig)
@@ -150,6 +151,27 @@ def _plain_log_ticks(axis: Any, values: list[float]) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+def _plain_linear_ticks(axis: Any) -> None:
+    """At most six ticks, written short (250k, 1.5M): long GPU names leave the bars a narrow
+    axis, where matplotlib's default of nine six-digit labels runs together in a browser."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
+
+
+def _short(value: float) -> str:
+    """A tick value in at most four characters and a suffix: 0, 750, 12.5k, 200k, 1.5M."""
+    for suffix, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+# Room kept around a point's name, in pixels each way: a browser draws the SVG's text in its
+# own font, a little taller or wider than matplotlib measured it.
+NAME_PAD = 2.5
+
 # Where a point's name may go, in points from it: right, left, above, below, then further.
 LABEL_SPOTS = (
     (5, 3, "left", "bottom"), (5, -3, "left", "top"), (-5, 3, "right", "bottom"),
@@ -178,7 +200,7 @@ def _name_points(fig: Figure, ax: Axes, points: list[tuple[str, float, float]]) 
             far = {"arrowstyle": "-", "color": "#999999", "lw": 0.5} if abs(dy) > 8 else None
             label = ax.annotate(_label(text), (x, y), xytext=(dx, dy), textcoords="offset points",
                                 ha=ha, va=va, fontsize=7, arrowprops=far)  # fmt: skip
-            box = label.get_window_extent()
+            box = label.get_window_extent().padded(NAME_PAD)
             fits = inside.x0 <= box.x0 and box.x1 <= inside.x1
             fits = fits and inside.y0 <= box.y0 and box.y1 <= inside.y1
             if fits and not any(box.overlaps(b) for b in taken):
