@@ -14,12 +14,12 @@ from gpuscout.predict.finetuning_check import check, range_note, shipped, summar
 from gpuscout.predict.finetuning_rows import excluded, implied_tflops, load_rows
 
 
-def test_rows_are_sourced_and_only_vectorlm_is_reserved() -> None:
+def test_rows_are_sourced() -> None:
+    """Each row names its repository at a commit and a file (the reserved external test's
+    sources are not among them: ``test_no_shipped_data_file_names_a_reserved_source``)."""
     rows = load_rows()
-    assert len(rows) == 50
+    assert len(rows) == 17
     assert all("@" in r.source and r.throughput > 0 for r in rows)
-    reserved = {r.source_id for r in rows if r.use == "reserved"}
-    assert reserved == {"vectorlm-ref-v1", "vectorlm-ref-v2"}
     # what a source leaves unstated is read from a named config, and said
     torchtune = [r for r in rows if r.source_id == "torchtune-readme" and r.mode == "lora"]
     assert all(r.lora_rank == 8 and r.checkpointing for r in torchtune)
@@ -54,16 +54,14 @@ def test_the_stored_error_is_what_the_shipped_profiles_give(
 
     monkeypatch.setattr(profile_trace, "compute", no_trace)
     catalog = load_catalog()
-    stored = shipped()
-    assert stored is not None
-    for use, figures in zip(("validation", "reserved"), stored, strict=True):
-        checked, _ = check([r for r in load_rows() if r.use == use], catalog)
-        now = summarize(checked)
-        assert now.rows == figures.rows and now.gpus == figures.gpus
-        assert math.isclose(now.mape, figures.mape, abs_tol=0.005), (use, now, figures)
-        assert math.isclose(now.median_ratio, figures.median_ratio, abs_tol=0.005)
-        assert math.isclose(now.inside_range, figures.inside_range, abs_tol=1e-9)
-    validation = stored[0]
+    validation = shipped()
+    assert validation is not None
+    checked, _ = check(list(load_rows()), catalog)
+    now = summarize(checked)
+    assert now.rows == validation.rows and now.gpus == validation.gpus
+    assert math.isclose(now.mape, validation.mape, abs_tol=0.005), (now, validation)
+    assert math.isclose(now.median_ratio, validation.median_ratio, abs_tol=0.005)
+    assert math.isclose(now.inside_range, validation.inside_range, abs_tol=1e-9)
     assert validation.rows >= 10 and validation.sources >= 3 and len(validation.gpus) >= 3
     note = range_note("llama-3.1-8b")
     assert f"checked on {validation.rows} published fine-tuning rows" in note

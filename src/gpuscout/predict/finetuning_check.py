@@ -3,8 +3,7 @@
 Each published row (``finetuning_rows.py``) is predicted as ``gpuscout predict`` would answer
 it, at its own model, mode, LoRA rank, sequence, batch, precision, checkpointing and GPU count,
 and compared per GPU. No row was used to fit or design anything, so the figures are out of
-sample by whole source. ``validation`` rows give the error ``predict`` reports for the decoder
-workloads; ``reserved`` rows (vectorlm) are the external check, reported apart.
+sample by whole source; they give the error ``predict`` reports for the decoder workloads.
 
 ``benchmarks/finetuning_accuracy.py`` prints them and ``--write`` stores the summary in
 ``predict/data/finetuning_accuracy.json`` (what ``predict`` says of its range); a test
@@ -41,8 +40,8 @@ class Checked:
         return self.low <= self.row.tokens_per_gpu <= self.high
 
 
-# Every published fine-tuning row runs on PyTorch (torchtune, xtuner, Answer.AI's fsdp_qlora and
-# VectorLM on PyTorch FSDP, NeMo: the csv's framework column), so each is predicted as a user
+# Every published fine-tuning row runs on PyTorch (torchtune, xtuner, Answer.AI's fsdp_qlora on
+# PyTorch FSDP, NeMo: the csv's framework column), so each is predicted as a user
 # of that stack asks it, ``--stack pytorch``: a published stack at its own level (issue 41).
 ROWS_STACK = "pytorch"
 

@@ -1,11 +1,11 @@
 """Published fine-tuning throughput of 7-8B decoders, and how gpuscout reads each row.
 
 ``data/published_finetuning.csv`` holds the rows as their sources print them (each with
-repo@commit and path), plus two columns of gpuscout's: ``assumed``, the settings a row does not
-state and where gpuscout read them instead (a recipe's default config at a stored commit), and
-``use``: ``validation`` rows are what ``docs/predict.md`` reports the decoder prediction's error
-on; ``reserved`` rows (VectorInstitute/vectorlm's reference tables) are the external check,
-reported apart and never used to design, fit or tune anything.
+repo@commit and path), plus a column of gpuscout's: ``assumed``, the settings a row does not
+state and where gpuscout read them instead (a recipe's default config at a stored commit). They
+are the validation rows ``docs/predict.md`` reports the decoder prediction's error on. The
+sources issue 41 reserves as the project's external test are not here at all: the project
+keeps them, and nothing shipped may be designed or tuned on them.
 
 No row is in any fit: the kernel model and the calibration learn from ResNet-50 and BERT rows
 (``catalog/data/v1/published_training.csv``), so every row here is out of sample, held out by
@@ -60,7 +60,6 @@ class FinetuneRow(BaseModel):
     attention: str = ""
     throughput: float = Field(gt=0)
     unit: Literal["tokens/s", "tokens/s/GPU"]
-    use: Literal["validation", "reserved"]
     assumed: str = ""
     note: str = ""
 

@@ -35,21 +35,21 @@ def _path() -> Path:
     return Path(str(resources.files("gpuscout.predict").joinpath("data/finetuning_accuracy.json")))
 
 
-def write(validation: Summary, reserved: Summary) -> Path:
+def write(validation: Summary) -> Path:
     path = _path()
-    body = {"validation": asdict(validation), "reserved": asdict(reserved)}
+    body = {"validation": asdict(validation)}
     path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
     return path
 
 
 @cache
-def shipped() -> tuple[Summary, Summary] | None:
-    """The stored figures (validation, reserved), or None before any were written."""
+def shipped() -> Summary | None:
+    """The stored figures, or None before any were written."""
     try:
         body = json.loads(_path().read_text())
     except OSError:
         return None
-    return Summary(**body["validation"]), Summary(**body["reserved"])
+    return Summary(**body["validation"])
 
 
 def range_note(workload: str) -> str:
@@ -59,7 +59,7 @@ def range_note(workload: str) -> str:
             "their errors' middle 90 %), an assumption")  # fmt: skip
     if figures is None:
         return f"{base}; not validated on published data"
-    v = figures[0]
+    v = figures
     return (
         f"{base}; checked on {v.rows} published fine-tuning rows of 7-8B decoders from "
         f"{v.sources} sources on {', '.join(v.gpus)} (none used to fit or design it): tokens/s "
