@@ -93,8 +93,12 @@ def test_rentals_are_priced_per_instance_size(setup: tuple[Profile, Session]) ->
     profile, model = setup
     result = advise(Request(profile, SAMPLES, "images", counts=(1, 8)), model, Assumptions())
     by = {(c.gpu, c.count, c.provider): c for c in result.ranked}
-    assert by[("rtx-4090", 8, "runpod")].usd_per_hour == pytest.approx(8 * 0.69)
+    assert by[("rtx-4090", 8, "runpod")].usd_per_hour == pytest.approx(8 * 0.34)  # a pod of 8
     assert by[("rtx-4090", 1, "runpod")].usd_per_hour == pytest.approx(0.34)
-    b200 = by[("b200", 8, "runpod")]
-    assert "assumed: GPUs rented singly" in b200.price_note
-    assert any("b200 (runpod)" in a and "rented singly" in a for a in result.assumptions)
+    assert "any 1-8 GPUs" in by[("b200", 8, "runpod")].price_note
+    # Lambda rents the B200 as 1-GPU instances only: 8 of them are 8 machines, timed so
+    lambda_ = by[("b200", 8, "lambda")]
+    assert "8 machines, talking over a 10 Gb/s network" in lambda_.price_note
+    assert lambda_.samples_per_second < 0.8 * by[("b200", 8, "runpod")].samples_per_second
+    assert any("every way each provider sells them is an option" in a
+               for a in result.assumptions)  # fmt: skip

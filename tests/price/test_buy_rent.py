@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.catalog.cost_defaults import NAMES, REFERENCE, cost_defaults, read_cost_defaults
+from gpuscout.catalog.cost_defaults import (
+    NAMES,
+    REFERENCE,
+    RENTALS,
+    cost_defaults,
+    read_cost_defaults,
+)
 from gpuscout.errors import UserError
 from gpuscout.price import Assumptions
 from gpuscout.price.break_even import HOURS_PER_MONTH, break_even
@@ -22,7 +28,7 @@ BOTH = (*JOB, "--option", "4090@owned", "--option", "4090@used")
 
 def test_every_default_comes_from_the_file_with_a_source() -> None:
     table = cost_defaults()
-    assert set(table.rows) == {*NAMES, *REFERENCE}
+    assert set(table.rows) == {*NAMES, *REFERENCE, *RENTALS}
     for row in table.rows.values():
         assert row.source.strip() and row.retrieved_on and row.unit
         # a figure without a publication says so, never an invented citation

@@ -1,9 +1,13 @@
-"""Rentals priced per instance size, purchases from the catalog's prices (issue 30).
+"""Rentals priced per instance size as providers sell them, purchases from the catalog's
+prices (issues 30 and 42).
 
-8 x RTX 4090 on RunPod was priced at the 1-GPU community price ($0.34/GPU-h) though the
-catalog lists RunPod's 8-GPU instance at $0.69: n GPUs are now priced from an n-GPU instance,
-else the smallest bigger one (all of it paid for), else n x the 1-GPU price, said to be an
-assumption.
+Issue 30: 8 x RTX 4090 on RunPod was priced at the 1-GPU community price though the catalog
+listed only its 8-GPU instance beside it. Issue 42: 2 rented GPUs were then priced as that
+whole 8-GPU box ($5.52/h for a job two single rentals do for $0.68/h), and 8 H100 rented
+singly were timed as one NVLink box. Now every way a provider sells n GPUs is kept (one
+n-GPU instance, a RunPod pod of any count, several smaller instances on as many machines
+over a network, the smallest bigger instance paid whole), each timed as it is laid out, and
+the cheapest for the job is the one priced and compared.
 """
 
 from __future__ import annotations
@@ -16,7 +20,13 @@ from gpuscout.catalog import Catalog, load_catalog
 from gpuscout.predict.profile import cached
 from gpuscout.predict.session import session
 from gpuscout.price import Assumptions, cost_all
-from gpuscout.price.instances import SINGLY, cheapest_rental, purchase, rental
+from gpuscout.price.instances import (
+    ASSUMED_RATE,
+    cheapest_rental,
+    purchase,
+    rental_ways,
+    separate_instances_gbit,
+)
 from gpuscout.price.options import build_options, parse_option
 
 HEADER = (
@@ -36,38 +46,65 @@ def _with_prices(tmp_path: Path, rows: list[str]) -> Catalog:
     return load_catalog([str(path)])
 
 
-def test_eight_rtx_4090_on_runpod_are_its_eight_gpu_instance(cat: Catalog) -> None:
+def test_runpod_pods_take_a_gpu_count_at_the_per_gpu_rate(cat: Catalog) -> None:
+    """RunPod sells a pod with a GPU count (runpodctl --gpuCount, the row's notes): 2 RTX
+    4090 are one 2-GPU pod at 2 x $0.34, not its 8-GPU secure instance paid whole."""
     gpu = cat.gpus["rtx-4090"]
-    one = rental(cat, gpu, "runpod", 1)
-    eight = rental(cat, gpu, "runpod", 8)
-    assert one is not None and eight is not None
-    assert one.usd_per_hour == pytest.approx(0.34)  # the 1-GPU community price
-    assert eight.usd_per_hour == pytest.approx(8 * 0.69) and eight.gpus_paid == 8
-    assert eight.usd_per_gpu_hour == pytest.approx(0.69)
-    assert "8-GPU instance 8x_RTX4090_SECURE" in eight.how and not eight.assumed
-    # two GPUs: RunPod lists no 2-GPU RTX 4090 instance, so its 8-GPU one is paid for whole
-    two = rental(cat, gpu, "runpod", 2)
-    assert two is not None and two.gpus_paid == 8 and two.usd_per_hour == pytest.approx(5.52)
-    assert "all 8 paid for" in two.how
-    # sixteen: two machines of eight, as the prediction runs them
-    sixteen = rental(cat, gpu, "runpod", 16)
-    assert sixteen is not None and sixteen.usd_per_hour == pytest.approx(2 * 5.52)
-    assert sixteen.how.startswith("2 machines, each 8-GPU instance")
+    one, two, eight = (cheapest_rental(cat, gpu, n, "runpod") for n in (1, 2, 8))
+    assert one is not None and one.usd_per_hour == pytest.approx(0.34)
+    assert two is not None and two.usd_per_hour == pytest.approx(0.68)
+    assert two.gpus_paid == 2 and two.layout == (1, 2) and "any 1-8 GPUs" in two.how
+    assert eight is not None and eight.usd_per_hour == pytest.approx(8 * 0.34)
+    # sixteen: more than a pod holds, so two pods on two hosts, over a network
+    sixteen = cheapest_rental(cat, gpu, 16, "runpod")
+    assert sixteen is not None and sixteen.layout == (2, 8)
+    assert sixteen.network_gbit == separate_instances_gbit() and "2 machines" in sixteen.how
 
 
-def test_only_single_gpu_rows_are_n_times_the_1_gpu_price_said_assumed(cat: Catalog) -> None:
-    found = rental(cat, cat.gpus["b200"], "runpod", 8)
-    assert found is not None and found.assumed
-    assert found.usd_per_hour == pytest.approx(8 * 5.98)
-    assert f"8 x the 1-GPU price $5.98/GPU-h ({SINGLY})" == found.how
-    assert rental(cat, cat.gpus["b200"], "aws", 8) is None  # no such price
+def test_one_gpu_instances_rent_as_separate_machines_timed_over_a_network(cat: Catalog) -> None:
+    """Lambda lists the A100 40 GB only as a 1-GPU instance: two are two machines talking over
+    the separate-instances network (sourced in cost_defaults.csv), and the prediction times
+    them so; 8 H100 at Nebius (1-GPU rows) are 8 machines, not one NVLink box."""
+    a100 = cat.gpus["a100-40gb-sxm"]
+    two = cheapest_rental(cat, a100, 2, "lambda")
+    assert two is not None and two.layout == (2, 1) and two.usd_per_hour == pytest.approx(3.98)
+    assert "not NVLink or PCIe" in two.how and f"{separate_instances_gbit():g} Gb/s" in two.how
+    h100 = cat.gpus["h100-sxm"]
+    nebius = cheapest_rental(cat, h100, 8, "nebius")
+    assert nebius is not None and nebius.layout == (8, 1)
+    profile = cached("resnet50", {}, 256, "mixed_float16")
+    assert profile is not None
+    model = session(cat, None)
+    box = model.option(profile, h100, 8)  # one HGX machine, NVLink
+    apart = model.option(profile, h100, 8, layout=nebius.layout,
+                         network_gbit=nebius.network_gbit)  # fmt: skip
+    assert "network" in apart.link and "NVLink" in box.link
+    assert apart.scaling_efficiency < box.scaling_efficiency - 0.2
+
+
+def test_the_cheapest_way_is_the_cheapest_for_the_job(cat: Catalog) -> None:
+    """Per hour, 8 H100 as 8 Nebius 1-GPU instances ($30.80) undercut Lambda's 8-GPU box
+    ($31.92); for a job that scales over NVLink and not over a 10 Gb/s network, the box is
+    the cheaper way to do the work, and cheapest_rental takes the job's scaling into it."""
+    h100 = cat.gpus["h100-sxm"]
+    ways = {r.provider: r for r in rental_ways(cat, h100, 8, frozenset({"nebius", "lambda"}))}
+    assert ways["nebius"].usd_per_hour < ways["lambda"].usd_per_hour
+    per_hour = cheapest_rental(cat, h100, 8, None)
+    assert per_hour is not None and per_hour.provider == "runpod"  # a pod of 8 at $2.69
+    poor = {(8, 1): 0.3, (1, 8): 0.9}
+    only = frozenset({"nebius", "lambda"})
+    found = min((r for r in rental_ways(cat, h100, 8, only)),
+                key=lambda r: r.usd_per_hour / poor[r.layout])  # fmt: skip
+    assert found.provider == "lambda"
+    best = cheapest_rental(cat, h100, 8, "lambda", scaling=lambda r: poor[r.layout])
+    assert best is not None and best.layout == (1, 8)
 
 
 def test_an_eight_gpu_only_provider_charges_the_instance_for_one_gpu(cat: Catalog) -> None:
     """AWS sells A100 40 GB only as p4d.24xlarge (8 GPUs): one GPU there costs the whole
     instance, and the cheapest rental of one is Lambda's 1-GPU instance."""
     gpu = cat.gpus["a100-40gb-sxm"]
-    aws = rental(cat, gpu, "aws", 1)
+    aws = cheapest_rental(cat, gpu, 1, "aws")
     assert aws is not None and aws.usd_per_hour == pytest.approx(8 * 2.745)
     assert aws.how.startswith("no 1-GPU instance; the smallest bigger one, 8-GPU instance")
     best = cheapest_rental(cat, gpu, 1)
@@ -75,15 +112,17 @@ def test_an_eight_gpu_only_provider_charges_the_instance_for_one_gpu(cat: Catalo
 
 
 def test_the_rule_is_read_from_the_prices_data(tmp_path: Path) -> None:
-    """A provider with only 4-GPU instances: 2 GPUs pay for 4, 4 are one instance, 8 are
-    (one machine of 8 PCIe cards) 8 x its per-GPU price, said to be assumed."""
+    """A provider with only 4-GPU instances: 2 GPUs pay for 4, 4 are one instance, 8 are two
+    instances (two machines, over a network); 3 cannot be made of them without a bigger one,
+    so 3 pay for 4; 6 neither divides nor fits: assumed at the per-GPU rate, and said."""
     cat = _with_prices(tmp_path, ["rtx-5090,acme,on_demand,4x5090,4,,1.50,,2026-12-01"])
     gpu = cat.gpus["rtx-5090"]
-    two, four, eight = (rental(cat, gpu, "acme", n) for n in (2, 4, 8))
+    two, four, eight, six = (cheapest_rental(cat, gpu, n, "acme") for n in (2, 4, 8, 6))
     assert two is not None and two.usd_per_hour == pytest.approx(6.0) and two.gpus_paid == 4
     assert four is not None and four.usd_per_hour == pytest.approx(6.0) and not four.assumed
-    assert eight is not None and eight.usd_per_hour == pytest.approx(12.0) and eight.assumed
-    assert "assumed: a 8-GPU machine rents at that rate" in eight.how
+    assert eight is not None and eight.usd_per_hour == pytest.approx(12.0)
+    assert eight.layout == (2, 4) and not eight.assumed
+    assert six is not None and six.assumed and ASSUMED_RATE in six.how
 
 
 def test_purchase_uses_the_catalogs_prices_else_the_launch_msrp(tmp_path: Path) -> None:
@@ -113,10 +152,10 @@ def test_cost_prices_options_per_instance_and_shows_the_up_front() -> None:
     specs = [parse_option(t) for t in ("4090x8@runpod", "4090x8", "4090x8@owned", "b200x8")]
     options = build_options(specs, model, ref, {}, {}, {})
     runpod, cheapest, _owned, b200 = options
-    assert runpod.usd_per_hour == pytest.approx(8 * 0.69)
-    assert cheapest.usd_per_hour == pytest.approx(8 * 0.69) and cheapest.provider == "runpod"
-    assert any("8-GPU instance" in n for n in cheapest.notes)
-    assert any(SINGLY in n for n in b200.notes)
+    assert runpod.usd_per_hour == pytest.approx(8 * 0.34)  # one pod of 8 at the 1-8 rate
+    assert cheapest.usd_per_hour == pytest.approx(8 * 0.34) and cheapest.provider == "runpod"
+    assert any("one 8-GPU instance" in n for n in cheapest.notes)
+    assert b200.provider == "runpod" and any("any 1-8 GPUs" in n for n in b200.notes)
     lines, _ = cost_all(options, 100.0, Assumptions())
     by = {(line.gpu, line.provider): line for line in lines}
     up = by[("rtx-4090", "owned")]

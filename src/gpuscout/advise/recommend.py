@@ -24,12 +24,20 @@ from gpuscout.advise.ties import Objective, key, tie_note
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import scaling
-from gpuscout.predict.predictor import memory_needed
+from gpuscout.predict.predictor import Prediction, memory_needed
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session
 from gpuscout.predict.uncertainty import relative_error
 from gpuscout.price.cost import Assumptions, CostLine, Option, cost_line
-from gpuscout.price.instances import HOST_NOTE, SINGLY, Purchase, Rental, purchase, rentals
+from gpuscout.price.instances import (
+    ASSUMED_RATE,
+    HOST_NOTE,
+    Purchase,
+    Rental,
+    purchase,
+    rental_ways,
+    separate_instances_gbit,
+)
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_usd
 
 __all__ = ["PRESETS", "Advice", "Candidate", "Objective", "Request", "advise", "dollars"]
@@ -124,11 +132,13 @@ def _check(req: Request) -> None:
 
 
 def _prices(catalog: Catalog, gpu: Gpu, count: int, req: Request) -> list[Rental | Purchase]:
-    """The ways to pay for ``count`` of ``gpu``: a rental per allowed provider, priced from
-    its instance sizes (``price.instances``), and buying them if owned hardware is allowed."""
+    """The ways to pay for ``count`` of ``gpu``: every way each allowed provider rents them
+    (one instance, a pod of that count, several smaller instances on as many machines: each an
+    option, timed as laid out; ``price.instances``), and buying them if owned hardware is
+    allowed (one machine)."""
     out: list[Rental | Purchase] = []
     if req.cloud:
-        out += rentals(catalog, gpu, count, req.providers)
+        out += rental_ways(catalog, gpu, count, req.providers)
     bought = purchase(catalog, gpu, count) if req.owned else None
     if bought is not None:
         out.append(bought)
@@ -185,26 +195,27 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         if missing:
             rejected[f"lacks {', '.join(missing)}"] += 1
             continue
-        layouts = [scaling.machines_for(gpu, n) for n in req.counts]
-        for m, k in layouts:
+        ways = {count: _prices(catalog, gpu, count, req) for count in req.counts}
+        for count in req.counts:
+            m, k = scaling.machines_for(gpu, count)
             if m > 1:
                 split.setdefault((m, k, scaling.max_per_machine(gpu)[1]), []).append(gpu.id)
-        # the GPU is its own reference: relative speed is not used here
-        rows, _ = model.predict(req.profile, [gpu], layouts, reference=gpu)
-        one = rows[0].samples_per_second
-        said = rows[0].method.removeprefix("measured ") if rows[0].method.startswith(
+        timed = _timed(model, req.profile, gpu, ways)
+        first = timed[((1, 1), scaling.DEFAULT_NETWORK_GBIT)]
+        one = first.samples_per_second
+        said = first.method.removeprefix("measured ") if first.method.startswith(
             "measured"
         ) else ""  # fmt: skip
-        if not rows[0].fits_memory:
-            rejected["does not fit in memory"] += len(rows)
+        if not first.fits_memory:
+            rejected["does not fit in memory"] += len(req.counts)
             continue
         hours_one = req.samples / one / 3600
-        for row in rows:
-            prices = _prices(catalog, gpu, row.count, req)
+        for count, prices in ways.items():
             if not prices:
                 rejected["no price (cloud) or purchase price (owned)"] += 1
                 continue
             for pay in prices:
+                row = timed[_layout(gpu, count, pay)]
                 cand = _candidate(gpu, row.count, row.samples_per_second, pay, hours_one,
                                   row.scaling_efficiency, need_gb, assumptions)  # fmt: skip
                 if said:
@@ -257,6 +268,30 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     return Advice(ranked, best_front, dict(rejected), notes, req.budget_usd)
 
 
+def _layout(gpu: Gpu, count: int, pay: Rental | Purchase) -> tuple[tuple[int, int], float]:
+    """How ``count`` GPUs paid for by ``pay`` are laid out, and the network between their
+    machines: a rental's instances, or owned GPUs in as few machines as the form factor
+    allows."""
+    if isinstance(pay, Rental):
+        return pay.layout, pay.network_gbit
+    return scaling.machines_for(gpu, count), scaling.DEFAULT_NETWORK_GBIT
+
+
+def _timed(
+    model: Session, profile: Profile, gpu: Gpu, ways: dict[int, list[Rental | Purchase]]
+) -> dict[tuple[tuple[int, int], float], Prediction]:
+    """The step predicted on every layout the ways to pay lay ``gpu`` out in (one GPU among
+    them), one call per network; the GPU is its own reference (relative speed is not used)."""
+    wanted = {((1, 1), scaling.DEFAULT_NETWORK_GBIT)}
+    wanted |= {_layout(gpu, n, pay) for n, pays in ways.items() for pay in pays}
+    out = {}
+    for net in sorted({net for _, net in wanted}):
+        layouts = sorted({lay for lay, n in wanted if n == net})
+        rows, _ = model.predict(profile, [gpu], layouts, reference=gpu, network_gbit=net)
+        out.update({(lay, net): row for lay, row in zip(layouts, rows, strict=True)})
+    return out
+
+
 def _split_note(split: dict[tuple[int, int, str], list[str]]) -> list[str]:
     """One line for the counts that run on several machines (a form factor's limit)."""
     if not split:
@@ -298,14 +333,17 @@ def _budget_note(over: list[Candidate], budget: float, lead: str = "") -> str:
 def _money_notes(req: Request, feasible: list[Candidate], over: list[Candidate]) -> list[str]:
     """How the options were priced and what a budget is compared with."""
     notes = [
-        "rentals of n GPUs priced from the provider's n-GPU instance, else its smallest bigger "
-        f"instance (all of it paid for), else n x the 1-GPU price ({SINGLY}: the catalog lists "
-        "no instance with n GPUs)"
+        "rentals of n GPUs: every way each provider sells them is an option, timed as it is "
+        "laid out: its n-GPU instance (or a pod of n, where it sells any count), several "
+        "smaller instances (as many machines, over a network: separate_instances_gbit "
+        f"{separate_instances_gbit():g} Gb/s, cost_defaults.csv), or its smallest bigger "
+        "instance with all of it paid for"
     ]
-    singly = sorted({f"{c.gpu} ({c.provider})" for c in feasible
-                     if c.count > 1 and SINGLY in c.price_note})  # fmt: skip
-    if singly:
-        notes.append(f"n x the 1-GPU price ({SINGLY}) for several of: {', '.join(singly)}")
+    assumed = sorted({f"{c.gpu} ({c.provider})" for c in feasible
+                      if ASSUMED_RATE in c.price_note})  # fmt: skip
+    if assumed:
+        notes.append(f"n x a smaller instance's per-GPU price ({ASSUMED_RATE}) for: "
+                     f"{', '.join(assumed)}")  # fmt: skip
     if req.owned:
         notes.append(
             "owned options bought new, paid up front at the catalog's cheapest new price, else "

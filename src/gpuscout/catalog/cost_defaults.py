@@ -39,6 +39,8 @@ NAMES = (
     "delay_usd_per_day",
 )
 REFERENCE = ("eu_household_eur_per_kwh",)
+# Read where rentals are laid out (``price.instances``): the network between separate instances
+RENTALS = ("separate_instances_gbit",)
 ASSUMPTION = "gpuscout's assumption"
 
 
@@ -79,7 +81,7 @@ def read_cost_defaults(path: Path) -> CostDefaults:
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         problem = f"cannot read cost defaults '{path}': {exc}."
         raise UserError(problem, "reinstall gpuscout.") from None
-    known = (*NAMES, *REFERENCE)
+    known = (*NAMES, *REFERENCE, *RENTALS)
     rows: dict[str, CostDefault] = {}
     for line, cells in records:
         try:

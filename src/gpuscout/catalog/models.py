@@ -223,6 +223,9 @@ class Price(_Row):
     kind: PriceKind
     instance_type: str | None = None
     gpus_per_instance: Annotated[int, Field(ge=1)] = 1
+    # where the provider sells any count at this per-GPU rate, in one instance (a RunPod pod
+    # takes a GPU count): the most it holds; None: instances of exactly gpus_per_instance
+    max_gpus_per_instance: Annotated[int | None, Field(ge=1)] = None
     region: str | None = None
     usd_per_gpu_hour: Annotated[float | None, Field(gt=0)] = None
     usd_per_gpu: Annotated[float | None, Field(gt=0)] = None
@@ -245,6 +248,14 @@ class Price(_Row):
     def observed_text(self) -> str:
         age = self.age_days()
         return "not dated" if age is None else f"{self.observed_on} ({age} days ago)"
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Price:
+        top = self.max_gpus_per_instance
+        if top is not None and top < self.gpus_per_instance:
+            raise ValueError(f"max_gpus_per_instance {top} is below gpus_per_instance "
+                             f"{self.gpus_per_instance}")  # fmt: skip
+        return self
 
     @model_validator(mode="after")
     def _unit_fits_kind(self) -> Price:

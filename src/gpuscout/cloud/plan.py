@@ -81,7 +81,7 @@ def plan_candidate(
     setup_cap = math.ceil(o.install_s * o.cap_factor)
     run_cap = math.ceil((o.warmup_s + bench.measure_s) * o.cap_factor)
     most = o.startup_s + setup_cap + run_cap + KILL_AFTER_S + o.idle_minutes * 60
-    rental = cheapest_rental(catalog, gpu, gpus_per_node)
+    rental = cheapest_rental(catalog, gpu, gpus_per_node, one_machine=True)  # a node
     return Candidate(gpu, sky, gpus_per_node, nodes, expected, setup_cap, run_cap,
                      o.idle_minutes, most, rental, _price_date(catalog, gpu, rental))  # fmt: skip
 

@@ -2,17 +2,24 @@
 
 Renting: a provider sells GPUs in instances of a fixed size (``gpus_per_instance``), and the
 per-GPU price of an 8-GPU instance is not that of a 1-GPU one (RunPod's RTX 4090: $0.34 a
-GPU-hour on a 1-GPU community pod, $0.69 on its 8-GPU secure instance). So n GPUs on one
-machine are priced, in this order, from:
+GPU-hour on a 1-GPU community pod, $0.69 on its 8-GPU secure instance). So n GPUs can be
+rented, at one provider, in each of these ways (:func:`rental_ways`), all of which are kept:
 
-1. the provider's instance with n GPUs (the cheapest such row);
-2. else its smallest instance with more than n GPUs, all of which are paid for;
-3. else n x its smallest instance's per-GPU price (n x the 1-GPU price): the catalog cannot
-   tell whether an n-GPU machine rents at that rate, so this is labelled an assumption
-   ("assumed: GPUs rented singly").
+1. one instance with n GPUs (the cheapest such row): one machine;
+2. n / k instances of k GPUs, for each size k that divides n: that many machines, which talk
+   over the network, not NVLink or PCIe, and are timed so (between instances smaller than a
+   whole machine at the ``separate_instances_gbit`` of ``cost_defaults.csv``, sourced;
+   between whole machines at ``predict.scaling``'s default network);
+3. its smallest instance with more than n GPUs, all of which are paid for: one machine;
+4. only where none of these exists, n x its smallest instance's per-GPU price on as few
+   machines as the form factor allows: the catalog cannot tell whether such a machine rents
+   at that rate, so this is labelled an assumption ("assumed: ...").
 
-More GPUs than one machine holds (``predict.scaling.machines_for``: 16 H100 SXM = 2 x 8) are
-that many machines, each priced as above, as the prediction runs them.
+Which way is cheapest depends on the job, not only on the hourly price (two single 4090s cost
+$0.68 an hour where RunPod's 8-GPU instance costs $5.52, but they talk over a network):
+:func:`cheapest_rental` takes the job's scaling on each way's layout, where the caller has
+one, and otherwise compares hourly prices. ``cost``, ``advise`` and the break-even line all
+use it, so the rental a table shows is the one every comparison uses.
 
 Buying new: the cheapest ``purchase_new`` row of the GPU (a price file may add them), else
 its launch MSRP (``gpus.csv``); buying used: the most recently seen ``purchase_used`` row
@@ -24,13 +31,15 @@ up-front figure says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from gpuscout.catalog import Catalog, Gpu, Price
-from gpuscout.predict.scaling import machines_for
+from gpuscout.catalog.cost_defaults import cost_defaults
+from gpuscout.predict.scaling import DEFAULT_NETWORK_GBIT, machines_for, max_per_machine
 
-SINGLY = "assumed: GPUs rented singly"
+ASSUMED_RATE = "assumed: a machine of that many rents at that rate"
 Condition = Literal["new", "used"]
 HOST_NOTE = "GPUs only: no host share (CPU, memory, chassis, power supply) is modelled"
 
@@ -46,11 +55,18 @@ class Rental:
     how: str  # printed beside the price
     assumed: bool  # n x a smaller instance's per-GPU price: the catalog cannot tell
     seen: str = "not dated"  # when the price row was observed, and how long ago
+    machines: int = 1  # the machines the GPUs are in (several instances: several machines)
+    network_gbit: float = DEFAULT_NETWORK_GBIT  # between those machines, where several
 
     @property
     def usd_per_gpu_hour(self) -> float:
         """Per GPU used: what the option costs an hour over the GPUs the job runs on."""
         return self.usd_per_hour / self.count
+
+    @property
+    def layout(self) -> tuple[int, int]:
+        """(machines, GPUs per machine), as the prediction times them."""
+        return self.machines, self.count // self.machines
 
 
 def _on_demand(catalog: Catalog, gpu: Gpu, provider: str) -> list[Price]:
@@ -67,68 +83,104 @@ def _named(p: Price) -> str:
     )
 
 
-def _machine(rows: list[Price], k: int) -> tuple[float, int, str, bool, Price]:
-    """($ an hour, GPUs paid, how, assumed, the row used) for one machine of ``k`` GPUs."""
+def separate_instances_gbit() -> float:
+    """The network assumed between GPU instances smaller than a whole machine (sourced in
+    ``cost_defaults.csv``): a single flow between two cloud VMs, not a cluster fabric."""
+    return float(cost_defaults().value("separate_instances_gbit"))
 
-    def cheapest(size: int) -> Price:
-        return min((p for p in rows if p.gpus_per_instance == size),
-                   key=lambda p: p.usd_per_gpu_hour or 0.0)  # fmt: skip
 
-    sizes = sorted({p.gpus_per_instance for p in rows})
-    if k in sizes:
-        p = cheapest(k)
+def _ways(rows: list[Price], gpu: Gpu, count: int) -> list[Rental]:
+    """Every way one provider's rows rent ``count`` GPUs (the module's docstring)."""
+
+    def way(p: Price, usd: float, paid: int, how: str, machines: int = 1,
+            net: float = DEFAULT_NETWORK_GBIT, assumed: bool = False) -> Rental:  # fmt: skip
+        return Rental(p.provider, count, paid, usd, how, assumed, p.observed_text(), machines,
+                      net)  # fmt: skip
+
+    most, _ = max_per_machine(gpu)
+    out = []
+    bigger: list[Price] = []
+    for p in rows:
         rate = p.usd_per_gpu_hour or 0.0
-        return rate * k, k, f"{_named(p)} at ${rate:g}/GPU-h", False, p
-    bigger = [s for s in sizes if s > k]
+        low, high = p.gpus_per_instance, p.max_gpus_per_instance or p.gpus_per_instance
+        if low > count:
+            bigger.append(p)
+        elif count <= high:  # one instance of exactly count
+            kind = f"one {count}-GPU instance {p.instance_type or ''}".strip()
+            how = (f"{_named(p)} at ${rate:g}/GPU-h" if low == high else
+                   f"{kind} (sold with any {low}-{high} GPUs at ${rate:g}/GPU-h)")  # fmt: skip
+            out.append(way(p, rate * count, count, how))
+        else:  # several instances: the biggest size that divides the count
+            size = next((k for k in range(high, low - 1, -1) if count % k == 0), None)
+            if size is None:
+                continue
+            n = count // size
+            whole = low == high and size >= most  # a cluster's nodes, or separate VMs / pods
+            net = DEFAULT_NETWORK_GBIT if whole else separate_instances_gbit()
+            why = "assumed" if whole else "separate_instances_gbit, cost_defaults.csv"
+            kind = _named(p) if low == high else f"{size}-GPU instance {p.instance_type or ''}"
+            out.append(way(p, rate * count, count, (
+                f"{n} x {kind.strip()} at ${rate:g}/GPU-h: {n} machines, talking over a "
+                f"{net:g} Gb/s network ({why}), not NVLink or PCIe"
+            ), n, net))  # fmt: skip
     if bigger:
-        p = cheapest(bigger[0])
+        p = min(bigger, key=lambda r: (r.gpus_per_instance, r.usd_per_gpu_hour or 0.0))
+        rate, size = p.usd_per_gpu_hour or 0.0, p.gpus_per_instance
+        out.append(way(p, rate * size, size, (
+            f"no {count}-GPU instance; the smallest bigger one, {_named(p)} at "
+            f"${rate:g}/GPU-h, all {size} paid for"
+        )))  # fmt: skip
+    if not out:  # no size divides the count and none is bigger: an assumption
+        p = min(rows, key=lambda r: (r.gpus_per_instance, r.usd_per_gpu_hour or 0.0))
         rate = p.usd_per_gpu_hour or 0.0
-        size = p.gpus_per_instance
-        return rate * size, size, (
-            f"no {k}-GPU instance; the smallest bigger one, {_named(p)} at ${rate:g}/GPU-h, "
-            f"all {size} paid for"
-        ), False, p  # fmt: skip
-    p = cheapest(sizes[0])
-    rate = p.usd_per_gpu_hour or 0.0
-    if p.gpus_per_instance == 1:
-        how = f"{k} x the 1-GPU price ${rate:g}/GPU-h ({SINGLY})"
-    else:
-        how = (
-            f"{k} x the {_named(p)}'s ${rate:g}/GPU-h (assumed: a {k}-GPU machine rents at "
-            "that rate)"
-        )
-    return rate * k, k, how, True, p
+        machines, k = machines_for(gpu, count)
+        where = f"{machines} machines of {k}" if machines > 1 else f"one {count}-GPU machine"
+        out.append(way(p, rate * count, count, (
+            f"{count} x the {_named(p)}'s ${rate:g}/GPU-h, as {where} ({ASSUMED_RATE})"
+        ), machines, DEFAULT_NETWORK_GBIT, assumed=True))  # fmt: skip
+    return out
 
 
-def rental(catalog: Catalog, gpu: Gpu, provider: str, count: int) -> Rental | None:
-    """``count`` GPUs on demand at ``provider``, or None where it lists no price for them."""
-    rows = _on_demand(catalog, gpu, provider)
-    if not rows:
-        return None
-    machines, k = machines_for(gpu, count)
-    usd, paid, how, assumed, row = _machine(rows, k)
-    if machines > 1:
-        how = f"{machines} machines, each {how}"
-    return Rental(provider, count, paid * machines, usd * machines, how, assumed,
-                  row.observed_text())  # fmt: skip
-
-
-def rentals(
+def rental_ways(
     catalog: Catalog, gpu: Gpu, count: int, providers: frozenset[str] | None = None
 ) -> list[Rental]:
-    """One rental per provider that lists the GPU (of ``providers``, if given), by name."""
+    """Every way each provider (of ``providers``, if given) rents ``count`` on demand."""
     names = sorted({p.provider for p in catalog.prices_for(gpu.id) if p.kind == "on_demand"})
-    found = (rental(catalog, gpu, name, count) for name in names
-             if providers is None or name in providers)  # fmt: skip
-    return [r for r in found if r is not None]
+    out = []
+    for name in names:
+        if providers is None or name in providers:
+            ways = _ways(_on_demand(catalog, gpu, name), gpu, count)
+            out += [w for w in ways if not any(_better(o, w) for o in ways)]
+    return out
+
+
+def _better(a: Rental, b: Rental) -> bool:
+    """``a`` is no dearer than ``b`` on no more machines, and better in one (one machine's
+    8-GPU instance for one GPU is never the way, where a 1-GPU instance exists)."""
+    return (a.usd_per_hour <= b.usd_per_hour and a.machines <= b.machines
+            and (a.usd_per_hour, a.machines) != (b.usd_per_hour, b.machines))  # fmt: skip
+
+
+# The job's scaling on a rental's layout and network (1.0 on one GPU): the caller's
+# prediction, so the cheapest way is the cheapest for the job, not per hour
+Scaling = Callable[[Rental], float]
 
 
 def cheapest_rental(
-    catalog: Catalog, gpu: Gpu, count: int, provider: str | None = None
-) -> Rental | None:
-    """The cheapest rental of ``count`` GPUs (at ``provider``, if given), or None."""
-    found = rentals(catalog, gpu, count, None if provider is None else frozenset({provider}))
-    return min(found, key=lambda r: r.usd_per_hour, default=None)
+    catalog: Catalog, gpu: Gpu, count: int, provider: str | None = None,
+    scaling: Scaling | None = None, one_machine: bool = False,
+) -> Rental | None:  # fmt: skip
+    """The cheapest way to rent ``count`` (at ``provider``, if given; in one machine, if
+    ``one_machine``): the lowest price per unit of the job's work where ``scaling`` gives the
+    job's scaling on each way, else the lowest hourly price; on a tie, fewer machines. None
+    where nobody rents it."""
+    found = rental_ways(catalog, gpu, count, None if provider is None else frozenset({provider}))
+    found = [r for r in found if r.machines == 1 or not one_machine]
+
+    def per_work(r: Rental) -> tuple[float, int]:
+        return r.usd_per_hour / (scaling(r) if scaling else 1.0), r.machines
+
+    return min(found, key=per_work, default=None)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ assumption; the cheapest provider's unless the option names one.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuscout import articles
@@ -28,10 +29,10 @@ from gpuscout.catalog.rates import training_tflops
 from gpuscout.errors import UserError
 from gpuscout.predict.predictor import Prediction, memory_needed
 from gpuscout.predict.profile import FUSED_ATTENTION, Profile, cached
-from gpuscout.predict.scaling import constants
+from gpuscout.predict.scaling import DEFAULT_NETWORK_GBIT, constants
 from gpuscout.predict.session import Session
 from gpuscout.price.cost import Condition, Option
-from gpuscout.price.instances import cheapest_rental
+from gpuscout.price.instances import Rental, cheapest_rental
 from gpuscout.price.instances import purchase as buy
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_sig
 from gpuscout.workloads import run_shape
@@ -191,20 +192,31 @@ def _option(
     bought: dict[str, dict[str, float]],
 ) -> Option:
     notes: list[str] = []
-    speedup, scaling, fitted = speeds.of(gpu, spec.count, speedups, scalings, notes)
+    condition = OWNED.get(spec.provider or "")
+
+    def job_scaling(r: Rental) -> float:
+        return speeds.scaling(gpu, spec.count, scalings, r.layout, r.network_gbit)
+
+    # the rental the option is timed and priced as (a catalog price, not one given), and the
+    # one an owned option's break-even compares with: the cheapest way for this job
+    cheapest = cheapest_rental(catalog, gpu, spec.count, scaling=job_scaling)
+    way = None
+    if condition is None and spec.usd_per_hour is None:
+        way = cheapest_rental(catalog, gpu, spec.count, spec.provider, scaling=job_scaling)
+    layout = way.layout if way else None
+    network = way.network_gbit if way else DEFAULT_NETWORK_GBIT
+    speedup, scaling, fitted = speeds.of(gpu, spec.count, speedups, scalings, notes, layout,
+                                         network)  # fmt: skip
     fused = speeds.job.profile is not None and FUSED_ATTENTION in speeds.job.profile.method
     if fused and float(gpu.compute_capability) < 8.0:  # cuDNN's fused attention needs Ampere
         notes.append(f"{gpu.id} is older than Ampere: Keras runs XLA's unfused attention "
                      "there, not the fused kernel the step was traced with, so it would be "
                      "slower than predicted")  # fmt: skip
-    # what renting as many GPUs costs, for break-even: priced per instance size
-    cheapest = cheapest_rental(catalog, gpu, spec.count)
-    rent = cheapest.usd_per_hour if cheapest else None
-    seen = (cheapest.provider, cheapest.how, cheapest.seen) if cheapest else None
+    # what renting as many GPUs costs, for break-even: per owned hour of this job's work
+    rent, seen = _break_even_rental(cheapest, scaling, job_scaling)
     price = spec.usd_per_hour
     provider = spec.provider or "cloud"
     purchase = None
-    condition = OWNED.get(spec.provider or "")
     unpriced: tuple[str, str] | None = _too_big(speeds.job.profile, gpu)  # (why, how to give one)
     if unpriced is not None:
         pass  # a step that does not fit the GPU is not priced, whatever its price
@@ -228,13 +240,12 @@ def _option(
             notes.append(f"no break-even: no on-demand rental of {spec.count} x {gpu.id} in "
                          "the catalog to compare with")  # fmt: skip
     elif price is None:
-        found = cheapest_rental(catalog, gpu, spec.count, spec.provider)
-        if found is None:
+        if way is None:
             unpriced = _why_unpriced(catalog, gpu, spec)
         else:
-            price, provider = found.usd_per_hour, found.provider
-            where = "" if spec.provider else ", the cheapest on-demand rental in the catalog"
-            notes.append(f"{found.provider}: {found.how}{where}")
+            price, provider = way.usd_per_hour, way.provider
+            where = "" if spec.provider else ", the cheapest on-demand rental for this job"
+            notes.append(f"{way.provider}: {way.how}{where}")
     tdp_w, assumed_power = gpu.board_power_w()
     if assumed_power:
         notes.append(assumed_power)
@@ -256,6 +267,23 @@ def _option(
         unpriced_fix=unpriced[1] if unpriced else None,
         scaling_fitted=fitted,
     )
+
+
+def _break_even_rental(
+    rental: Rental | None, owned_scaling: float, job_scaling: Callable[[Rental], float]
+) -> tuple[float | None, tuple[str, str, str] | None]:
+    """What renting costs an hour of the owned GPUs' work on this job, and (provider, how,
+    seen) for the line: where the rental's GPUs are separate machines that scale worse than
+    the owned ones in one, an owned hour's work takes longer rented, and costs that much
+    more."""
+    if rental is None:
+        return None, None
+    slower = owned_scaling / job_scaling(rental)
+    how = rental.how
+    if abs(slower - 1) > 0.01:
+        how += (f"; this job scales {slower:.2f}x better on the owned machine, so an owned "
+                f"hour's work rents for ${rental.usd_per_hour * slower:,.2f}")  # fmt: skip
+    return rental.usd_per_hour * slower, (rental.provider, how, rental.seen)
 
 
 def _too_big(profile: Profile | None, gpu: Gpu) -> tuple[str, str] | None:
@@ -329,6 +357,19 @@ class _Speeds:
         per = run_shape(profile.workload, profile.dims)[0] if profile is not None else None
         return f" ({fmt_rate(samples_per_second * per)} tokens/s)" if per else ""
 
+    def scaling(
+        self, gpu: Gpu, count: int, scalings: dict[str, float],
+        layout: tuple[int, int] | None = None, network_gbit: float = DEFAULT_NETWORK_GBIT,
+    ) -> float:  # fmt: skip
+        """The job's scaling on ``count`` GPUs laid out as ``layout`` (given, else fitted)."""
+        key = next((k for k in (f"{gpu.id}x{count}", str(count)) if k in scalings), None)
+        if count == 1:
+            return 1.0
+        if key is not None:
+            return scalings[key]
+        return self.model.option(self._step(), gpu, count, layout=layout,
+                                 network_gbit=network_gbit).scaling_efficiency  # fmt: skip
+
     def of(
         self,
         gpu: Gpu,
@@ -336,8 +377,11 @@ class _Speeds:
         speedups: dict[str, float],
         scalings: dict[str, float],
         notes: list[str],
+        layout: tuple[int, int] | None = None,
+        network_gbit: float = DEFAULT_NETWORK_GBIT,
     ) -> tuple[float, float, bool]:
-        """(speedup against the reference GPU, scaling, whether the fitted model gave it)."""
+        """(speedup against the reference GPU, scaling, whether the fitted model gave it), on
+        ``count`` GPUs laid out as ``layout`` (a rental's instances; None: one machine)."""
         reference, unit = self.reference, self.job.unit
         predicted = self.job.profile is not None and gpu.id not in speedups
         one = self.model.option(self._step(), gpu) if predicted else None  # one GPU
@@ -365,7 +409,8 @@ class _Speeds:
             if one is not None:
                 notes.append(f"{_how(one)} {fmt_rate(one.samples_per_second)} {unit}/s per GPU")
             return speedup, scaling, False
-        row = self.model.option(self._step(), gpu, count)
+        row = self.model.option(self._step(), gpu, count, layout=layout,
+                                network_gbit=network_gbit)  # fmt: skip
         scaling = row.scaling_efficiency
         how = f"{row.link}; " if row.link else ""
         if one is not None:
