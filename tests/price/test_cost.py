@@ -11,6 +11,7 @@ from gpuscout.predict.session import session
 from gpuscout.price import Assumptions, Option, cost_options
 from gpuscout.price.cost import HOURS_PER_MONTH, cost_line
 from gpuscout.price.options import build_options, parse_option, parse_pairs
+from gpuscout.price.startup import startup_hours
 
 NO_FAIL = Assumptions(failures=False)
 
@@ -21,9 +22,11 @@ def _cloud(count: int = 4, scaling: float = 0.5, usd: float = 2.0, **kw: object)
 
 def test_cloud_time_money_energy() -> None:
     line = cost_line(_cloud(), 1000, NO_FAIL)
-    assert line.hours == pytest.approx(1000 / (2.0 * 4 * 0.5))  # 250 h
-    assert line.gpu_hours == pytest.approx(1000)
-    assert line.total_usd == pytest.approx(500)
+    up = startup_hours()  # a rented machine's start-up, waited for and billed (issue 42)
+    assert line.startup_hours == up and up == pytest.approx((300 + 240) / 3600)
+    assert line.hours == pytest.approx(1000 / (2.0 * 4 * 0.5) + up)  # 250 h + start-up
+    assert line.gpu_hours == pytest.approx(1000)  # the work: no start-up in it
+    assert line.total_usd == pytest.approx(500 + up * 2.0)
     assert line.energy_kwh == pytest.approx(4 * 350 * 0.8 * 250 / 1000)  # 280 kWh
     assert line.energy_usd == 0  # the cloud price includes it
     assert line.effective_usd == line.total_usd
@@ -40,8 +43,9 @@ def test_failures_and_delay() -> None:
     assert line.expected_failures == pytest.approx(2.0)
     assert line.rework_hours == pytest.approx(2.0 * (1.0 + 0.5))  # 3 h
     assert line.rework_usd == pytest.approx(3 * 2.0)
-    assert line.delay_usd == pytest.approx((250 + 3) / 24 * 240)
-    assert line.effective_usd == pytest.approx(500 + 6 + (253 / 24) * 240)
+    up = startup_hours()
+    assert line.delay_usd == pytest.approx((250 + up + 3) / 24 * 240)
+    assert line.effective_usd == pytest.approx(500 + up * 2 + 6 + ((253 + up) / 24) * 240)
 
 
 def test_owned_amortization_energy_and_break_even() -> None:

@@ -61,7 +61,7 @@ def reasons(advice: Advice, req: Request) -> list[str]:
         first = f"fastest option{within}"
     else:
         first = f"{BALANCED_WORDS}{within}"
-    if best.hours < TRIVIAL_HOURS:
+    if best.hours - best.startup_hours < TRIVIAL_HOURS:  # the work, a machine's start-up aside
         return [first, "the job takes under a minute, so the choice hardly matters"]
     if best.pareto:
         return [first, "nothing else is both faster and cheaper"]

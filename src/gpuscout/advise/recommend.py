@@ -84,6 +84,7 @@ class Candidate:
     upfront_usd: float | None = None  # owned
     rental_usd: float | None = None  # rented
     price_note: str = ""  # how the price was set (instance size, purchase price's source)
+    startup_hours: float = 0.0  # rented: a machine's start-up, in ``hours`` and the cost
     # where your stored run measured this GPU: what it measured, and how this option follows
     measured: str = ""
 
@@ -169,6 +170,7 @@ def _candidate(
         count=count,
         provider=option.provider,
         hours=line.hours + line.rework_hours,
+        startup_hours=line.startup_hours,
         usd_per_hour=line.usd_per_hour,
         total_usd=line.effective_usd,
         samples_per_second=sps,
@@ -364,8 +366,9 @@ def _explain(c: Candidate, req: Request, catalog: Catalog) -> None:
     gpu = catalog.gpus[c.gpu]
     budget = req.budget_usd
     measured = f" ({c.measured})" if c.measured else ""
+    up = f" (start-up {fmt_hours(c.startup_hours)} included)" if c.startup_hours else ""
     c.reasons.append(
-        f"{fmt_hours(c.hours)} at {fmt_rate(c.samples_per_second)} {req.unit}/s{measured}"
+        f"{fmt_hours(c.hours)}{up} at {fmt_rate(c.samples_per_second)} {req.unit}/s{measured}"
     )
     if c.upfront_usd is not None:
         c.reasons.append(

@@ -225,7 +225,7 @@ def run_plan(args: argparse.Namespace) -> int:
         path = args.out / f"{c.name}.yaml"
         write_whole(path, yaml_text(task(c, mine, version), _comments(c, mine)), "--out")
         print(_summary(c, mine, path))
-    print(f"assumed (cloud/data/overheads.csv): start-up {o.startup_s:g} s, install "
+    print(f"assumed (catalog/data/v1/cloud_overheads.csv): start-up {o.startup_s:g} s, install "
           f"{o.install_s:g} s, warm-up {o.warmup_s:g} s, not measured on a cloud; caps "
           f"{o.cap_factor:g} x each, autodown after {o.idle_minutes} idle minutes")  # fmt: skip
     print(f"next: gpuscout cloud run {args.out} (or sky launch --down -i {o.idle_minutes} "

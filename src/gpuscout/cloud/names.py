@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuscout.catalog import Catalog
+from gpuscout.catalog.cloud_overheads import cloud_overheads
 from gpuscout.catalog.skypilot import PROVIDER_NAMES, SKYPILOT_NAMES
 
 DATA = Path(__file__).parent / "data"
@@ -92,17 +93,17 @@ class Overheads:
 
 @functools.cache
 def overheads() -> Overheads:
-    """The defaults a plan's time and cost rest on, read from ``data/overheads.csv``."""
-    with open(DATA / "overheads.csv", newline="", encoding="utf-8") as f:
-        rows = {row["name"]: row for row in csv.DictReader(f)}
-    value = {name: float(row["value"]) for name, row in rows.items()}
+    """The defaults a plan's time and cost rest on, read from the catalog's
+    ``cloud_overheads.csv`` (also what ``cost`` and ``advise`` count as a rental's start-up)."""
+    rows = cloud_overheads()
+    value = {name: row.value for name, row in rows.items()}
     return Overheads(
         startup_s=value["startup_s"],
         install_s=value["install_s"],
         warmup_s=value["warmup_s"],
         cap_factor=value["cap_factor"],
         idle_minutes=round(value["idle_minutes"]),
-        sources={name: row["source"] for name, row in rows.items()},
+        sources={name: row.source for name, row in rows.items()},
     )
 
 

@@ -4,8 +4,8 @@ Measuring a rented GPU for two minutes before renting it for weeks is cheap only
 minutes stay two minutes, so every number here is an upper bound said with its parts:
 
 - expected time: start-up + install + warm-up + measurement. The first three are assumptions
-  read from ``data/overheads.csv`` (each with its source); the measurement is bench's own time
-  budget (``--seconds``, which it never exceeds), once per ``--scaling`` count;
+  read from the catalog's ``cloud_overheads.csv`` (each with its source); the measurement is
+  bench's own time budget (``--seconds``, which it never exceeds), once per ``--scaling`` count;
 - hard caps: setup's install and run's bench each run under ``timeout`` at ``cap_factor`` times
   their expected seconds (SkyPilot has no per-task wall-clock field in every version), and the
   cluster is torn down ``idle_minutes`` after its job ends (``sky launch --down -i``, as

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from gpuscout.catalog.cost_defaults import REFERENCE, cost_defaults
+from gpuscout.price.startup import startup_note
 
 
 def _default(name: str) -> Any:
@@ -79,6 +80,7 @@ class Assumptions:
             ),
             "delay": f"${self.delay_usd_per_day:g} per day until the run is done"
             + self._from("delay_usd_per_day"),
+            "start-up": startup_note(),
         }
 
     def inputs(self) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from gpuscout.errors import UserError
 from gpuscout.price.assumptions import Assumptions
 from gpuscout.price.break_even import HOURS_PER_MONTH, BreakEven, break_even
+from gpuscout.price.startup import startup_hours
 
 __all__ = ["HOURS_PER_MONTH", "Assumptions", "CostLine", "Option", "UnpricedLine", "cost_line"]
 Condition = Literal["new", "used"]
@@ -89,6 +90,7 @@ class CostLine:
     upfront_usd: float | None = None
     condition: Condition | None = None  # owned: bought new or used
     break_even: BreakEven | None = None  # owned, against the cheapest rental of as many
+    startup_hours: float = 0.0  # rented: in ``hours`` and billed (``startup_hours()``)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {**asdict(self), "unpriced": None}
@@ -163,11 +165,14 @@ def _validate(option: Option, reference_gpu_hours: float) -> None:
 
 
 def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> CostLine:
-    """Time, money and energy of the job on one option."""
+    """Time, money and energy of the job on one option: a rented one's time and cost include
+    its start-up (:func:`startup_hours`), billed as the job is."""
     _validate(option, reference_gpu_hours)
-    hours = reference_gpu_hours / (option.speedup * option.count * option.scaling)
+    compute = reference_gpu_hours / (option.speedup * option.count * option.scaling)
+    startup = 0.0 if option.provider == "owned" else startup_hours()
+    hours = compute + startup
     kw = option.count * option.tdp_w * a.power_utilization / 1000
-    energy_kwh = kw * hours
+    energy_kwh = kw * compute
     notes = list(option.notes)
     even: BreakEven | None = None
     if option.provider == "owned":
@@ -188,7 +193,7 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
             raise UserError(f"{option.label()}: no price.", "give a price per hour.")
         rate, energy_usd = option.usd_per_hour, 0.0
     total = hours * rate
-    failures, rework = _rework(option, hours, a)
+    failures, rework = _rework(option, compute, a)
     rework_usd = rework * rate
     delay_usd = (hours + rework) / 24 * a.delay_usd_per_day
     return CostLine(
@@ -197,7 +202,7 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
         provider=option.provider,
         usd_per_hour=rate,
         hours=hours,
-        gpu_hours=hours * option.count,
+        gpu_hours=compute * option.count,
         total_usd=total,
         energy_kwh=energy_kwh,
         energy_usd=energy_usd,
@@ -213,21 +218,22 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
         upfront_usd=option.purchase_usd if option.provider == "owned" else None,
         condition=option.condition,
         break_even=even,
+        startup_hours=startup,
     )
 
 
 def unpriced_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> UnpricedLine:
     """Time, energy and failures of the job on an option the catalog has no price for."""
     _validate(option, reference_gpu_hours)
-    hours = reference_gpu_hours / (option.speedup * option.count * option.scaling)
-    failures, rework = _rework(option, hours, a)
+    compute = reference_gpu_hours / (option.speedup * option.count * option.scaling)
+    failures, rework = _rework(option, compute, a)
     return UnpricedLine(
         gpu=option.gpu_id,
         count=option.count,
         provider=option.provider,
-        hours=hours,
-        gpu_hours=hours * option.count,
-        energy_kwh=option.count * option.tdp_w * a.power_utilization / 1000 * hours,
+        hours=compute + (0.0 if option.condition else startup_hours()),
+        gpu_hours=compute * option.count,
+        energy_kwh=option.count * option.tdp_w * a.power_utilization / 1000 * compute,
         expected_failures=failures,
         rework_hours=rework,
         reason=option.unpriced or "no price",
