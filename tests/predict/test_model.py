@@ -226,3 +226,37 @@ def test_the_fits_fast_path_models_what_predictions_model(cat: Catalog) -> None:
     fast = np.exp(design.log_speed(theta))
     slow = np.array([modelled(cal, p) for p in points])
     assert fast == pytest.approx(slow, rel=1e-9)
+
+
+def test_sharded_weights_add_two_all_gathers_and_halve_the_gradient_reduction():
+    """FSDP / ZeRO-3 (scaling.step_seconds' sharded_bytes): each weight all-gathered twice a
+    step and the gradients reduce-scattered; nothing sharded is the data-parallel step, and a
+    4-bit QLoRA base gathers about a quarter of a 16-bit one's bytes."""
+    from gpuscout.predict.fit_options import QLORA_BYTES_PER_WEIGHT
+    from gpuscout.predict.predictor import sharded_weight_bytes
+
+    c = scaling.Constants(overlap=0.0, straggler=0.0)
+    bw, grad, weights = 10.0, 0.5e9, 13.5e9
+    dp = scaling.step_seconds(1.0, grad, 2, bw, c)
+    assert scaling.step_seconds(1.0, grad, 2, bw, c, sharded_bytes=0.0) == dp
+    sharded = scaling.step_seconds(1.0, grad, 2, bw, c, sharded_bytes=weights)
+    expected = (
+        1.0
+        + scaling.allgather_seconds(grad, 2, bw, c)
+        + 2 * scaling.allgather_seconds(weights, 2, bw, c)
+    )
+    assert sharded == pytest.approx(expected)
+    assert scaling.allgather_seconds(grad, 2, bw, c) < scaling.allreduce_seconds(grad, 2, bw, c)
+    assert scaling.step_seconds(1.0, grad, 1, bw, c, sharded_bytes=weights) == 1.0
+    # hidden behind the step as the all-reduce is: a long enough step hides it all but the tail
+    hidden = scaling.Constants(overlap=1.0, straggler=0.0)
+    assert scaling.step_seconds(100.0, grad, 2, bw, hidden, sharded_bytes=weights) < 100.01
+
+    lora = Profile(workload="llama-2-7b", dims={"lora_rank": 64}, batch=1,
+                   precision="mixed_bfloat16", flops={}, bytes={}, params=1000,
+                   param_bytes=4000, optimizer_state_bytes=8000, saved_activation_bytes=0.0,
+                   frozen_bytes=2_000_000, method="test", tf_version="test")  # fmt: skip
+    assert sharded_weight_bytes(lora) == 2 * 1000 + 2_000_000
+    assert sharded_weight_bytes(lora, four_bit_base=True) == pytest.approx(
+        2 * 1000 + 1_000_000 * QLORA_BYTES_PER_WEIGHT
+    )

@@ -83,6 +83,10 @@ def register(sub: Any) -> None:
         help="GPU counts to predict, a comma list: GPUs in one machine (1,4,8) or machines x "
         "GPUs each (2x8: data parallel over the --network) (default 1)",
     )
+    p.add_argument("--sharded", action="store_true",
+                   help="with --count above 1: the weights sharded over the GPUs (PyTorch FSDP "
+                   "full shard, DeepSpeed ZeRO-3), all-gathered twice a step and the gradients "
+                   "reduce-scattered (default: data parallel, one all-reduce)")  # fmt: skip
     p.add_argument(
         "--network", type=NETWORK_GBIT, default=100.0, metavar="GBIT",
         help="network between nodes, Gb/s per node (default 100)",
@@ -135,6 +139,7 @@ def run_predict(args: argparse.Namespace) -> int:
             lora_rank=lora,
             checkpointing=args.checkpointing,
             counts=args.count,
+            sharded=args.sharded,
             network_gbit=args.network,
             epoch_samples=args.epoch_samples,
             reference=args.reference,

@@ -95,6 +95,19 @@ def memory_parts(profile: Profile) -> dict[str, float]:
     }
 
 
+def sharded_weight_bytes(profile: Profile, four_bit_base: bool = False) -> float:
+    """Bytes of the weights FSDP or ZeRO-3 all-gathers for compute: the trained ones in 16 bits
+    under mixed precision (float32 otherwise) and the frozen base as stored, in 4 bits for
+    QLoRA (``fit_options.QLORA_BYTES_PER_WEIGHT``, the constant ``memory`` uses)."""
+    from gpuscout.predict.fit_options import QLORA_BYTES_PER_WEIGHT
+
+    element = 2 if profile.precision.startswith("mixed") else 4
+    frozen = float(profile.frozen_bytes)
+    if four_bit_base and frozen:
+        frozen = frozen / element * QLORA_BYTES_PER_WEIGHT
+    return profile.params * element + frozen
+
+
 def memory_needed(profile: Profile) -> float:
     """Bytes the step needs on the GPU: the sum of ``memory_parts``."""
     return float(sum(memory_parts(profile).values()))
@@ -115,6 +128,8 @@ def predict(
     measured_scaling: dict[tuple[str, int], float] | None = None,
     network_gbit: float = scaling.DEFAULT_NETWORK_GBIT,
     tf32: bool = True,
+    sharded: bool = False,
+    four_bit_base: bool = False,
 ) -> tuple[list[Prediction], list[str]]:
     """One prediction per GPU and count, and the assumptions common to all of them. Called by
     the session (``session.py``), which holds the calibration, the ``--stack`` level and your
@@ -124,6 +139,9 @@ def predict(
     ``measured_scaling`` are keyed by (GPU id, GPU count in one machine). ``tf32``: float32
     matmuls on TF32 tensor cores (TensorFlow's default) or, False, on CUDA cores (``--no-tf32``,
     PyTorch's default); it changes nothing for mixed precision's FP16/BF16 matmuls.
+    ``sharded``: the weights are sharded over the GPUs (FSDP, ZeRO-3) and all-gathered twice a
+    step (``scaling.step_seconds``); memory is still the unsharded step's. ``four_bit_base``:
+    QLoRA's frozen base, all-gathered in 4 bits (its dequantization is not predicted).
     """
     layouts = sorted(c if isinstance(c, tuple) else (1, c) for c in counts)
     if any(min(c) < 1 for c in layouts):
@@ -150,8 +168,16 @@ def predict(
         f"profile: {profile.method}, batch {profile.batch} per GPU, {profile.precision}",
         "memory: weights + gradients + optimizer state + activations kept for the backward pass "
         f"(from the HLO), against {MEMORY_HEADROOM:.0%} of the GPU's memory",
-        "several GPUs: data parallel, the same batch per GPU, ring all-reduce of the gradients "
-        "overlapping the backward pass",
+        (
+            "several GPUs: weights sharded (FSDP / ZeRO-3), the same batch per GPU, each "
+            f"weight all-gathered twice a step "
+            f"({sharded_weight_bytes(profile, four_bit_base) / 1e9:.3g} GB"
+            f"{', the base in 4 bits' if four_bit_base else ''}) and the gradients "
+            "reduce-scattered, over the link the all-reduce uses and hidden as it is"
+            if sharded
+            else "several GPUs: data parallel, the same batch per GPU, ring all-reduce of the "
+            "gradients overlapping the backward pass"
+        ),
         *(anchors.notes if anchors is not None else ()),
     ]
     if any(nodes * per_node > 1 for nodes, per_node in layouts):
@@ -176,7 +202,11 @@ def predict(
             n = nodes * per_node
             link = scaling.link(gpu, per_node, nodes, network_gbit, catalog=catalog)
             stepn = scaling.step_seconds(
-                est.seconds, profile.gradient_bytes(), n, link.busbw_gb_per_s
+                est.seconds,
+                profile.gradient_bytes(),
+                n,
+                link.busbw_gb_per_s,
+                sharded_bytes=sharded_weight_bytes(profile, four_bit_base) if sharded else 0.0,
             )
             sps = scale(gpu) * n * profile.batch / stepn
             low, high, how = sps * low_factor, sps * high_factor, method
@@ -237,4 +267,11 @@ def _ties(rows: list[Prediction], relative: float) -> list[str]:
     return notes
 
 
-__all__ = ["Efficiency", "Prediction", "memory_needed", "memory_parts", "predict"]
+__all__ = [
+    "Efficiency",
+    "Prediction",
+    "memory_needed",
+    "memory_parts",
+    "predict",
+    "sharded_weight_bytes",
+]

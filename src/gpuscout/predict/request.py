@@ -39,6 +39,10 @@ class PredictRequest:
     lora_rank: int | None = None  # LoRA adapters of this rank, the base frozen (decoder LLMs)
     checkpointing: bool = False  # gradient checkpointing: each block recomputed (decoder LLMs)
     counts: Sequence[tuple[int, int]] = ((1, 1),)  # (machines, GPUs per machine)
+    sharded: bool = False  # weights sharded over the GPUs (FSDP, ZeRO-3): all-gathered each step
+    # QLoRA's base in 4 bits: only what ``sharded`` all-gathers (its dequantization is not
+    # predicted, nor is a QLoRA step's memory)
+    four_bit_base: bool = False
     network_gbit: float = scaling.DEFAULT_NETWORK_GBIT
     epoch_samples: int | None = None
     reference: str = REFERENCE_GPU
@@ -226,6 +230,8 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         epoch_samples=epoch,
         network_gbit=req.network_gbit,
         tf32=req.tf32,
+        sharded=req.sharded,
+        four_bit_base=req.four_bit_base,
     )
     notes = [*notes, *common, *_tf32_notes(req, precision), f"epoch = {epoch:,} {unit}"]
     notes += _fit_notes(rows, profile, catalog) + _attention_notes(gpus, profile)

@@ -1,9 +1,16 @@
 """Data-parallel training on n GPUs: the part of the gradient all-reduce the backward pass
 cannot hide, and the wait for the slowest GPU.
 
-    step(n) = step(1) x (1 + straggler x z(n)) + sync x log2(n) + exposed all-reduce
+    step(n) = step(1) x (1 + straggler x z(n)) + sync x log2(n) + exposed communication
     all-reduce = 2 (n-1)/n x gradient bytes / bus bandwidth + 2 (n-1) x latency   (ring)
     exposed = max(all-reduce - overlap x step(1), last bucket)
+
+Sharded weights (PyTorch FSDP FULL_SHARD, DeepSpeed ZeRO-3) replace the all-reduce by a
+reduce-scatter of the gradients, half its bytes, and all-gather every weight twice a step, for
+the forward pass and again for the backward pass (which also serves a checkpointed block's
+recomputation), each (n-1)/n x the 16-bit weights' bytes over the same bus: the same ring
+traffic that NCCL's busbw measures. They hide behind the step as the all-reduce does
+(``overlap``): no constant of their own.
 
 ``z(n)`` is the expected largest of n standard normal draws (Blom's approximation): every step
 waits for the slowest of n GPUs, whose step times spread by ``straggler`` (a share of the
@@ -285,22 +292,40 @@ def allreduce_seconds(
     return 2 * (n - 1) / n * gradient_bytes / bus + 2 * (n - 1) * c.latency_s
 
 
+def allgather_seconds(
+    weight_bytes: float, n: int, busbw_gb_per_s: float, consts: Constants | None = None
+) -> float:
+    """One ring all-gather (or reduce-scatter) of ``weight_bytes`` over n GPUs: each GPU
+    receives (n-1)/n of them, half an all-reduce's traffic."""
+    if n <= 1:
+        return 0.0
+    c = consts or constants()
+    bus = busbw_gb_per_s * 1e9 * c.achieved
+    return (n - 1) / n * weight_bytes / bus + (n - 1) * c.latency_s
+
+
 def step_seconds(
     step1: float,
     gradient_bytes: float,
     n: int,
     busbw_gb_per_s: float,
     consts: Constants | None = None,
+    sharded_bytes: float = 0.0,
 ) -> float:
     """Seconds per step on n GPUs, each with the single-GPU batch (weak scaling). Every term
     is >= 0 and non-decreasing in n, so efficiency is <= 1 and never rises with n on one
-    link."""
+    link. ``sharded_bytes``: the 16-bit weights sharded over the GPUs (FSDP, ZeRO-3), each
+    all-gathered twice a step while the gradients are reduce-scattered; 0: data parallel."""
     if n <= 1:
         return step1
     c = consts or constants()
-    reduce = allreduce_seconds(gradient_bytes, n, busbw_gb_per_s, c)
+    if sharded_bytes:
+        reduce = allgather_seconds(gradient_bytes, n, busbw_gb_per_s, c)
+        comm = reduce + 2 * allgather_seconds(sharded_bytes, n, busbw_gb_per_s, c)
+    else:
+        reduce = comm = allreduce_seconds(gradient_bytes, n, busbw_gb_per_s, c)
     tail = reduce * min(1.0, BUCKET_BYTES / max(gradient_bytes, 1.0))
-    exposed = max(reduce - c.overlap * step1, tail)
+    exposed = max(comm - c.overlap * step1, tail)
     wait = step1 * c.straggler * slowest_of(n) + c.sync_s * math.log2(n)
     return step1 + wait + exposed
 

@@ -131,6 +131,8 @@ class Session:
         epoch_samples: int = 1,
         network_gbit: float = scaling.DEFAULT_NETWORK_GBIT,
         tf32: bool = True,
+        sharded: bool = False,
+        four_bit_base: bool = False,
     ) -> tuple[list[Prediction], list[str]]:
         """:func:`gpuscout.predict.predictor.predict` with this session's calibration, stack
         and anchors, and what your stored runs measured of this very step beside each row. A
@@ -150,6 +152,8 @@ class Session:
             measured_scaling=measured_scaling,
             network_gbit=network_gbit,
             tf32=tf32,
+            sharded=sharded,
+            four_bit_base=four_bit_base,
         )
 
     def option(
