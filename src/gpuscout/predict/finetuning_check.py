@@ -40,6 +40,11 @@ class Checked:
         return self.low <= self.row.tokens_per_gpu <= self.high
 
 
+# Rows whose weights are sharded over their GPUs, all-gathered every step (PyTorch FSDP
+# FULL_SHARD, DeepSpeed ZeRO-3): the csv's ``parallelism``. fsdp_qlora's "ddp" rows are FSDP
+# NO_SHARD (full weights on each GPU); xtuner's "deepspeed" rows do not state a ZeRO stage.
+SHARDED = ("fsdp", "zero3")
+
 # Every published fine-tuning row runs on PyTorch (torchtune, xtuner, Answer.AI's fsdp_qlora on
 # PyTorch FSDP, NeMo: the csv's framework column), so each is predicted as a user
 # of that stack asks it, ``--stack pytorch``: a published stack at its own level (issue 41).
@@ -48,7 +53,8 @@ ROWS_STACK = "pytorch"
 
 def predict_row(row: FinetuneRow) -> Checked:
     """``gpuscout predict`` for the row's settings (its profile shipped or traced on JAX), at
-    the rows' own software stack (``ROWS_STACK``)."""
+    the rows' own software stack (``ROWS_STACK``), its weights sharded where the row's are
+    (``SHARDED``; a QLoRA row's base all-gathered in 4 bits)."""
     from gpuscout.predict.request import PredictRequest, predict_for
 
     assert row.workload is not None and row.policy is not None and row.batch_size_per_gpu
@@ -64,6 +70,8 @@ def predict_row(row: FinetuneRow) -> Checked:
             checkpointing=bool(d["checkpointing"]),
             counts=[(1, row.gpu_count)],
             stack=ROWS_STACK,
+            sharded=row.parallelism in SHARDED,
+            four_bit_base=row.mode == "qlora",
         )
     )
     r = answer.rows[0]
