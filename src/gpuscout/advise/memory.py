@@ -24,7 +24,8 @@ from typing import Literal
 
 from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.errors import UserError
-from gpuscout.predict.fit_options import QLORA_BYTES_PER_WEIGHT, SHARD_COUNTS
+from gpuscout.predict.fit_options import SHARD_COUNTS
+from gpuscout.predict.profile import QLORA_BYTES_PER_WEIGHT
 
 Mode = Literal["full", "lora", "qlora"]
 # Tokens one GPU holds activations for in a step: a token of a hidden size of 1 with

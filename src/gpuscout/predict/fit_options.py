@@ -18,9 +18,8 @@ Estimates, not traces: the output says so. The first option that fits in each fa
 
 from __future__ import annotations
 
-from gpuscout.predict.profile import Profile
+from gpuscout.predict.profile import QLORA_BYTES_PER_WEIGHT, Profile
 
-QLORA_BYTES_PER_WEIGHT = 0.5 * 1.06
 SHARD_COUNTS = (2, 4, 8, 16, 32, 64)
 
 

@@ -22,7 +22,7 @@ from gpuscout.predict import ranking, scaling
 from gpuscout.predict.calibrate import Calibration
 from gpuscout.predict.efficiency import Efficiency
 from gpuscout.predict.kernel_model import GpuFeatures
-from gpuscout.predict.profile import Profile
+from gpuscout.predict.profile import QLORA_BYTES_PER_WEIGHT, Profile
 from gpuscout.predict.roofline import step_time
 from gpuscout.predict.stacks import StackLevel
 from gpuscout.predict.uncertainty import band, relative_error
@@ -98,8 +98,7 @@ def memory_parts(profile: Profile) -> dict[str, float]:
 def sharded_weight_bytes(profile: Profile, four_bit_base: bool = False) -> float:
     """Bytes of the weights FSDP or ZeRO-3 all-gathers for compute: the trained ones in 16 bits
     under mixed precision (float32 otherwise) and the frozen base as stored, in 4 bits for
-    QLoRA (``fit_options.QLORA_BYTES_PER_WEIGHT``, the constant ``memory`` uses)."""
-    from gpuscout.predict.fit_options import QLORA_BYTES_PER_WEIGHT
+    QLoRA (``profile.QLORA_BYTES_PER_WEIGHT``, the constant ``memory`` uses)."""
 
     element = 2 if profile.precision.startswith("mixed") else 4
     frozen = float(profile.frozen_bytes)

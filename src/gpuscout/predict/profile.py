@@ -48,6 +48,10 @@ FUSED_ATTENTION = (
 # The numbers of a kernel that may depend on the batch (everything but op, dtype and count).
 _KERNEL_SIZES = ("flops", "bytes", "batch", "m", "n", "k", "elements")
 
+# A QLoRA base's bytes a weight: 4 bits plus ~6 % for the double-quantized constants
+# (Dettmers et al. 2023, NF4): what ``memory`` holds and what FSDP gathers of such a base
+QLORA_BYTES_PER_WEIGHT = 0.5 * 1.06
+
 
 class PerSample(BaseModel):
     """How much each batch-dependent number of a profile grows per sample of batch: learnt
