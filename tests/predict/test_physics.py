@@ -243,3 +243,20 @@ def test_a_forward_pass_pays_a_call_not_a_training_step(cat: Catalog, eff: Effic
     profile = _profile("mlp", "fp32", 256).model_copy(update={"kind": "forward"})
     est = step_time(profile, cat.gpus["h100-sxm"], eff)
     assert est.split["step"] == eff.forward_s < eff.step_s / 10
+
+
+def test_every_conv_layout_row_names_a_published_stack_and_a_layout(cat: Catalog) -> None:
+    """``data/conv_layouts.csv`` is read by stack name: a row whose stack the CSV reader splits
+    (an unquoted comma: "NGC PyTorch, Lambda v0 configs") or that names no published stack
+    silently gives that stack no transposes. Every row must parse to a published stack, a
+    precision and a layout."""
+    from gpuscout.predict.calibrate import conv_layouts, relayout
+
+    stacks = {p.stack for p in published_points(cat)}
+    rows = conv_layouts()
+    assert rows, "data/conv_layouts.csv has no rows"
+    for (stack, precision), layout in rows.items():
+        assert stack in stacks, f"conv_layouts.csv: {stack!r} is not a published stack"
+        assert precision in ("mixed_float16", "mixed_bfloat16", "fp32"), (stack, precision)
+        assert layout in ("NCHW", "NHWC"), (stack, layout)
+        assert relayout(stack, precision) == float(layout == "NCHW")
