@@ -95,7 +95,7 @@ def range_note(b: Band) -> str:
 def screen_factor() -> float:
     """How far off the published rows' prediction a stored run may be and still anchor one:
     twice the far end of the model's widest band (a workload no published row validates:
-    x0.61 to x1.27 today, so about x3.3). A run further off than twice what a whole unseen
+    x0.68 to x1.29 today, so about x2.9). A run further off than twice what a whole unseen
     source is off is a mistake (a wrong batch, a bogus import), not a software stack."""
     low, high = shipped().unvalidated
     return 2 * max(1 / low, high)
