@@ -17,6 +17,8 @@ from importlib import resources
 
 import numpy as np
 
+from gpuscout.catalog.cloud_overheads import Overhead, read_overheads
+
 # The kinds of tensor-core kernels whose share of the peak is fitted end to end: the kernel data
 # is FP32 only, and cuDNN's implicit-GEMM convolutions do not reach what cuBLAS's GEMMs do.
 TENSOR_KINDS = ("matmul TF32", "matmul FP16/BF16", "conv TF32", "conv FP16/BF16")
@@ -29,23 +31,13 @@ RHO_REF = 1024.0
 POWER_EXPONENT = 0.5
 
 
-@dataclass(frozen=True)
-class Overhead:
-    """An assumed cost no published measurement identifies, with its reason."""
-
-    value: float
-    unit: str
-    source: str
-
-
 @functools.cache
 def overheads() -> dict[str, Overhead]:
     """``data/overheads.csv``: launch, training-step and forward-call costs, each sourced
     (read once: every efficiency and every evaluation of a fit asks for them)."""
     path = resources.files("gpuscout.predict") / "data" / "overheads.csv"
     with path.open(encoding="utf-8") as f:
-        return {r["name"]: Overhead(float(r["value"]), r["unit"], r["source"])
-                for r in csv.DictReader(f)}  # fmt: skip
+        return read_overheads(f)
 
 
 @functools.cache
