@@ -24,7 +24,6 @@ from gpuscout.price.instances import (
     ASSUMED_RATE,
     cheapest_rental,
     purchase,
-    rental_ways,
     separate_instances_gbit,
 )
 from gpuscout.price.options import build_options, parse_option
@@ -82,22 +81,22 @@ def test_one_gpu_instances_rent_as_separate_machines_timed_over_a_network(cat: C
     assert apart.scaling_efficiency < box.scaling_efficiency - 0.2
 
 
-def test_the_cheapest_way_is_the_cheapest_for_the_job(cat: Catalog) -> None:
-    """Per hour, 8 H100 as 8 Nebius 1-GPU instances ($30.80) undercut Lambda's 8-GPU box
-    ($31.92); for a job that scales over NVLink and not over a 10 Gb/s network, the box is
-    the cheaper way to do the work, and cheapest_rental takes the job's scaling into it."""
-    h100 = cat.gpus["h100-sxm"]
-    ways = {r.provider: r for r in rental_ways(cat, h100, 8, frozenset({"nebius", "lambda"}))}
-    assert ways["nebius"].usd_per_hour < ways["lambda"].usd_per_hour
-    per_hour = cheapest_rental(cat, h100, 8, None)
-    assert per_hour is not None and per_hour.provider == "runpod"  # a pod of 8 at $2.69
-    poor = {(8, 1): 0.3, (1, 8): 0.9}
-    only = frozenset({"nebius", "lambda"})
-    found = min((r for r in rental_ways(cat, h100, 8, only)),
-                key=lambda r: r.usd_per_hour / poor[r.layout])  # fmt: skip
-    assert found.provider == "lambda"
-    best = cheapest_rental(cat, h100, 8, "lambda", scaling=lambda r: poor[r.layout])
-    assert best is not None and best.layout == (1, 8)
+def test_the_cheapest_way_is_the_cheapest_for_the_job(tmp_path: Path) -> None:
+    """Per hour, 8 one-GPU instances at acme ($8.00) undercut beta's 8-GPU box ($8.80); for a
+    job that scales over the box's links and not over the separate instances' network, the
+    box does the work for less, and cheapest_rental takes the job's scaling into it."""
+    rows = ["rtx-5090,acme,on_demand,1x5090,1,,1.00,,2026-12-01",
+            "rtx-5090,beta,on_demand,8x5090,8,,1.10,,2026-12-01"]  # fmt: skip
+    cat = _with_prices(tmp_path, rows)
+    gpu = cat.gpus["rtx-5090"]
+    per_hour = cheapest_rental(cat, gpu, 8)
+    assert per_hour is not None and (per_hour.provider, per_hour.layout) == ("acme", (8, 1))
+    scaling = {(8, 1): 0.3, (1, 8): 0.9}
+    for_job = cheapest_rental(cat, gpu, 8, scaling=lambda r: scaling[r.layout])
+    assert for_job is not None and (for_job.provider, for_job.layout) == ("beta", (1, 8))
+    # a job that scales as well apart as together takes the cheaper hour
+    even = cheapest_rental(cat, gpu, 8, scaling=lambda r: 0.9)
+    assert even is not None and even.provider == "acme"
 
 
 def test_an_eight_gpu_only_provider_charges_the_instance_for_one_gpu(cat: Catalog) -> None:

@@ -19,23 +19,21 @@ assumption; the cheapest provider's unless the option names one.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuscout import articles
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.catalog.models import MEMORY_HEADROOM
-from gpuscout.catalog.rates import training_tflops
 from gpuscout.errors import UserError
-from gpuscout.predict.predictor import Prediction, memory_needed
-from gpuscout.predict.profile import FUSED_ATTENTION, Profile, cached
+from gpuscout.predict.predictor import memory_needed
+from gpuscout.predict.profile import FUSED_ATTENTION, Profile
 from gpuscout.predict.scaling import DEFAULT_NETWORK_GBIT, constants
 from gpuscout.predict.session import Session
 from gpuscout.price.cost import Condition, Option
-from gpuscout.price.instances import Rental, cheapest_rental
+from gpuscout.price.instances import Rental, Scaling, cheapest_rental
 from gpuscout.price.instances import purchase as buy
-from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_sig
-from gpuscout.workloads import run_shape
+from gpuscout.price.speeds import Job, Speeds
+from gpuscout.units import fmt_count, fmt_hours, fmt_rate
 from gpuscout.workloads.llm import LLAMA_NAMES
 
 # the option's @word -> how its GPUs were bought
@@ -91,17 +89,6 @@ def parse_pairs(items: list[str], flag: str, value_name: str) -> dict[str, float
             )
         out[key.strip().lower()] = number
     return out
-
-
-@dataclass(frozen=True)
-class Job:
-    """What is priced: hours on one reference GPU, said in words; for a workload job, its
-    step, whose predicted speed on each GPU sets the option's."""
-
-    reference_gpu_hours: float
-    text: str
-    profile: Profile | None = None  # None: a job given in GPU-hours, which names no step
-    unit: str = "samples"
 
 
 def workload_job(
@@ -161,7 +148,7 @@ def build_options(
     default set includes the RTX 3090, which no cloud in the catalog rents on demand.
     """
     catalog = model.catalog
-    speeds = _Speeds(model, reference, job or Job(0.0, ""))
+    speeds = Speeds(model, reference, job or Job(0.0, ""))
     # rental providers only: a purchase row's seller is not somewhere to rent from
     providers = {p.provider for p in catalog.prices if p.kind in ("on_demand", "spot")}
     speedups = {catalog.resolve(k).gpu.id: v for k, v in speedups.items()}
@@ -186,7 +173,7 @@ def _option(
     spec: OptionSpec,
     gpu: Gpu,
     catalog: Catalog,
-    speeds: _Speeds,
+    speeds: Speeds,
     speedups: dict[str, float],
     scalings: dict[str, float],
     bought: dict[str, dict[str, float]],
@@ -197,11 +184,12 @@ def _option(
     def job_scaling(r: Rental) -> float:
         return speeds.scaling(gpu, spec.count, scalings, r.layout, r.network_gbit)
 
-    # the rental the option is timed and priced as (a catalog price, not one given), and the
-    # one an owned option's break-even compares with: the cheapest way for this job
-    cheapest = cheapest_rental(catalog, gpu, spec.count, scaling=job_scaling)
-    way = None
-    if condition is None and spec.usd_per_hour is None:
+    # the rental an owned option's break-even compares with, and the one a rented option is
+    # timed and priced as (a catalog price, not one given): each the cheapest way for this job
+    cheapest = way = None
+    if condition is not None:
+        cheapest = cheapest_rental(catalog, gpu, spec.count, scaling=job_scaling)
+    elif spec.usd_per_hour is None:
         way = cheapest_rental(catalog, gpu, spec.count, spec.provider, scaling=job_scaling)
     layout = way.layout if way else None
     network = way.network_gbit if way else DEFAULT_NETWORK_GBIT
@@ -270,7 +258,7 @@ def _option(
 
 
 def _break_even_rental(
-    rental: Rental | None, owned_scaling: float, job_scaling: Callable[[Rental], float]
+    rental: Rental | None, owned_scaling: float, job_scaling: Scaling
 ) -> tuple[float | None, tuple[str, str, str] | None]:
     """What renting costs an hour of the owned GPUs' work on this job, and (provider, how,
     seen) for the line: where the rental's GPUs are separate machines that scale worse than
@@ -322,111 +310,3 @@ def _why_unpriced(catalog: Catalog, gpu: Gpu, spec: OptionSpec) -> tuple[str, st
             "lists this GPU)"
         )
     return why, f"give one: --option {gpu.id}x{spec.count}=USD_PER_HOUR, or add a price file"
-
-
-class _Speeds:
-    """An option's speed against the reference GPU and its scaling: given by a flag, else
-    predicted by the session (a spec ratio for the speed of a job in GPU-hours)."""
-
-    def __init__(self, model: Session, reference: Gpu, job: Job) -> None:
-        self.model, self.reference, self.job = model, reference, job
-        self._reference: float | None = None  # samples/s of one reference GPU, predicted
-
-    def _step(self) -> Profile:
-        """The step predictions are made on: the job's, else the articles' benchmark's."""
-        if self.job.profile is not None:
-            return self.job.profile
-        found = cached(
-            articles.BENCHMARK_WORKLOAD, {}, articles.BENCHMARK_BATCH, articles.BENCHMARK_PRECISION
-        )
-        if found is None:  # shipped with the package: only a broken install lacks it
-            raise UserError(
-                f"no shipped step profile of {articles.BENCHMARK_WORKLOAD} to scale with.",
-                "reinstall gpuscout, or give --scaling N=EFF.",
-            )
-        return found
-
-    def _reference_sps(self) -> float:
-        if self._reference is None:
-            self._reference = self.model.option(self._step(), self.reference).samples_per_second
-        return self._reference
-
-    def _tokens(self, samples_per_second: float) -> str:
-        """ " (N tokens/s)" for a language model's job, else ""."""
-        profile = self.job.profile
-        per = run_shape(profile.workload, profile.dims)[0] if profile is not None else None
-        return f" ({fmt_rate(samples_per_second * per)} tokens/s)" if per else ""
-
-    def scaling(
-        self, gpu: Gpu, count: int, scalings: dict[str, float],
-        layout: tuple[int, int] | None = None, network_gbit: float = DEFAULT_NETWORK_GBIT,
-    ) -> float:  # fmt: skip
-        """The job's scaling on ``count`` GPUs laid out as ``layout`` (given, else fitted)."""
-        key = next((k for k in (f"{gpu.id}x{count}", str(count)) if k in scalings), None)
-        if count == 1:
-            return 1.0
-        if key is not None:
-            return scalings[key]
-        return self.model.option(self._step(), gpu, count, layout=layout,
-                                 network_gbit=network_gbit).scaling_efficiency  # fmt: skip
-
-    def of(
-        self,
-        gpu: Gpu,
-        count: int,
-        speedups: dict[str, float],
-        scalings: dict[str, float],
-        notes: list[str],
-        layout: tuple[int, int] | None = None,
-        network_gbit: float = DEFAULT_NETWORK_GBIT,
-    ) -> tuple[float, float, bool]:
-        """(speedup against the reference GPU, scaling, whether the fitted model gave it), on
-        ``count`` GPUs laid out as ``layout`` (a rental's instances; None: one machine)."""
-        reference, unit = self.reference, self.job.unit
-        predicted = self.job.profile is not None and gpu.id not in speedups
-        one = self.model.option(self._step(), gpu) if predicted else None  # one GPU
-        if gpu.id in speedups:
-            speedup = speedups[gpu.id]
-            notes.append(f"speed {speedup:g}x {reference.id} (given)")
-        elif one is not None:
-            speedup = one.samples_per_second / self._reference_sps()
-        else:
-            speedup = training_tflops(gpu) / training_tflops(reference)
-            if gpu.id != reference.id:
-                notes.append(
-                    f"speed {fmt_sig(speedup)}x {reference.id} from training TFLOPS (spec "
-                    "ratio, no workload)"
-                )
-        key = next((k for k in (f"{gpu.id}x{count}", str(count)) if k in scalings), None)
-        if count == 1:
-            if one is not None:
-                notes.append(f"{_how(one)} {fmt_rate(one.samples_per_second)} {unit}/s"
-                             + self._tokens(one.samples_per_second))  # fmt: skip
-            return speedup, 1.0, False
-        if key is not None:
-            scaling = scalings[key]
-            notes.append(f"scaling {scaling:.0%} on {count} GPUs (given)")
-            if one is not None:
-                notes.append(f"{_how(one)} {fmt_rate(one.samples_per_second)} {unit}/s per GPU")
-            return speedup, scaling, False
-        row = self.model.option(self._step(), gpu, count, layout=layout,
-                                network_gbit=network_gbit)  # fmt: skip
-        scaling = row.scaling_efficiency
-        how = f"{row.link}; " if row.link else ""
-        if one is not None:
-            notes.append(
-                f"predicted {fmt_rate(row.samples_per_second)} {unit}/s"
-                f"{self._tokens(row.samples_per_second)}: {count} x "
-                f"{fmt_rate(one.samples_per_second)} ({_how(one)}) at {scaling:.0%} scaling "
-                f"({how}fitted "
-                "scaling model)"
-            )
-        else:
-            notes.append(f"scaling {scaling:.0%} on {count} GPUs ({how}fitted scaling model)")
-        return speedup, scaling, True
-
-
-def _how(row: Prediction) -> str:
-    """How a one-GPU figure was had: measured (your stored run of the step on that GPU) or
-    predicted (anchored on your runs or not)."""
-    return "measured" if row.method.startswith("measured") else "predicted"
