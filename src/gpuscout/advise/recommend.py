@@ -301,8 +301,10 @@ def _split_note(split: dict[tuple[int, int, str], list[str]]) -> list[str]:
     parts = [f"{m * k} as {m} machines x {k}: {', '.join(ids)} ({why})"
              for (m, k, why), ids in split.items()]  # fmt: skip
     return [
-        f"more GPUs than one machine holds run on several, over a "
-        f"{scaling.DEFAULT_NETWORK_GBIT:g} Gb/s network (assumed): {'; '.join(parts)}"
+        f"more GPUs than one machine holds run on several, over a network "
+        f"({scaling.DEFAULT_NETWORK_GBIT:g} Gb/s assumed between whole machines, "
+        f"{separate_instances_gbit():g} Gb/s between separate smaller instances: each "
+        f"option's price says how it is rented): {'; '.join(parts)}"
     ]
 
 
