@@ -17,6 +17,7 @@ from gpuscout.catalog import load_catalog
 from gpuscout.predict.profile import cached
 from gpuscout.predict.session import session
 from gpuscout.price import Assumptions
+from gpuscout.units import fmt_hours
 from tests.conftest import run_cli
 
 
@@ -39,8 +40,84 @@ def test_the_line_names_the_first_option_its_figures_and_why(objective: str) -> 
     said = {"cheapest": "cheapest option", "fastest": "fastest option"}.get(objective)
     if said is not None:  # what decided it is the objective, said as what it is
         assert re.search(rf"; (fastest and )?{said}", line), line
-    assert line.endswith("; nothing else is both faster and cheaper")  # the front, in words
+    assert "; nothing else is both faster and cheaper" in line  # the front, in words
     assert "Pareto" not in line and "\n" not in line
+    # 90 epochs take hours on any option, so the deadline is met even at the range's slow end
+    assert (
+        not best.risks
+        and "that meets the 48 h deadline and the $2,000 budget even at its range's slow end"
+        in line
+    )
+
+
+def test_an_option_whose_range_crosses_the_deadline_is_marked_and_not_the_headline() -> None:
+    """The cheapest option with the deadline set between its predicted time and its range's
+    slow end: it stays (it meets the deadline as predicted), is marked, and ranks after the
+    options that meet the deadline at their slow end; the headline is a safe one and says so."""
+    free, _ = _advice(objective="cheapest")
+    first = free.ranked[0]
+    assert first.fast_hours < first.hours < first.slow_hours
+    deadline = (first.hours + first.slow_hours) / 2
+    advice, req = _advice(objective="cheapest", deadline_hours=deadline)
+    mine = next(c for c in advice.ranked if (c.gpu, c.count, c.provider, c.price_note) ==
+                (first.gpu, first.count, first.provider, first.price_note))  # fmt: skip
+    assert mine.risks == [
+        f"may miss the {deadline:g} h deadline: {fmt_hours(mine.slow_hours)} at its range's "
+        "slow end"
+    ]
+    assert any("may miss" in r for r in mine.reasons)
+    best = advice.ranked[0]
+    assert not best.risks and best is not mine and best.slow_hours <= deadline
+    assert [bool(c.risks) for c in advice.ranked] == sorted(bool(c.risks) for c in advice.ranked)
+    line = headline(advice, req, "the job")
+    assert f"meets the {deadline:g} h deadline even at its range's slow end" in line
+
+
+def test_the_headline_says_the_risk_when_no_option_is_safe() -> None:
+    profile = cached("resnet50", {}, 256, "mixed_float16")
+    assert profile is not None
+    req = Request(profile=profile, samples=1.0, unit="images", deadline_hours=10.0)
+    risky = _option(
+        "a",
+        9.0,
+        2.0,
+        pareto=True,
+        slow_hours=12.0,
+        risks=["may miss the 10 h deadline: 12.0 h at its range's slow end"],
+    )
+    faster = _option(
+        "b",
+        8.0,
+        3.0,
+        pareto=True,
+        slow_hours=11.0,
+        risks=["may miss the 10 h deadline: 11.0 h at its range's slow end"],
+    )
+    (first, *_) = reasons(Advice([risky, faster], [risky, faster], {}, []), req)
+    assert first == (
+        "cheapest option that meets the 10 h deadline as predicted; no option is safe at its "
+        "range's slow end, and this one may miss the 10 h deadline: 12.0 h at its range's "
+        "slow end"
+    )
+
+
+def test_cheapest_names_a_much_faster_option_for_about_the_same_money() -> None:
+    """Ranked cheapest, 1 GPU at $7.00 heads; 8 GPUs at $7.50 (not distinguishable on cost)
+    finish 8x sooner: said, not hidden. One at twice the money is not offered as the same."""
+    profile = cached("resnet50", {}, 256, "mixed_float16")
+    assert profile is not None
+    req = Request(profile=profile, samples=1.0, unit="images")
+    one = _option("a", 20.0, 7.0, pareto=True)
+    eight = Candidate("a", 8, "aws", 2.5, 8.0, 7.5, 800.0, 1.0, pareto=True)
+    dear = Candidate("b", 8, "aws", 1.0, 30.0, 14.0, 800.0, 1.0, pareto=True)
+    said = reasons(Advice([one, eight, dear], [one, eight, dear], {}, []), req)
+    assert said[-1] == (
+        "for about the same money ($7.50, not distinguishable on cost) 8 x a (aws) takes "
+        "150 min, 8.0x sooner"
+    )
+    assert reasons(Advice([one, dear], [one, dear], {}, []), req)[-1] == (
+        "nothing else is both faster and cheaper"
+    )
 
 
 def _option(gpu: str, hours: float, usd: float, provider: str = "aws", **more: Any) -> Candidate:
@@ -50,7 +127,7 @@ def _option(gpu: str, hours: float, usd: float, provider: str = "aws", **more: A
 def test_balanced_says_what_it_weighed_and_a_short_job_that_the_choice_hardly_matters() -> None:
     profile = cached("resnet50", {}, 256, "mixed_float16")
     assert profile is not None
-    req = Request(profile=profile, samples=1.0, unit="images")
+    req = Request(profile=profile, samples=1.0, unit="images", objective="balanced")
     middle = _option("a", 2.0, 2.0, pareto=True)
     others = [_option("b", 1.0, 5.0, pareto=True), _option("c", 5.0, 1.0, pareto=True)]
     advice = Advice([middle, *others], [middle, *others], {}, [])

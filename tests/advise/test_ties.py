@@ -80,12 +80,14 @@ def test_no_tied_pair_differs_by_more_than_the_stated_uncertainty(
         for a, b in itertools.combinations(tied, 2):
             ratio = max(figure(a), figure(b)) / min(figure(a), figure(b))
             assert ratio < most, (a, b, ratio, most)
-    # and none is missed: every other GPU x count in the top 12 within it of the first is named
-    named = {(c.gpu, c.count) for c in (found[0] if found else [])}
+    # and none is missed: every other GPU in the top 12 within it of the first is named (the
+    # first's own GPU at another count is not: the speed error cancels between them)
+    named = {c.gpu for c in (found[0] if found else [])}
     first = advice.ranked[0]
+    assert first.gpu not in {c.gpu for c in (found[0][1:] if found else [])}
     for c in advice.ranked[1:12]:
-        if (c.gpu, c.count) != (first.gpu, first.count) and figure(c) / figure(first) < most:
-            assert (c.gpu, c.count) in named
+        if c.gpu != first.gpu and figure(c) / figure(first) < most:
+            assert c.gpu in named
 
 
 def test_eight_rtx_4090_and_eight_b200_are_told_apart_by_time_and_by_cost(

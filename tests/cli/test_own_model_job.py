@@ -116,3 +116,16 @@ def test_the_presets_help_says_what_each_preset_sets() -> None:
         assert words.startswith(preset["objective"])
         assert ("owned GPUs considered" in words) == preset["owned"]
         assert all(feature in words for feature in preset["require"])
+
+
+def test_the_cli_objectives_are_advises_and_its_default_is_advises() -> None:
+    """The CLI lists the objectives without importing advise (start-up time): the same
+    names, and the default first, as ``advise.ties`` has them."""
+    from typing import get_args
+
+    from gpuscout.advise.ties import DEFAULT_OBJECTIVE, OBJECTIVE_WORDS, Objective
+    from gpuscout.cli.job_args import DEFAULT_OBJECTIVE as CLI_DEFAULT
+    from gpuscout.cli.job_args import OBJECTIVES
+
+    assert set(OBJECTIVES) == set(get_args(Objective)) == set(OBJECTIVE_WORDS)
+    assert CLI_DEFAULT == DEFAULT_OBJECTIVE == "cheapest"

@@ -10,6 +10,8 @@ sentence, with why it won over the rest, before any table.
 from __future__ import annotations
 
 from gpuscout.advise.recommend import Advice, Candidate, Request
+from gpuscout.advise.ties import limit
+from gpuscout.predict.uncertainty import relative_error
 from gpuscout.units import fmt_hours, fmt_usd
 
 # A job this short costs next to nothing anywhere: the choice hardly matters, and saying so is
@@ -47,8 +49,10 @@ def _constraints(req: Request) -> str:
 
 def reasons(advice: Advice, req: Request) -> list[str]:
     """Why the first option won: what the objective picked (said as what it is: cheapest,
-    fastest, or the best time x cost) within the constraints; then that nothing beats it on
-    both time and cost (the Pareto front, in words), or that the job is too short to matter."""
+    fastest, or the best time x cost) within the constraints, and whether it meets them even at
+    its range's slow end or which risk it takes (no option is safe); then that nothing beats it
+    on both time and cost (the Pareto front, in words), or that the job is too short to
+    matter; and what the other end of the trade-off offers for about the same money."""
     best, options = advice.ranked[0], advice.ranked
     cheapest = best.total_usd <= min(c.total_usd for c in options)
     fastest = best.hours <= min(c.hours for c in options)
@@ -61,11 +65,48 @@ def reasons(advice: Advice, req: Request) -> list[str]:
         first = f"fastest option{within}"
     else:
         first = f"{BALANCED_WORDS}{within}"
+    if within and not best.risks:
+        first += " even at its range's slow end"
+    elif best.risks:
+        first += (" as predicted; no option is safe at its range's slow end, and this one "
+                  + "; ".join(best.risks))  # fmt: skip
+    out = [first]
     if best.hours - best.startup_hours < TRIVIAL_HOURS:  # the work, a machine's start-up aside
         return [first, "the job takes under a minute, so the choice hardly matters"]
     if best.pareto:
-        return [first, "nothing else is both faster and cheaper"]
-    return [first]
+        out.append("nothing else is both faster and cheaper")
+    return out + _alternative(advice, req)
+
+
+def _alternative(advice: Advice, req: Request) -> list[str]:
+    """The other end of the trade-off, where it is worth a look: ranked cheapest, the fastest
+    option the model cannot tell from it on cost (``advise.ties.limit``); ranked fastest or
+    balanced, the cheapest option, with its time. Options at risk where the first is safe are
+    not offered."""
+    best = advice.ranked[0]
+    safe = [c for c in advice.ranked if not c.risks or best.risks]
+    if req.objective == "cheapest":
+        most = limit("cheapest", relative_error())
+        same = [c for c in safe if c.total_usd <= best.total_usd * most]
+        other = min(same, key=lambda c: c.hours, default=best)
+        if other is best or best.hours / other.hours < 1.5:
+            return []
+        return [
+            f"for about the same money ({fmt_usd(other.total_usd)}, not distinguishable on cost)"
+            f" {_short(other)} takes {fmt_hours(other.hours)}, "
+            f"{best.hours / other.hours:.1f}x sooner"
+        ]
+    other = min(safe, key=lambda c: (c.total_usd, c.hours))
+    if other is best or best.total_usd / max(other.total_usd, 1e-9) < 1.2:
+        return []
+    return [
+        f"the cheapest option, {_short(other)}, takes {fmt_hours(other.hours)} for "
+        f"{fmt_usd(other.total_usd)} ({best.total_usd / max(other.total_usd, 1e-9):.1f}x less)"
+    ]
+
+
+def _short(c: Candidate) -> str:
+    return f"{c.count} x {c.gpu} ({c.provider})"
 
 
 def headline(advice: Advice, req: Request, job: str) -> str:

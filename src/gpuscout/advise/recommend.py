@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from gpuscout.advise.pareto import front
-from gpuscout.advise.ties import Objective, key, tie_note
+from gpuscout.advise.ties import DEFAULT_OBJECTIVE, OBJECTIVE_WORDS, Objective, key, tie_note
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import scaling
@@ -46,7 +46,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "individual": {"objective": "cheapest", "owned": True, "require": set()},
     "sme": {"objective": "cheapest", "owned": False, "require": set()},
     "large-model": {"objective": "fastest", "owned": False, "require": {"nvlink", "ecc"}},
-    "production": {"objective": "balanced", "owned": False, "require": {"ecc"}},
+    "production": {"objective": "cheapest", "owned": False, "require": {"ecc"}},
 }
 
 
@@ -62,7 +62,7 @@ class Request:
     cloud: bool = True
     providers: frozenset[str] | None = None
     counts: tuple[int, ...] = (1, 2, 4, 8)
-    objective: Objective = "balanced"
+    objective: Objective = DEFAULT_OBJECTIVE
     label: str | None = None  # the job in words (predict.job.Job.label), else samples of W
 
 
@@ -87,6 +87,13 @@ class Candidate:
     startup_hours: float = 0.0  # rented: a machine's start-up, in ``hours`` and the cost
     # where your stored run measured this GPU: what it measured, and how this option follows
     measured: str = ""
+    # the ends of the prediction's range (``Prediction.low``/``high``): the job's hours at
+    # the fast and the slow end, and the money paid at the slow end (a rental runs longer)
+    fast_hours: float = 0.0
+    slow_hours: float = 0.0
+    slow_paid_usd: float = 0.0
+    # what the deadline or budget risk at the range's slow end (empty: safe, or none given)
+    risks: list[str] = field(default_factory=list)
 
     @property
     def paid_basis(self) -> Literal["up-front", "rental"]:
@@ -147,38 +154,61 @@ def _prices(catalog: Catalog, gpu: Gpu, count: int, req: Request) -> list[Rental
 
 
 def _candidate(
-    gpu: Gpu, count: int, sps: float, pay: Rental | Purchase, hours_one: float,
-    scaling_efficiency: float, need_gb: float, assumptions: Assumptions,
+    gpu: Gpu, row: Prediction, pay: Rental | Purchase, hours_one: float, need_gb: float,
+    assumptions: Assumptions,
 ) -> Candidate:  # fmt: skip
-    """One priced option: the job's time and cost on ``count`` GPUs paid for by ``pay``."""
+    """One priced option: the job's time and cost on ``row.count`` GPUs paid for by ``pay``,
+    and both again at the ends of the prediction's range (a speed x``low/central`` takes the
+    work x``central/low`` as long; a machine's start-up does not change)."""
     bought = pay if isinstance(pay, Purchase) else None
     rented = pay if isinstance(pay, Rental) else None
     option = Option(
         gpu_id=gpu.id,
-        count=count,
+        count=row.count,
         speedup=1.0,
-        scaling=scaling_efficiency,
+        scaling=row.scaling_efficiency,
         tdp_w=gpu.board_power_w()[0],
         consumer=gpu.market == "consumer",
         provider=rented.provider if rented else "owned",
         usd_per_hour=rented.usd_per_hour if rented else None,
         purchase_usd=bought.usd if bought else None,
     )
-    line: CostLine = cost_line(option, hours_one, assumptions)
+    central = row.samples_per_second
+
+    def at(speed: float) -> CostLine:
+        return cost_line(option, hours_one * central / max(speed, 1e-12), assumptions)
+
+    line, slow, fast = at(central), at(min(row.low, central)), at(max(row.high, central))
     return Candidate(
         gpu=gpu.id,
-        count=count,
+        count=row.count,
         provider=option.provider,
         hours=line.hours + line.rework_hours,
         startup_hours=line.startup_hours,
         usd_per_hour=line.usd_per_hour,
         total_usd=line.effective_usd,
-        samples_per_second=sps,
+        samples_per_second=central,
         memory_gb=need_gb,
         upfront_usd=bought.usd if bought else None,
         rental_usd=None if bought else line.total_usd + line.rework_usd,
         price_note=pay.how,
+        fast_hours=fast.hours + fast.rework_hours,
+        slow_hours=slow.hours + slow.rework_hours,
+        slow_paid_usd=bought.usd if bought else slow.total_usd + slow.rework_usd,
     )
+
+
+def _risks(c: Candidate, req: Request) -> list[str]:
+    """What the deadline and the budget risk at the slow end of ``c``'s range (its central
+    figures meet both, or it was left out)."""
+    out = []
+    if req.deadline_hours is not None and c.slow_hours > req.deadline_hours:
+        out.append(f"may miss the {req.deadline_hours:g} h deadline: "
+                   f"{fmt_hours(c.slow_hours)} at its range's slow end")  # fmt: skip
+    if req.budget_usd is not None and c.slow_paid_usd > req.budget_usd:
+        out.append(f"may exceed the ${req.budget_usd:,.0f} budget: {dollars(c.slow_paid_usd)} "
+                   "at its range's slow end")  # fmt: skip
+    return out
 
 
 def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
@@ -218,8 +248,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
                 continue
             for pay in prices:
                 row = timed[_layout(gpu, count, pay)]
-                cand = _candidate(gpu, row.count, row.samples_per_second, pay, hours_one,
-                                  row.scaling_efficiency, need_gb, assumptions)  # fmt: skip
+                cand = _candidate(gpu, row, pay, hours_one, need_gb, assumptions)
                 if said:
                     cand.measured = (
                         f"measured {said}"
@@ -234,6 +263,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
                     over.append(cand)
                     rejected[_over(cand, req.budget_usd)] += 1
                     continue
+                cand.risks = _risks(cand, req)
                 feasible.append(cand)
     if not feasible:
         reasons = "; ".join(f"{n} {why}" for why, n in rejected.most_common())
@@ -247,14 +277,19 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     best_front = front(feasible, lambda c: c.hours, lambda c: c.total_usd)
     for c in best_front:
         c.pareto = True
-    ranked = sorted(feasible, key=key(req.objective, feasible))
+    # options that meet the deadline and budget even at their range's slow end come first;
+    # an option at risk heads the ranking only where none is safe (and says which risk)
+    score = key(req.objective, feasible)
+    ranked = sorted(feasible, key=lambda c: (bool(c.risks), score(c)))
     for c in ranked:
         _explain(c, req, catalog)
     ties = tie_note(ranked, req.objective, relative_error())
     notes = [
         f"job: {req.label or f'{fmt_count(req.samples)} {req.unit} of {req.profile.workload}'}"
         f" ({req.profile.precision}, batch {req.profile.batch} per GPU)",
-        f"objective: {req.objective}; counts {', '.join(map(str, req.counts))}",
+        f"objective: {req.objective} ({OBJECTIVE_WORDS[req.objective]}); counts "
+        f"{', '.join(map(str, req.counts))}",
+        *_risk_note(req),
         *_split_note(split),
         *model.notes,
         model.describe(req.profile),
@@ -292,6 +327,20 @@ def _timed(
         rows, _ = model.predict(profile, [gpu], layouts, reference=gpu, network_gbit=net)
         out.update({(lay, net): row for lay, row in zip(layouts, rows, strict=True)})
     return out
+
+
+def _risk_note(req: Request) -> list[str]:
+    """How a deadline or a budget is checked against each option's range."""
+    given = [w for w, v in (("deadline", req.deadline_hours), ("budget", req.budget_usd))
+             if v is not None]  # fmt: skip
+    if not given:
+        return []
+    return [
+        f"risk: each option's {' and '.join(given)} checked at its predicted time and cost and "
+        "at its range's slow end (the range below); one that meets them only as predicted is "
+        "marked 'may miss' or 'may exceed', and ranks after every option that meets them at "
+        "the slow end"
+    ]
 
 
 def _split_note(split: dict[tuple[int, int, str], list[str]]) -> list[str]:
@@ -368,9 +417,10 @@ def _explain(c: Candidate, req: Request, catalog: Catalog) -> None:
     gpu = catalog.gpus[c.gpu]
     budget = req.budget_usd
     measured = f" ({c.measured})" if c.measured else ""
-    up = f" (start-up {fmt_hours(c.startup_hours)} included)" if c.startup_hours else ""
+    up = f"; start-up {fmt_hours(c.startup_hours)} included" if c.startup_hours else ""
     c.reasons.append(
-        f"{fmt_hours(c.hours)}{up} at {fmt_rate(c.samples_per_second)} {req.unit}/s{measured}"
+        f"{fmt_hours(c.hours)} (range {fmt_hours(c.fast_hours)} to {fmt_hours(c.slow_hours)}"
+        f"{up}) at {fmt_rate(c.samples_per_second)} {req.unit}/s{measured}"
     )
     if c.upfront_usd is not None:
         c.reasons.append(
@@ -385,7 +435,13 @@ def _explain(c: Candidate, req: Request, catalog: Catalog) -> None:
         if budget is not None:
             c.reasons.append(f"rental {dollars(c.paid_usd)} ≤ budget ${budget:,.0f}")
     if req.deadline_hours is not None:
-        c.reasons.append(f"meets the {req.deadline_hours:g} h deadline")
+        deadline = f"the {req.deadline_hours:g} h deadline"
+        c.reasons.append(
+            f"meets {deadline} even at its range's slow end"
+            if c.slow_hours <= req.deadline_hours
+            else f"meets {deadline} as predicted, not at its range's slow end"
+        )
+    c.reasons.extend(c.risks)
     c.reasons.append(f"fits: {_gb(c.memory_gb)} of {gpu.memory_gb:g} GB")
     if c.pareto:
         c.reasons.append("on the time-cost Pareto front: nothing is both faster and cheaper")

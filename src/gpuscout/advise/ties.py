@@ -27,6 +27,17 @@ from typing import Any, Literal, Protocol
 from gpuscout.predict import ranking
 
 Objective = Literal["cheapest", "fastest", "balanced"]
+# The default: the cheapest option that meets the deadline and budget (at its range's slow end
+# where one can: ``advise.recommend``). "balanced" ranked hours x dollars, which with
+# near-linear scaling (dollars flat while hours fall) picked 8 GPUs for nearly any job; it
+# stays for who wants that trade-off, said as what it is.
+DEFAULT_OBJECTIVE: Objective = "cheapest"
+OBJECTIVE_WORDS: dict[str, str] = {
+    "cheapest": "the lowest cost of the job that meets the deadline and budget",
+    "fastest": "the shortest time within the budget and deadline",
+    "balanced": "the lowest hours x dollars, each against the best option's: halving the "
+    "time weighs as much as halving the cost",
+}
 # |d log(objective) / d log(speed)| for each objective (see the module docstring)
 SPEED_POWER: dict[str, float] = {"fastest": 1.0, "cheapest": 1.0, "balanced": 2.0}
 _HOW = {
@@ -74,21 +85,22 @@ def limit(objective: Objective, relative_error: float) -> float:
 def top_ties(ranked: Sequence[Ranked], objective: Objective, relative: float) -> list[Ranked]:
     """The options among the first 12 whose objective value is within :func:`limit` of the
     first's (the first included, when any is). Each is within it of the first, so no two of
-    them differ by more. The same GPUs and count at another price are left out: the prices,
-    which are certain, tell them apart."""
+    them differ by more. The same GPU at another count or price is left out: the speed error
+    is the GPU's and cancels between them, so what tells them apart is the price (certain)
+    and the scaling model, not the error this note is about."""
     if len(ranked) < 2:
         return []
     figure = value(objective, ranked)
     top = figure(ranked[0])
     most = limit(objective, relative)
     tied: list[Ranked] = []
-    seen = {(ranked[0].gpu, ranked[0].count)}
+    seen = {ranked[0].gpu}
     for c in ranked[1:12]:
-        if (c.gpu, c.count) in seen:
+        if c.gpu in seen:
             continue
         if top > 0 and figure(c) / top < most:
             tied.append(c)
-            seen.add((c.gpu, c.count))
+            seen.add(c.gpu)
     return [ranked[0], *tied] if tied else []
 
 

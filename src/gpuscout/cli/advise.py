@@ -32,7 +32,7 @@ PRESET_WORDS = {
     "individual": "cheapest, owned GPUs considered",
     "sme": "cheapest, cloud only",
     "large-model": "fastest, cloud only, with nvlink and ecc",
-    "production": "balanced, cloud only, with ecc",
+    "production": "cheapest, cloud only, with ecc",
 }
 
 

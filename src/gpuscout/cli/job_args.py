@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from gpuscout.predict.job import JobSpec
     from gpuscout.predict.session import Session
 
+# advise.ties.Objective, the default (advise.ties.DEFAULT_OBJECTIVE) first; a test checks
 OBJECTIVES = ("cheapest", "fastest", "balanced")
+DEFAULT_OBJECTIVE = OBJECTIVES[0]
 DEFAULT_COUNTS = "1,2,4,8"
 # The job's options as typed (attribute -> option); their defaults are None, so "given" is
 # "not None" and an option a command would ignore can be refused instead (issue 31).
@@ -169,7 +171,7 @@ def add_job_size(group: Any, epochs_default: str = "") -> None:
     )  # fmt: skip
 
 
-def add_advice_options(group: Any, objective_default: str | None = "balanced") -> None:
+def add_advice_options(group: Any, objective_default: str | None = DEFAULT_OBJECTIVE) -> None:
     """What the advice must respect and how it ranks (``advise.Request``'s fields)."""
     group.add_argument(
         "--deadline", type=DEADLINE,
@@ -191,8 +193,10 @@ def add_advice_options(group: Any, objective_default: str | None = "balanced") -
     )
     group.add_argument(
         "--objective", choices=OBJECTIVES, default=objective_default,
-        help="how to rank: cheapest (lowest cost of the job), fastest (shortest time), "
-        "balanced (time x cost, each against the best option's; the default)",
+        help="how to rank: cheapest (the lowest cost of the job that meets the deadline and "
+        "budget; the default), fastest (the shortest time within them), balanced (hours x "
+        "dollars, each against the best option's); options that meet the deadline and budget "
+        "even at their range's slow end rank first",
     )  # fmt: skip
     group.add_argument(
         "--counts", type=GPU_COUNT_CHOICES,
@@ -234,7 +238,7 @@ def constraints(
         "cloud": not args.no_cloud,
         "providers": providers or None,
         "counts": tuple(int(c) for c in (args.counts or DEFAULT_COUNTS).split(",")),
-        "objective": args.objective or preset.get("objective", "balanced"),
+        "objective": args.objective or preset.get("objective", DEFAULT_OBJECTIVE),
     }
 
 
