@@ -178,3 +178,20 @@ def test_the_lora_sentence_agrees_with_gpuscout_memory(seq_len: int) -> None:
     else:
         assert f"at {seq_len} it needs {need:.1f} GB and does not fit on one" in sentence
         assert gpu["verdict"] != "fits"
+
+
+def test_a_launch_bound_job_is_told_to_raise_the_batch_not_to_rent_eight_gpus() -> None:
+    """The MLP at batch 32 is launch-bound: adding GPUs barely helps, a larger batch does.
+    The headline names one GPU (the cheapest) and says what batch 256 would give; a job
+    that is not launch-bound gets no such line."""
+    catalog = load_catalog()
+    profile = cached("mlp", {}, 32, "mixed_float16")
+    assert profile is not None
+    req = Request(profile=profile, samples=50 * 1_200_000, unit="samples", deadline_hours=48.0)
+    advice = advise(req, session(catalog, runs=[]), Assumptions())
+    line = headline(advice, req, "the job")
+    assert advice.ranked[0].count == 1
+    assert advice.batch_hint is not None and advice.batch_hint in line
+    assert "a larger batch would be much faster: batch 256 per GPU instead of 32" in line
+    busy, busy_req = _advice(deadline_hours=48.0)
+    assert busy.batch_hint is None and "larger batch" not in headline(busy, busy_req, "x")

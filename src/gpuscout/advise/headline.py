@@ -114,7 +114,7 @@ def headline(advice: Advice, req: Request, job: str) -> str:
     6.1 h, $4.20; cheapest option that meets the 48 h deadline; nothing else is both faster
     and cheaper'. ``job``: the job in words (``predict.job.Job.label``)."""
     best = advice.ranked[0]
-    why = "; ".join(reasons(advice, req))
+    why = "; ".join(reasons(advice, req) + ([advice.batch_hint] if advice.batch_hint else []))
     return f"For {job}: {option_words(best)} — {cost_words(best)}; {why}"
 
 

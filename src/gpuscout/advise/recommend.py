@@ -24,6 +24,7 @@ from gpuscout.advise.ties import DEFAULT_OBJECTIVE, OBJECTIVE_WORDS, Objective, 
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import scaling
+from gpuscout.predict.batch_hint import larger_batch
 from gpuscout.predict.predictor import Prediction, memory_needed
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session
@@ -115,6 +116,8 @@ class Advice:
     rejected: dict[str, int]
     assumptions: list[str]
     budget_usd: float | None = None  # compared with each option's ``paid_usd``
+    # a much faster larger batch on the first option's GPU, in words (``predict.batch_hint``)
+    batch_hint: str | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -122,6 +125,7 @@ class Advice:
             "pareto": [c.to_json_dict() for c in self.pareto],
             "rejected": self.rejected,
             "assumptions": self.assumptions,
+            "batch_hint": self.batch_hint,
             "budget": None if self.budget_usd is None else {
                 "usd": self.budget_usd,
                 "compared_with": "paid_usd: an owned option's up-front purchase, a rented "
@@ -219,6 +223,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     need_gb = memory_needed(req.profile) / 1e9
     rejected: Counter[str] = Counter()
     feasible: list[Candidate] = []
+    one_gpu: dict[str, Prediction] = {}  # each GPU's one-GPU prediction at the job's batch
     over: list[Candidate] = []  # left out by the budget, for the note that says by what
     # counts one machine cannot hold, as the machines they run on: (layout, why) -> GPUs
     split: dict[tuple[int, int, str], list[str]] = {}
@@ -233,7 +238,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
             if m > 1:
                 split.setdefault((m, k, scaling.max_per_machine(gpu)[1]), []).append(gpu.id)
         timed = _timed(model, req.profile, gpu, ways)
-        first = timed[((1, 1), scaling.DEFAULT_NETWORK_GBIT)]
+        first = one_gpu[gpu.id] = timed[((1, 1), scaling.DEFAULT_NETWORK_GBIT)]
         one = first.samples_per_second
         said = first.method.removeprefix("measured ") if first.method.startswith(
             "measured"
@@ -302,7 +307,10 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         *dict.fromkeys(n for c in ranked if (n := catalog.gpus[c.gpu].board_power_w()[1])),
         *ties,
     ]
-    return Advice(ranked, best_front, dict(rejected), notes, req.budget_usd)
+    top = ranked[0]
+    hint = larger_batch(model, req.profile, catalog.gpus[top.gpu], one_gpu[top.gpu])
+    words = hint.words(top.gpu, req.profile.batch) if hint else None
+    return Advice(ranked, best_front, dict(rejected), notes, req.budget_usd, words)
 
 
 def _layout(gpu: Gpu, count: int, pay: Rental | Purchase) -> tuple[tuple[int, int], float]:

@@ -1,0 +1,110 @@
+"""Whether a larger batch per GPU would make the same job much faster (issue 42, "batch as a
+decision").
+
+A small model at a small batch spends its step launching kernels and paying the framework's
+cost per step, which do not grow with the batch; adding GPUs then buys little, while a larger
+batch on one GPU would finish the job several times sooner. The batch is also a training
+choice (the learning rate follows it), so gpuscout does not change it: it says what a larger
+one would give, with the figure, and lets the user decide.
+
+The larger batch is the job's per-GPU batch doubled, up to 8x, the largest that still fits the
+GPU's memory (``MEMORY_HEADROOM``, as every fit). Its speed is the step predicted again at that
+batch:
+
+- exactly, where the profile knows how each kernel grows with the batch (``Profile.at_batch``:
+  the built-in workloads, traced at two batches);
+- else estimated from the step's own split (``Prediction.split``): the compute- and
+  memory-bound seconds grow with the batch, the launch-bound ones and the cost per step do not,
+  and the activations grow with it while weights, gradients and optimizer state do not. A
+  larger GEMM often runs at a better share of the peak, so the estimate errs slow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuscout.catalog import Gpu
+from gpuscout.catalog.models import MEMORY_HEADROOM
+from gpuscout.predict.predictor import Prediction, memory_needed
+from gpuscout.predict.profile import Profile
+from gpuscout.predict.session import Session
+
+__all__ = ["MUCH_FASTER", "BatchHint", "larger_batch"]
+
+# "much faster": a larger batch is worth a line when it cuts the job's time by a third or more
+# (a ratio well outside the predictions' own error, x0.84..x1.19 on a ratio of two)
+MUCH_FASTER = 1.5
+MOST = 8  # at most 8x the job's batch: a hint, not a search for the memory's edge
+
+
+@dataclass(frozen=True)
+class BatchHint:
+    batch: int  # per GPU
+    speedup: float  # samples/s at ``batch`` over samples/s at the job's batch, on one GPU
+    memory_gb: float  # needed at ``batch``
+    how: str  # "the step re-counted at batch N" or how it was estimated
+
+    def words(self, gpu: str, batch: int) -> str:
+        """'batch 256 per GPU (fits: 18.2 GB) is predicted 4.3x as fast on rtx-4090 (...)'"""
+        return (
+            f"a larger batch would be much faster: batch {self.batch} per GPU instead of "
+            f"{batch} is predicted {self.speedup:.1f}x as fast on {gpu} (needs "
+            f"{_gb(self.memory_gb)}; {self.how}); the batch is your training's choice (its "
+            f"learning rate follows it): if it tolerates {self.batch}, give -b {self.batch}"
+        )
+
+
+def larger_batch(model: Session, profile: Profile, gpu: Gpu, base: Prediction) -> BatchHint | None:
+    """The largest batch up to ``MOST`` x the job's (doubling) that fits ``gpu`` and runs the
+    job at least ``MUCH_FASTER`` x as fast on one GPU, or None. ``base``: the one-GPU
+    prediction at the job's batch (from the same session)."""
+    if profile.kind != "train" or base.samples_per_second <= 0:
+        return None
+    room = gpu.memory_gb * 1e9 * MEMORY_HEADROOM
+    best: BatchHint | None = None
+    factor = 2
+    while factor <= MOST:
+        batch = profile.batch * factor
+        hint = _at(model, profile, gpu, base, batch)
+        if hint is None or hint.memory_gb * 1e9 > room:
+            break
+        best = hint
+        factor *= 2
+    return best if best is not None and best.speedup >= MUCH_FASTER else None
+
+
+def _at(
+    model: Session, profile: Profile, gpu: Gpu, base: Prediction, batch: int
+) -> BatchHint | None:
+    if profile.per_sample is not None:
+        try:
+            bigger = profile.at_batch(batch)
+        except ValueError:
+            return None
+        (row,), _ = model.predict(bigger, [gpu], [1])
+        speedup = row.samples_per_second / base.samples_per_second
+        return BatchHint(batch, speedup, memory_needed(bigger) / 1e9,
+                         f"the step re-counted at batch {batch}")  # fmt: skip
+    split = base.split
+    if not split:
+        return None
+    grow = batch / profile.batch
+    fixed = split.get("launch", 0.0) + split.get("step", 0.0)
+    scaled = split.get("compute", 0.0) + split.get("memory", 0.0)
+    now, then = fixed + scaled, fixed + scaled * grow
+    if now <= 0 or then <= 0:
+        return None
+    speedup = (batch / then) / (profile.batch / now)
+    memory = profile.model_copy(update={
+        "saved_activation_bytes": profile.saved_activation_bytes * grow,
+        "recomputed_activation_bytes": profile.recomputed_activation_bytes * grow,
+    })  # fmt: skip
+    return BatchHint(
+        batch, speedup, memory_needed(memory) / 1e9,
+        f"estimated from the step's split: its {fixed / now:.0%} in kernel launches and the "
+        "cost per step stay, the rest and the activations grow with the batch",
+    )  # fmt: skip
+
+
+def _gb(gb: float) -> str:
+    return f"{gb:.1f} GB" if gb >= 0.1 else f"{gb * 1e3:.2g} MB"
