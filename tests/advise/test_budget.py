@@ -43,7 +43,8 @@ def test_owned_options_within_budget_cost_at_most_the_budget_up_front(
     rented = [c for c in owned_2000.ranked if c.provider != "owned"]
     assert owned and rented
     for c in owned:
-        bought = purchase(cat, cat.gpus[c.gpu], c.count)
+        bought = purchase(cat, cat.gpus[c.gpu], c.count, condition="used" if c.condition ==
+                          "used" else "new")  # fmt: skip
         assert bought is not None and c.upfront_usd is not None
         assert c.upfront_usd == pytest.approx(bought.usd)
         assert c.paid_basis == "up-front" and c.paid_usd == c.upfront_usd <= 2000

@@ -47,8 +47,9 @@ def _tied(advice: Advice) -> tuple[list[Candidate], float] | None:
     if not notes:
         return None
     (m,) = notes
-    by = {f"{c.count} x {c.gpu} ({c.provider})": c for c in advice.ranked}
-    return [by[n] for n in m.group("names").split(", ")], float(m.group("limit"))
+    by = {c.label: c for c in advice.ranked}
+    names = re.findall(r"\d+ x \S+ \([^)]*\)", m.group("names"))  # a label has ", used"
+    return [by[n] for n in names], float(m.group("limit"))
 
 
 def _option(gpu: str, hours: float, usd: float) -> Candidate:

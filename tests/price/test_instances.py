@@ -85,10 +85,10 @@ def test_the_cheapest_way_is_the_cheapest_for_the_job(tmp_path: Path) -> None:
     """Per hour, 8 one-GPU instances at acme ($8.00) undercut beta's 8-GPU box ($8.80); for a
     job that scales over the box's links and not over the separate instances' network, the
     box does the work for less, and cheapest_rental takes the job's scaling into it."""
-    rows = ["rtx-5090,acme,on_demand,1x5090,1,,1.00,,2026-12-01",
-            "rtx-5090,beta,on_demand,8x5090,8,,1.10,,2026-12-01"]  # fmt: skip
-    cat = _with_prices(tmp_path, rows)
-    gpu = cat.gpus["rtx-5090"]
+    rows = ["rtx-5080,acme,on_demand,1x5080,1,,1.00,,2026-12-01",
+            "rtx-5080,beta,on_demand,8x5080,8,,1.10,,2026-12-01"]  # fmt: skip
+    cat = _with_prices(tmp_path, rows)  # the shipped catalog rents no RTX 5080
+    gpu = cat.gpus["rtx-5080"]
     per_hour = cheapest_rental(cat, gpu, 8)
     assert per_hour is not None and (per_hour.provider, per_hour.layout) == ("acme", (8, 1))
     scaling = {(8, 1): 0.3, (1, 8): 0.9}
@@ -148,7 +148,7 @@ def test_cost_prices_options_per_instance_and_shows_the_up_front() -> None:
     assert profile is not None
     model = session(cat, None)
     ref = cat.gpus["rtx-3090"]
-    specs = [parse_option(t) for t in ("4090x8@runpod", "4090x8", "4090x8@owned", "b200x8")]
+    specs = [parse_option(t) for t in ("4090x8@runpod", "4090x8", "4090x8@used", "b200x8")]
     options = build_options(specs, model, ref, {}, {}, {})
     runpod, cheapest, _owned, b200 = options
     assert runpod.usd_per_hour == pytest.approx(8 * 0.34)  # one pod of 8 at the 1-8 rate
@@ -159,6 +159,7 @@ def test_cost_prices_options_per_instance_and_shows_the_up_front() -> None:
     by = {(line.gpu, line.provider): line for line in lines}
     up = by[("rtx-4090", "owned")]
     assert up.upfront_usd is not None and up.upfront_usd > up.total_usd  # a share of it
-    assert up.upfront_usd == pytest.approx(8 * (cat.gpus["rtx-4090"].launch_price_usd or 0))
+    used = purchase(cat, cat.gpus["rtx-4090"], 8, condition="used")  # no new price: see below
+    assert used is not None and up.upfront_usd == pytest.approx(used.usd)
     assert by[("rtx-4090", "runpod")].upfront_usd is None
     assert by[("rtx-4090", "runpod")].to_json_dict()["upfront_usd"] is None

@@ -23,7 +23,7 @@ BALANCED_WORDS = "best balance of time and cost (lowest hours x dollars)"
 def option_words(c: Candidate) -> str:
     """'rent 1 x rtx-4090 on runpod' or 'buy 2 x rtx-4090'."""
     if c.provider == "owned":
-        return f"buy {c.count} x {c.gpu}"
+        return f"buy {c.count} x {c.gpu}" + (" used" if c.condition == "used" else "")
     return f"rent {c.count} x {c.gpu} on {c.provider}"
 
 
@@ -106,7 +106,7 @@ def _alternative(advice: Advice, req: Request) -> list[str]:
 
 
 def _short(c: Candidate) -> str:
-    return f"{c.count} x {c.gpu} ({c.provider})"
+    return c.label
 
 
 def headline(advice: Advice, req: Request, job: str) -> str:

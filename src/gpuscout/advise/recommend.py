@@ -33,8 +33,11 @@ from gpuscout.price.cost import Assumptions, CostLine, Option, cost_line
 from gpuscout.price.instances import (
     ASSUMED_RATE,
     HOST_NOTE,
+    Condition,
     Purchase,
     Rental,
+    cheapest_rental,
+    not_sold_new,
     purchase,
     rental_ways,
     separate_instances_gbit,
@@ -95,6 +98,15 @@ class Candidate:
     slow_paid_usd: float = 0.0
     # what the deadline or budget risk at the range's slow end (empty: safe, or none given)
     risks: list[str] = field(default_factory=list)
+    condition: str = ""  # owned: "new" or "used"
+    break_even: str = ""  # owned: against the cheapest rental of as many (price.break_even)
+
+    @property
+    def label(self) -> str:
+        """'1 x rtx-3090 (owned, used)', '8 x h100-sxm (runpod)': the option's name wherever
+        it is printed (ties, the table, the headline's alternative)."""
+        used = ", used" if self.condition == "used" else ""
+        return f"{self.count} x {self.gpu} ({self.provider}{used})"
 
     @property
     def paid_basis(self) -> Literal["up-front", "rental"]:
@@ -146,24 +158,28 @@ def _check(req: Request) -> None:
 def _prices(catalog: Catalog, gpu: Gpu, count: int, req: Request) -> list[Rental | Purchase]:
     """The ways to pay for ``count`` of ``gpu``: every way each allowed provider rents them
     (one instance, a pod of that count, several smaller instances on as many machines: each an
-    option, timed as laid out; ``price.instances``), and buying them if owned hardware is
-    allowed (one machine)."""
+    option, timed as laid out; ``price.instances``), and buying them new and used if owned
+    hardware is allowed (one machine)."""
     out: list[Rental | Purchase] = []
     if req.cloud:
         out += rental_ways(catalog, gpu, count, req.providers)
-    bought = purchase(catalog, gpu, count) if req.owned else None
-    if bought is not None:
-        out.append(bought)
+    if req.owned:  # bought new (a street price, else the launch MSRP) and used, where priced;
+        # not new where the MSRP is below its own used price (no such offer is to be found)
+        conditions: tuple[Condition, ...] = (
+            ("used",) if not_sold_new(catalog, gpu) else ("new", "used")
+        )
+        out += [p for c in conditions if (p := purchase(catalog, gpu, count, condition=c))]
     return out
 
 
 def _candidate(
     gpu: Gpu, row: Prediction, pay: Rental | Purchase, hours_one: float, need_gb: float,
-    assumptions: Assumptions,
+    assumptions: Assumptions, rent: Rental | None = None,
 ) -> Candidate:  # fmt: skip
     """One priced option: the job's time and cost on ``row.count`` GPUs paid for by ``pay``,
     and both again at the ends of the prediction's range (a speed x``low/central`` takes the
-    work x``central/low`` as long; a machine's start-up does not change)."""
+    work x``central/low`` as long; a machine's start-up does not change). An owned option's
+    break-even is against ``rent``, the cheapest rental of as many of the GPU (if any)."""
     bought = pay if isinstance(pay, Purchase) else None
     rented = pay if isinstance(pay, Rental) else None
     option = Option(
@@ -176,6 +192,9 @@ def _candidate(
         provider=rented.provider if rented else "owned",
         usd_per_hour=rented.usd_per_hour if rented else None,
         purchase_usd=bought.usd if bought else None,
+        rent_usd_per_hour=rent.usd_per_hour if bought and rent else None,
+        rent_seen=(rent.provider, rent.how, rent.seen) if bought and rent else None,
+        condition=bought.condition if bought else None,
     )
     central = row.samples_per_second
 
@@ -199,6 +218,8 @@ def _candidate(
         fast_hours=fast.hours + fast.rework_hours,
         slow_hours=slow.hours + slow.rework_hours,
         slow_paid_usd=bought.usd if bought else slow.total_usd + slow.rework_usd,
+        condition=bought.condition if bought else "",
+        break_even=line.break_even.describe() if line.break_even else "",
     )
 
 
@@ -253,7 +274,8 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
                 continue
             for pay in prices:
                 row = timed[_layout(gpu, count, pay)]
-                cand = _candidate(gpu, row, pay, hours_one, need_gb, assumptions)
+                rent = cheapest_rental(catalog, gpu, count) if isinstance(pay, Purchase) else None
+                cand = _candidate(gpu, row, pay, hours_one, need_gb, assumptions, rent)
                 if said:
                     cand.measured = (
                         f"measured {said}"
@@ -302,7 +324,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         f"memory: {_gb(need_gb)} per GPU needed (weights, gradients, optimizer state, "
         "activations; from the compiled step)",
         *assumptions.describe().values(),
-        *_money_notes(req, feasible, over),
+        *_money_notes(req, feasible, over, catalog),
         # the energy of a GPU without a board power in its row: the assumed one, said once
         *dict.fromkeys(n for c in ranked if (n := catalog.gpus[c.gpu].board_power_w()[1])),
         *ties,
@@ -384,14 +406,13 @@ def _budget_note(over: list[Candidate], budget: float, lead: str = "") -> str:
         mine = [c for c in over if c.paid_basis == basis]
         if mine:
             c = min(mine, key=lambda c: c.paid_usd)
-            parts.append(
-                f"{lead}{c.count} x {c.gpu} ({c.provider}): {basis} {dollars(c.paid_usd)} > "
-                f"budget ${budget:,.0f}"
-            )
+            parts.append(f"{lead}{c.label}: {basis} {dollars(c.paid_usd)} > budget ${budget:,.0f}")
     return "; ".join(parts)
 
 
-def _money_notes(req: Request, feasible: list[Candidate], over: list[Candidate]) -> list[str]:
+def _money_notes(
+    req: Request, feasible: list[Candidate], over: list[Candidate], catalog: Catalog
+) -> list[str]:
     """How the options were priced and what a budget is compared with."""
     notes = [
         "rentals of n GPUs: every way each provider sells them is an option, timed as it is "
@@ -407,10 +428,13 @@ def _money_notes(req: Request, feasible: list[Candidate], over: list[Candidate])
                      f"{', '.join(assumed)}")  # fmt: skip
     if req.owned:
         notes.append(
-            "owned options bought new, paid up front at the catalog's cheapest new price, else "
-            f"the launch MSRP, x the GPU count ({HOST_NOTE}); their 'total' is the share "
-            "amortised over this job (gpuscout cost --option GPU@used prices one bought used)"
+            "owned options bought new (the catalog's dated street price, else the launch MSRP, "
+            "said as such) and used (its most recent dated used price), paid up front x the GPU "
+            f"count ({HOST_NOTE}); their 'total' is the share amortised over this job, and each "
+            "says how many hours a month it must train to cost less than renting as many"
         )
+        ended = [w for g in catalog.gpus.values() if (w := not_sold_new(catalog, g))]
+        notes += ended
     if req.budget_usd is not None:
         left = f"; left out: {_budget_note(over, req.budget_usd, 'cheapest ')}" if over else ""
         notes.append(
@@ -436,6 +460,8 @@ def _explain(c: Candidate, req: Request, catalog: Catalog) -> None:
         )
         within = f" ≤ budget ${budget:,.0f}" if budget is not None else ""
         c.reasons.append(f"up-front {dollars(c.upfront_usd)}{within} ({c.price_note})")
+        c.reasons.append(c.break_even or f"no rental of {c.count} x {c.gpu} in the catalog to "
+                         "set it against")  # fmt: skip
     else:
         c.reasons.append(
             f"{fmt_usd(c.total_usd)} ({c.provider}, ${c.usd_per_hour:,.2f}/h: {c.price_note})"

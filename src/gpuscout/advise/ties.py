@@ -54,6 +54,9 @@ class Ranked(Protocol):
     hours: float
     total_usd: float
 
+    @property
+    def label(self) -> str: ...
+
 
 def key(objective: Objective, items: Sequence[Ranked]) -> Callable[[Any], Any]:
     """The sort key of ``objective`` over ``items`` (smaller is better)."""
@@ -122,7 +125,7 @@ def tie_note(ranked: Sequence[Ranked], objective: Objective, relative: float) ->
 
 
 def _name(c: Ranked) -> str:
-    return f"{c.count} x {c.gpu} ({c.provider})"
+    return c.label
 
 
 def _trade_off(tied: Sequence[Ranked], objective: Objective, speed: float) -> str:

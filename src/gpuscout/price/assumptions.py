@@ -61,8 +61,10 @@ class Assumptions:
             + self._from("usd_per_kwh"),
             "amortization": (
                 f"owned GPUs paid off over {self.amortize_years:g} years at "
-                f"{self.owned_utilization:.0%} utilization; no resale value counted (no source "
-                "gives one for these GPUs)" + self._from("amortize_years", "owned_utilization")
+                f"{self.owned_utilization:.0%} utilization, written off to nothing: no resale "
+                "value counted, though cards keep some (gpuscout prices --kind purchase_used: "
+                "what they sell for used, dated), so owning costs less than this says"
+                + self._from("amortize_years", "owned_utilization")
             ),
             "failures": (
                 f"{self.failures_per_1000_gpu_hours_consumer:g} failures per 1000 GPU-hours on "

@@ -13,9 +13,9 @@ and renting costs ``rent $/hour x hours``. The two are equal at
 the break-even utilisation, printed as "h/month (x % of the month)". Where electricity alone
 costs as much as the rental, or the hours exceed a month's 730, owning never breaks even.
 Not counted, and said so: the host machine (CPU, memory, chassis, power supply), resale value
-after the period (no source gives one for these GPUs), and failures (both lose about the same
-time to them). The same figure, months of use at the stated utilisation until the purchase
-is paid back (``months_at_utilization``), is kept beside it.
+after the period (cards do keep some: the catalog's dated used prices), and failures (both
+lose about the same time to them). The same figure, months of use at the stated utilisation
+until the purchase is paid back (``months_at_utilization``), is kept beside it.
 """
 
 from __future__ import annotations

@@ -21,8 +21,14 @@ $0.68 an hour where RunPod's 8-GPU instance costs $5.52, but they talk over a ne
 one, and otherwise compares hourly prices. ``cost``, ``advise`` and the break-even line all
 use it, so the rental a table shows is the one every comparison uses.
 
-Buying new: the cheapest ``purchase_new`` row of the GPU (a price file may add them), else
-its launch MSRP (``gpus.csv``); buying used: the most recently seen ``purchase_used`` row
+Buying new: the cheapest dated ``purchase_new`` row of the GPU (a street price: RTX 5090 at
+$3,059 from partners where its $1,999 Founders Edition is rarely in stock), else its launch
+MSRP (``gpus.csv``), said as such with its launch date, not as a price seen. A launch MSRP
+below the card's own dated used price is no price a buyer finds new (the RTX 4090: $1,599 at
+launch in 2022, $2,000 used in 2026, as it is no longer made): ``advise`` does not offer it
+new then (:func:`not_sold_new` says why), and ``cost``, asked for it, prices it so with that
+said. Buying used: the most recently seen
+``purchase_used`` row
 (used prices drift down as a GPU ages, so an older row is staler, not a better offer), else
 no price (the user gives one). A price the user gives (``--purchase``, ``--used-price``) wins.
 The GPUs alone: no host (CPU, memory, chassis, power supply) share is modelled, and the
@@ -224,12 +230,32 @@ def purchase(
         return Purchase(
             p.usd_per_gpu or 0.0,
             count,
-            f"${p.usd_per_gpu:,.0f} per GPU (new, {p.provider}, {p.observed_text()})",
+            f"${p.usd_per_gpu:,.0f} per GPU, new ({p.provider}, seen {p.observed_text()}; "
+            f"{p.source})",
         )
     if gpu.launch_price_usd:
+        launched = f", launched {gpu.launch_date}" if gpu.launch_date else ""
+        above = not_sold_new(catalog, gpu)
         return Purchase(
             gpu.launch_price_usd,
             count,
-            f"launch MSRP ${gpu.launch_price_usd:,.0f} per GPU (catalog)",
+            f"launch MSRP ${gpu.launch_price_usd:,.0f} per GPU (catalog{launched}; not a dated "
+            "street price" + (f"; {above.split(': ', 1)[1]}" if above else "") + ")",
         )
     return None
+
+
+def not_sold_new(catalog: Catalog, gpu: Gpu) -> str | None:
+    """Why ``gpu`` has no new price where its only one would be a launch MSRP below its own
+    dated used price (a card no longer made sells used above its list price); None
+    otherwise."""
+    if any(p.kind == "purchase_new" and p.usd_per_gpu for p in catalog.prices_for(gpu.id)):
+        return None
+    used = purchase(catalog, gpu, 1, condition="used")
+    if gpu.launch_price_usd is None or used is None or used.usd <= gpu.launch_price_usd:
+        return None
+    return (
+        f"{gpu.id} is not offered new: its launch MSRP (${gpu.launch_price_usd:,.0f}) is below "
+        f"what it sells for used (${used.usd:,.0f}), so a new one at that price is not to be "
+        "found; priced used"
+    )

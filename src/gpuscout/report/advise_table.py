@@ -18,7 +18,7 @@ def print_advice(advice: Advice, console: Console) -> None:
     for i, c in enumerate(advice.ranked, 1):
         table.add_row(
             str(i),
-            literal(f"{c.count} x {c.gpu} ({c.provider})" + (" *" if c.pareto else "")),
+            literal(c.label + (" *" if c.pareto else "")),
             fmt_hours(c.hours),
             fmt_usd(c.total_usd),
             f"{dollars(c.paid_usd)} {c.paid_basis}",

@@ -68,10 +68,7 @@ def print_answer(report: Report, console: Console) -> None:
         say("advice (predicted; 'on the front': nothing else is both faster and cheaper):")
         for i, c in enumerate(report.advice.ranked[:ADVICE_TOP], 1):
             front = ", on the front" if c.pareto else ""
-            say(
-                f"  #{i} {c.count} x {c.gpu} ({c.provider}): "
-                f"{fmt_hours(c.hours)}, {fmt_usd(c.total_usd)}{front}"
-            )
+            say(f"  #{i} {c.label}: {fmt_hours(c.hours)}, {fmt_usd(c.total_usd)}{front}")
 
 
 def print_summary(report: Report, runs: list[RunResult], console: Console) -> None:
