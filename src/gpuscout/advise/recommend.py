@@ -130,6 +130,9 @@ class Advice:
     budget_usd: float | None = None  # compared with each option's ``paid_usd``
     # a much faster larger batch on the first option's GPU, in words (``predict.batch_hint``)
     batch_hint: str | None = None
+    # what the predictions cannot see (``predict.caveats``): printed beside the ranking by
+    # every command that shows it, not among the assumptions
+    caveats: list[str] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -138,6 +141,7 @@ class Advice:
             "rejected": self.rejected,
             "assumptions": self.assumptions,
             "batch_hint": self.batch_hint,
+            "caveats": self.caveats,
             "budget": None if self.budget_usd is None else {
                 "usd": self.budget_usd,
                 "compared_with": "paid_usd: an owned option's up-front purchase, a rented "
@@ -332,7 +336,9 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     top = ranked[0]
     hint = larger_batch(model, req.profile, catalog.gpus[top.gpu], one_gpu[top.gpu])
     words = hint.words(top.gpu, req.profile.batch) if hint else None
-    return Advice(ranked, best_front, dict(rejected), notes, req.budget_usd, words)
+    shown = [catalog.gpus[g] for g in dict.fromkeys(c.gpu for c in ranked)]
+    return Advice(ranked, best_front, dict(rejected), notes, req.budget_usd, words,
+                  model.caveats(req.profile, shown))  # fmt: skip
 
 
 def _layout(gpu: Gpu, count: int, pay: Rental | Purchase) -> tuple[tuple[int, int], float]:

@@ -327,6 +327,8 @@ def run_cost(args: argparse.Namespace) -> int:
             model.describe(job.profile) if job.profile is not None else model.calibration.describe()
         )
         described["predictions"] = "; ".join([*model.notes, fit, *ranged])
+        if job.profile is not None and (said := model.caveats(job.profile)):
+            described["caveats"] = "; ".join(said)  # the GPU's own: in its option's notes
     if fitted:
         described["scaling"] = scaling_assumption(job)
     described |= assumptions.describe()

@@ -119,6 +119,8 @@ class StepCost:
 # Said with every count that a loop of unknown trip count leaves short; ``is_lower_bound``
 # finds it again in a stored run's ``flops_method``.
 LOWER_BOUND = "a lower bound"
+# How a profile's method names its loops; ``predict.caveats`` finds them by it.
+LOOPS = "(recurrent layers, scans)"
 
 
 def loops_note(cost: StepCost) -> str:
@@ -127,7 +129,7 @@ def loops_note(cost: StepCost) -> str:
     if not trips:
         return ""
     known = [t for t in trips if t is not None]
-    note = f"{len(trips)} while loop{'s' * (len(trips) > 1)} (recurrent layers, scans)"
+    note = f"{len(trips)} while loop{'s' * (len(trips) > 1)} {LOOPS}"
     if known:
         note += f", bodies counted x their trip counts ({', '.join(map(str, known))})"
     unknown = len(trips) - len(known)

@@ -16,7 +16,7 @@ from gpuscout.errors import UserError
 from gpuscout.predict import scaling
 from gpuscout.predict.job import MODEL_BATCH
 from gpuscout.predict.predictor import Prediction
-from gpuscout.predict.profile import FUSED_ATTENTION, Profile
+from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session, session
 from gpuscout.records import RunResult
 from gpuscout.run_settings import TRAINING_PRECISION, tf32_prediction_note
@@ -234,7 +234,7 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         four_bit_base=req.four_bit_base,
     )
     notes = [*notes, *common, *_tf32_notes(req, precision), f"epoch = {epoch:,} {unit}"]
-    notes += _fit_notes(rows, profile, catalog) + _attention_notes(gpus, profile)
+    notes += _fit_notes(rows, profile, catalog) + model.caveats(profile, gpus)
     share = cost_defaults().value("power_utilization")
     notes.append(
         f"energy: the GPUs draw {share:.0%} of their TDP while training "
@@ -244,22 +244,6 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
     tdp = {r.gpu: catalog.gpus[r.gpu].tdp_w for r in rows}
     watts = {(r.gpu, r.count): r.count * w * share for r in rows if (w := tdp[r.gpu])}
     return PredictAnswer("train", rows, profile, reference.id, unit, notes, watts)
-
-
-def _attention_notes(gpus: Sequence[Gpu], profile: Profile) -> list[str]:
-    """A step traced with the fused attention kernel (``FUSED_ATTENTION`` in its method) on a
-    GPU older than Ampere, where Keras runs XLA's unfused attention instead: said, as the
-    prediction is then optimistic."""
-    if FUSED_ATTENTION not in profile.method:
-        return []
-    older = [g.id for g in gpus if float(g.compute_capability) < 8.0]
-    if not older:
-        return []
-    return [
-        f"{', '.join(older)}: older than Ampere, where Keras runs XLA's unfused attention "
-        "rather than cuDNN's fused kernel the step was traced with: predicted faster than it "
-        "would run there"
-    ]
 
 
 def _fit_notes(rows: list[Prediction], profile: Profile, catalog: Catalog) -> list[str]:

@@ -25,6 +25,7 @@ from gpuscout.predict import scaling
 from gpuscout.predict.anchoring import Anchors, anchors_for, never_anchors, step_matches
 from gpuscout.predict.calibrate import Calibration, calibration_for
 from gpuscout.predict.calibration_points import user_rows_used
+from gpuscout.predict.caveats import caveats
 from gpuscout.predict.predictor import Prediction, predict
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.stacks import StackLevel, stack_level
@@ -103,6 +104,11 @@ class Session:
         """The range a prediction of ``profile`` prints (anchored or not)."""
         anchored = self.anchors(profile, tf32).anchored
         return band(profile.workload, profile.kind, anchored=anchored)
+
+    def caveats(self, profile: Profile, gpus: Sequence[Gpu] = ()) -> list[str]:
+        """What a prediction of ``profile`` (on ``gpus``) cannot see, the same lines in every
+        command (``predict.caveats``)."""
+        return caveats(profile, gpus)
 
     def range_note(self, profile: Profile, tf32: bool = True) -> str:
         """The range in one line, for a command that prints times or prices without it."""

@@ -25,6 +25,8 @@ def print_advice(advice: Advice, console: Console) -> None:
             literal("; ".join(c.reasons)),
         )
     console.print(table)
+    for line in advice.caveats:
+        console.print(f"caveat: {literal(line)}", highlight=False)
     console.print(
         "total: the job's cost (an owned option's purchase amortised over it); paid: money "
         "paid, an owned option's purchase up front or a rented one's rental for the job"

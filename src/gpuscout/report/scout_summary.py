@@ -69,6 +69,8 @@ def print_answer(report: Report, console: Console) -> None:
         for i, c in enumerate(report.advice.ranked[:ADVICE_TOP], 1):
             front = ", on the front" if c.pareto else ""
             say(f"  #{i} {c.label}: {fmt_hours(c.hours)}, {fmt_usd(c.total_usd)}{front}")
+        for line in report.advice.caveats:
+            say(f"caveat: {line}")
 
 
 def print_summary(report: Report, runs: list[RunResult], console: Console) -> None:
