@@ -1,6 +1,6 @@
 """Rows for user catalogs and the default cost (issue 17): impossible catalog rows are refused
 in one line naming file, line, column, value and range, with the likely unit fix; the default
-``cost`` works although the RTX 3090 has no on-demand price."""
+``cost`` works, and an option nobody in the catalog rents is shown without a price."""
 
 from __future__ import annotations
 
@@ -163,17 +163,22 @@ CASES = [
         0,
         "precision not stated: judged as mixed_float16",
     ),
-    # Out of the box: the unpriced RTX 3090 of the default set is shown, not fatal.
-    Case(("cost", "--gpu-hours", "1000"), 0, "no price in the catalog"),
-    Case(("cost", "--gpu-hours", "1000", "--json"), 0, '"unpriced": "no on-demand price'),
+    # Out of the box: an unpriced option (the RTX 5080: nobody in the catalog rents it) beside
+    # priced ones is shown, not fatal; the default set is priced now, the RTX 3090 included.
+    Case(("cost", "--gpu-hours", "1000"), 0, "1 x rtx-3090 (runpod)"),
     Case(
-        ("cost", "--gpu-hours", "1000", "--option", "rtx-3090"),
+        ("cost", "--gpu-hours", "1000", "--option", "rtx-5080", "--option", "h100", "--json"),
+        0,
+        '"unpriced": "no on-demand price',
+    ),
+    Case(
+        ("cost", "--gpu-hours", "1000", "--option", "rtx-5080"),
         2,
-        "1 x rtx-3090 (cloud): no on-demand price for rtx-3090 in the catalog",
+        "1 x rtx-5080 (cloud): no on-demand price for rtx-5080 in the catalog",
     ),
     # A bad option beside an unpriced one is named, not hidden by the missing price.
     Case(
-        ("cost", "--gpu-hours", "1000", "--option", "rtx-3090", "--option", "h100@ibm"),
+        ("cost", "--gpu-hours", "1000", "--option", "rtx-5080", "--option", "h100@ibm"),
         2,
         "unknown provider 'ibm'",
     ),

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from gpuscout import articles
-from gpuscout.advise.memory import Transformer, memory_fit, transformer_bytes
+from gpuscout.advise.memory import Transformer, memory_fit
 from gpuscout.errors import UserError
 from gpuscout.units import fmt_hours, fmt_usd
 
@@ -30,9 +30,11 @@ LORA_GPU_GB = 24.0  # the RTX 4090's memory
 def lora_sentence() -> str:
     """The articles' LoRA claim with the sequence length it holds at, computed by the same
     functions ``gpuscout memory --mode lora`` uses, so the two never disagree."""
-    short = memory_fit(transformer_bytes(LORA_7B), LORA_GPU_GB)
+    from gpuscout.advise.llm_memory import llm_memory  # the figure memory prints
+
+    short = memory_fit(llm_memory(LORA_7B).breakdown, LORA_GPU_GB)
     at_default = replace(LORA_7B, seq_len=LORA_DEFAULT_SEQ_LEN)
-    long = memory_fit(transformer_bytes(at_default), LORA_GPU_GB)
+    long = memory_fit(llm_memory(at_default).breakdown, LORA_GPU_GB)
     fits = "fits" if short.verdict == "fits" else "does not fit"
     long_fits = "fits" if long.verdict == "fits" else "does not fit on one"
     return (

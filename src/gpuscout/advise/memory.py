@@ -10,8 +10,16 @@ laptop, the standard estimates:
 - QLoRA: frozen 4-bit weights (0.5 bytes per parameter, plus ~6 % for quantization constants)
   plus 16 bytes per adapter parameter;
 - activations per layer, 16-bit, no recomputation: s·b·h·(34 + 5·a·s/h) bytes (Korthikanti et
-  al., "Reducing Activation Recomputation in Large Transformer Models", 2022); with activation
-  checkpointing, 2·s·b·h bytes per layer are kept.
+  al., "Reducing Activation Recomputation in Large Transformer Models", 2022), of which the
+  5·a·s²·b are the attention scores and their softmax; a fused (flash) attention kernel keeps
+  none of them (it recomputes them in the backward pass), and that is what the 16-bit steps
+  gpuscout traces run on Ampere and newer, so it is the default here too (``fused_attention``),
+  said with the figure; with activation checkpointing, 2·s·b·h bytes per layer are kept.
+
+Where the shape is a built-in decoder workload's (``llama-2-7b``: 32 layers of 4096, 32 heads,
+6.7 B parameters) and its compiled step for these settings is at hand (shipped or cached),
+:func:`llm_memory` counts that step instead, as ``predict`` and ``advise`` do, so the same
+model and settings get one figure in every command (issue 42).
 
 Sharding the weights, gradients and optimizer state over N GPUs (ZeRO-3 / FSDP) divides the
 model states by N; activations stay per GPU.
@@ -45,6 +53,7 @@ class Transformer:
     mode: Mode = "full"
     lora_rank: int = 16
     checkpointing: bool = False
+    fused_attention: bool = True  # flash attention: no s x s scores kept for the backward
 
     def check(self) -> None:
         """A shape no transformer can have is refused: its estimate would be a number about
@@ -114,12 +123,31 @@ def transformer_bytes(m: Transformer) -> dict[str, float]:
         label = "frozen weights (16-bit)" if m.mode == "lora" else "frozen weights (4-bit)"
         states = {label: per_weight * m.params, "adapters + their Adam state": 16 * adapters}
     s, b, h, a = m.seq_len, m.batch, m.hidden, m.heads
-    per_layer = 2 * s * b * h if m.checkpointing else s * b * h * (34 + 5 * a * s / h)
+    scores = 0.0 if m.fused_attention else 5 * a * s * s * b
+    per_layer = 2 * s * b * h if m.checkpointing else 34 * s * b * h + scores
     return {**states, "activations": per_layer * m.layers}
 
 
-def memory_fit(breakdown: dict[str, float], memory_gb: float, shardable: bool = True) -> MemoryFit:
-    """Fits on one GPU, on N with ZeRO-3/FSDP sharding of the model states, or not at all."""
+def attention_scores_bytes(m: Transformer) -> float:
+    """What unfused attention keeps beside a fused kernel: 5·a·s²·b bytes a layer."""
+    return 0.0 if m.checkpointing else 5.0 * m.heads * m.seq_len**2 * m.batch * m.layers
+
+
+def remedies(mode: Mode | None, checkpointing: bool) -> str:
+    """What would make a step fit that the user has not already done."""
+    ways = ["lower the batch or sequence length"]
+    if not checkpointing:
+        ways.append("use activation checkpointing")
+    ways.append({"full": "LoRA/QLoRA", "lora": "QLoRA", "qlora": "", None: "LoRA/QLoRA"}[mode])
+    return ", ".join(w for w in ways if w) + ", or more GPUs"
+
+
+def memory_fit(
+    breakdown: dict[str, float], memory_gb: float, shardable: bool = True,
+    mode: Mode | None = None, checkpointing: bool = False,
+) -> MemoryFit:  # fmt: skip
+    """Fits on one GPU, on N with ZeRO-3/FSDP sharding of the model states, or not at all
+    (then what would fit it, less what ``mode`` and ``checkpointing`` already do)."""
     usable = memory_gb * 1e9 * MEMORY_HEADROOM
     need = sum(breakdown.values())
     gb = {k: round(v / 1e9, 2) for k, v in breakdown.items()}
@@ -137,5 +165,4 @@ def memory_fit(breakdown: dict[str, float], memory_gb: float, shardable: bool = 
                     n,
                     [f"per GPU: {(states / n + activations) / 1e9:.1f} GB of {usable / 1e9:.1f}"],
                 )
-    return MemoryFit(need / 1e9, gb, "does not fit", None, ["lower the batch or sequence length, "
-               "use activation checkpointing, LoRA/QLoRA, or more GPUs"])  # fmt: skip
+    return MemoryFit(need / 1e9, gb, "does not fit", None, [remedies(mode, checkpointing)])

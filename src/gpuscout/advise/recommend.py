@@ -16,11 +16,19 @@ one's rental for the job. Ties at the top are judged on the objective's own unce
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from gpuscout.advise.candidates import Advice, Candidate, Request, dollars, gb
+from gpuscout.advise.notes import (
+    budget_note,
+    fit_notes,
+    money_notes,
+    over_budget,
+    risk_note,
+    split_note,
+)
 from gpuscout.advise.pareto import front
-from gpuscout.advise.ties import DEFAULT_OBJECTIVE, OBJECTIVE_WORDS, Objective, key, tie_note
+from gpuscout.advise.ties import OBJECTIVE_WORDS, Objective, key, tie_note
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import scaling
@@ -31,8 +39,6 @@ from gpuscout.predict.session import Session
 from gpuscout.predict.uncertainty import relative_error
 from gpuscout.price.cost import Assumptions, CostLine, Option, cost_line
 from gpuscout.price.instances import (
-    ASSUMED_RATE,
-    HOST_NOTE,
     Condition,
     Purchase,
     Rental,
@@ -40,7 +46,6 @@ from gpuscout.price.instances import (
     not_sold_new,
     purchase,
     rental_ways,
-    separate_instances_gbit,
 )
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_usd
 
@@ -52,102 +57,6 @@ PRESETS: dict[str, dict[str, Any]] = {
     "large-model": {"objective": "fastest", "owned": False, "require": {"nvlink", "ecc"}},
     "production": {"objective": "cheapest", "owned": False, "require": {"ecc"}},
 }
-
-
-@dataclass(frozen=True)
-class Request:
-    profile: Profile
-    samples: float
-    unit: str
-    deadline_hours: float | None = None
-    budget_usd: float | None = None
-    require: frozenset[str] = frozenset()
-    owned: bool = False
-    cloud: bool = True
-    providers: frozenset[str] | None = None
-    counts: tuple[int, ...] = (1, 2, 4, 8)
-    objective: Objective = DEFAULT_OBJECTIVE
-    label: str | None = None  # the job in words (predict.job.Job.label), else samples of W
-
-
-@dataclass
-class Candidate:
-    gpu: str
-    count: int
-    provider: str
-    hours: float
-    usd_per_hour: float
-    total_usd: float  # effective: cost + failure rework + delay
-    samples_per_second: float
-    memory_gb: float
-    pareto: bool = False
-    reasons: list[str] = field(default_factory=list)
-    # Money paid, which a budget is compared with: an owned option's purchase before the job
-    # (``total_usd`` is the share of it amortised over this job), a rented one's rental for
-    # the job (hours, failure rework included, x $/h; a cost of delay is not paid).
-    upfront_usd: float | None = None  # owned
-    rental_usd: float | None = None  # rented
-    price_note: str = ""  # how the price was set (instance size, purchase price's source)
-    startup_hours: float = 0.0  # rented: a machine's start-up, in ``hours`` and the cost
-    # where your stored run measured this GPU: what it measured, and how this option follows
-    measured: str = ""
-    # the ends of the prediction's range (``Prediction.low``/``high``): the job's hours at
-    # the fast and the slow end, and the money paid at the slow end (a rental runs longer)
-    fast_hours: float = 0.0
-    slow_hours: float = 0.0
-    slow_paid_usd: float = 0.0
-    # what the deadline or budget risk at the range's slow end (empty: safe, or none given)
-    risks: list[str] = field(default_factory=list)
-    condition: str = ""  # owned: "new" or "used"
-    break_even: str = ""  # owned: against the cheapest rental of as many (price.break_even)
-
-    @property
-    def label(self) -> str:
-        """'1 x rtx-3090 (owned, used)', '8 x h100-sxm (runpod)': the option's name wherever
-        it is printed (ties, the table, the headline's alternative)."""
-        used = ", used" if self.condition == "used" else ""
-        return f"{self.count} x {self.gpu} ({self.provider}{used})"
-
-    @property
-    def paid_basis(self) -> Literal["up-front", "rental"]:
-        return "up-front" if self.upfront_usd is not None else "rental"
-
-    @property
-    def paid_usd(self) -> float:
-        """The money the budget is compared with (see ``paid_basis``)."""
-        return self.upfront_usd if self.upfront_usd is not None else self.rental_usd or 0.0
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "paid_usd": self.paid_usd, "paid_basis": self.paid_basis}
-
-
-@dataclass
-class Advice:
-    ranked: list[Candidate]
-    pareto: list[Candidate]
-    rejected: dict[str, int]
-    assumptions: list[str]
-    budget_usd: float | None = None  # compared with each option's ``paid_usd``
-    # a much faster larger batch on the first option's GPU, in words (``predict.batch_hint``)
-    batch_hint: str | None = None
-    # what the predictions cannot see (``predict.caveats``): printed beside the ranking by
-    # every command that shows it, not among the assumptions
-    caveats: list[str] = field(default_factory=list)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "ranked": [c.to_json_dict() for c in self.ranked],
-            "pareto": [c.to_json_dict() for c in self.pareto],
-            "rejected": self.rejected,
-            "assumptions": self.assumptions,
-            "batch_hint": self.batch_hint,
-            "caveats": self.caveats,
-            "budget": None if self.budget_usd is None else {
-                "usd": self.budget_usd,
-                "compared_with": "paid_usd: an owned option's up-front purchase, a rented "
-                "option's rental for the job",
-            },
-        }  # fmt: skip
 
 
 def _check(req: Request) -> None:
@@ -249,6 +158,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     rejected: Counter[str] = Counter()
     feasible: list[Candidate] = []
     one_gpu: dict[str, Prediction] = {}  # each GPU's one-GPU prediction at the job's batch
+    too_small: dict[float, list[str]] = {}  # GPUs the step does not fit, by their memory
     over: list[Candidate] = []  # left out by the budget, for the note that says by what
     # counts one machine cannot hold, as the machines they run on: (layout, why) -> GPUs
     split: dict[tuple[int, int, str], list[str]] = {}
@@ -270,6 +180,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         ) else ""  # fmt: skip
         if not first.fits_memory:
             rejected["does not fit in memory"] += len(req.counts)
+            too_small.setdefault(gpu.memory_gb, []).append(gpu.id)
             continue
         hours_one = req.samples / one / 3600
         for count, prices in ways.items():
@@ -292,14 +203,16 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
                     continue
                 if req.budget_usd is not None and cand.paid_usd > req.budget_usd:
                     over.append(cand)
-                    rejected[_over(cand, req.budget_usd)] += 1
+                    rejected[over_budget(cand, req.budget_usd)] += 1
                     continue
                 cand.risks = _risks(cand, req)
                 feasible.append(cand)
+    memory_notes = fit_notes(req.profile, need_gb, too_small)
     if not feasible:
         reasons = "; ".join(f"{n} {why}" for why, n in rejected.most_common())
+        reasons += "".join(f"; {n}" for n in memory_notes)
         if over:
-            reasons += "; " + _budget_note(over, req.budget_usd or 0.0, lead="cheapest ")
+            reasons += "; " + budget_note(over, req.budget_usd or 0.0, lead="cheapest ")
         raise UserError(
             f"no option meets the constraints ({reasons}).",
             "relax the deadline or budget, allow more GPUs or owned hardware, or drop a "
@@ -320,15 +233,16 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         f" ({req.profile.precision}, batch {req.profile.batch} per GPU)",
         f"objective: {req.objective} ({OBJECTIVE_WORDS[req.objective]}); counts "
         f"{', '.join(map(str, req.counts))}",
-        *_risk_note(req),
-        *_split_note(split),
+        *risk_note(req),
+        *split_note(split),
         *model.notes,
         model.describe(req.profile),
         model.range_note(req.profile),
-        f"memory: {_gb(need_gb)} per GPU needed (weights, gradients, optimizer state, "
+        f"memory: {gb(need_gb)} per GPU needed (weights, gradients, optimizer state, "
         "activations; from the compiled step)",
+        *memory_notes,
         *assumptions.describe().values(),
-        *_money_notes(req, feasible, over, catalog),
+        *money_notes(req, feasible, over, catalog),
         # the energy of a GPU without a board power in its row: the assumed one, said once
         *dict.fromkeys(n for c in ranked if (n := catalog.gpus[c.gpu].board_power_w()[1])),
         *ties,
@@ -365,92 +279,6 @@ def _timed(
     return out
 
 
-def _risk_note(req: Request) -> list[str]:
-    """How a deadline or a budget is checked against each option's range."""
-    given = [w for w, v in (("deadline", req.deadline_hours), ("budget", req.budget_usd))
-             if v is not None]  # fmt: skip
-    if not given:
-        return []
-    return [
-        f"risk: each option's {' and '.join(given)} checked at its predicted time and cost and "
-        "at its range's slow end (the range below); one that meets them only as predicted is "
-        "marked 'may miss' or 'may exceed', and ranks after every option that meets them at "
-        "the slow end"
-    ]
-
-
-def _split_note(split: dict[tuple[int, int, str], list[str]]) -> list[str]:
-    """One line for the counts that run on several machines (a form factor's limit)."""
-    if not split:
-        return []
-    parts = [f"{m * k} as {m} machines x {k}: {', '.join(ids)} ({why})"
-             for (m, k, why), ids in split.items()]  # fmt: skip
-    return [
-        f"more GPUs than one machine holds run on several, over a network "
-        f"({scaling.DEFAULT_NETWORK_GBIT:g} Gb/s assumed between whole machines, "
-        f"{separate_instances_gbit():g} Gb/s between separate smaller instances: each "
-        f"option's price says how it is rented): {'; '.join(parts)}"
-    ]
-
-
-def dollars(usd: float) -> str:
-    """Money set against a budget, to the dollar (cents below $100): rounded to three
-    figures, $1,998 would print as $2,000 beside a $2,000 budget."""
-    return f"${usd:,.2f}" if usd < 100 else f"${usd:,.0f}"
-
-
-def _over(c: Candidate, budget: float) -> str:
-    """The reason an option is left out by the budget, saying which money exceeded it."""
-    what = "up-front purchase" if c.paid_basis == "up-front" else "job's rental"
-    return f"over budget: the {what} > ${budget:,.0f}"
-
-
-def _budget_note(over: list[Candidate], budget: float, lead: str = "") -> str:
-    """The cheapest option the budget left out, owned and rented: what it would pay."""
-    parts = []
-    for basis in ("up-front", "rental"):
-        mine = [c for c in over if c.paid_basis == basis]
-        if mine:
-            c = min(mine, key=lambda c: c.paid_usd)
-            parts.append(f"{lead}{c.label}: {basis} {dollars(c.paid_usd)} > budget ${budget:,.0f}")
-    return "; ".join(parts)
-
-
-def _money_notes(
-    req: Request, feasible: list[Candidate], over: list[Candidate], catalog: Catalog
-) -> list[str]:
-    """How the options were priced and what a budget is compared with."""
-    notes = [
-        "rentals of n GPUs: every way each provider sells them is an option, timed as it is "
-        "laid out: its n-GPU instance (or a pod of n, where it sells any count), several "
-        "smaller instances (as many machines, over a network: separate_instances_gbit "
-        f"{separate_instances_gbit():g} Gb/s, cost_defaults.csv), or its smallest bigger "
-        "instance with all of it paid for"
-    ]
-    assumed = sorted({f"{c.gpu} ({c.provider})" for c in feasible
-                      if ASSUMED_RATE in c.price_note})  # fmt: skip
-    if assumed:
-        notes.append(f"n x a smaller instance's per-GPU price ({ASSUMED_RATE}) for: "
-                     f"{', '.join(assumed)}")  # fmt: skip
-    if req.owned:
-        notes.append(
-            "owned options bought new (the catalog's dated street price, else the launch MSRP, "
-            "said as such) and used (its most recent dated used price), paid up front x the GPU "
-            f"count ({HOST_NOTE}); their 'total' is the share amortised over this job, and each "
-            "says how many hours a month it must train to cost less than renting as many"
-        )
-        ended = [w for g in catalog.gpus.values() if (w := not_sold_new(catalog, g))]
-        notes += ended
-    if req.budget_usd is not None:
-        left = f"; left out: {_budget_note(over, req.budget_usd, 'cheapest ')}" if over else ""
-        notes.append(
-            f"budget ${req.budget_usd:,.0f} compared with money paid: an owned option's up-front "
-            "purchase, a rented option's rental for the job (hours, failure rework included, x "
-            f"$/h; a cost of delay is not paid), not the amortised cost per job{left}"
-        )
-    return notes
-
-
 def _explain(c: Candidate, req: Request, catalog: Catalog) -> None:
     gpu = catalog.gpus[c.gpu]
     budget = req.budget_usd
@@ -482,13 +310,8 @@ def _explain(c: Candidate, req: Request, catalog: Catalog) -> None:
             else f"meets {deadline} as predicted, not at its range's slow end"
         )
     c.reasons.extend(c.risks)
-    c.reasons.append(f"fits: {_gb(c.memory_gb)} of {gpu.memory_gb:g} GB")
+    c.reasons.append(f"fits: {gb(c.memory_gb)} of {gpu.memory_gb:g} GB")
     if c.pareto:
         c.reasons.append("on the time-cost Pareto front: nothing is both faster and cheaper")
     for feature in sorted(req.require):
         c.reasons.append(f"has {feature}")
-
-
-def _gb(gb: float) -> str:
-    """Memory needed, in GB, with a small model's MB said as such (not "0.0 GB")."""
-    return f"{gb:.1f} GB" if gb >= 0.1 else f"{gb * 1e3:.2g} MB"

@@ -228,7 +228,8 @@ def _full(args: argparse.Namespace) -> int:
 
 
 def run_memory(args: argparse.Namespace) -> int:
-    from gpuscout.advise import Transformer, memory_fit, transformer_bytes
+    from gpuscout.advise import Transformer, memory_fit
+    from gpuscout.advise.llm_memory import llm_memory
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.parser import comma_items
 
@@ -259,6 +260,7 @@ def run_memory(args: argparse.Namespace) -> int:
         shape = run_shape(w.name, dims)[1]
         what = (f"{w.name}{f' ({shape})' if shape else ''}, batch {profile.batch}, "
                 f"{profile.precision} (from the compiled step)")  # fmt: skip
+        notes: list[str] = []
     else:
         missing = [n for n in ("params", "layers", "hidden", "heads") if not getattr(args, n)]
         if missing:
@@ -272,16 +274,15 @@ def run_memory(args: argparse.Namespace) -> int:
             args.params, args.layers, args.hidden, args.heads, seq_len, micro_batch,
             mode, args.lora_rank or 16, args.checkpointing,
         )  # fmt: skip
-        breakdown = transformer_bytes(model)
-        what = (
-            f"{args.params / 1e9:g}B-parameter transformer, {mode}, sequence "
-            f"{seq_len}, micro-batch {micro_batch}"
-            + (", activation checkpointing" if args.checkpointing else "")
-        )
-    results = [(g, memory_fit(breakdown, g.memory_gb)) for g in gpus]
+        counted = llm_memory(model)  # its built-in twin's compiled step where at hand
+        breakdown, what, notes = counted.breakdown, counted.what, counted.notes
+    kind: Mode = args.mode or "full"
+    results = [(g, memory_fit(breakdown, g.memory_gb, mode=kind,
+                              checkpointing=args.checkpointing)) for g in gpus]  # fmt: skip
     if args.json:
         out = {
             "model": what,
+            "notes": notes,
             "breakdown_gb": {k: round(v / 1e9, 3) for k, v in breakdown.items()},
             "gpus": [
                 {"gpu": g.id, "memory_gb": g.memory_gb, "verdict": r.verdict,
@@ -293,6 +294,8 @@ def run_memory(args: argparse.Namespace) -> int:
         return 0
     total = sum(breakdown.values()) / 1e9
     print(f"{what}: {total:,.1f} GB")
+    for note in notes:
+        print(f"  ({note})")
     for key, value in breakdown.items():
         print(f"  {key:40s} {value / 1e9:10,.2f} GB")
     for g, r in results:

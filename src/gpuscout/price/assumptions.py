@@ -62,8 +62,8 @@ class Assumptions:
             "amortization": (
                 f"owned GPUs paid off over {self.amortize_years:g} years at "
                 f"{self.owned_utilization:.0%} utilization, written off to nothing: no resale "
-                "value counted, though cards keep some (gpuscout prices --kind purchase_used: "
-                "what they sell for used, dated), so owning costs less than this says"
+                "value counted, though cards keep some (gpuscout prices lists what they sell "
+                "for used, dated), so owning costs less than this says"
                 + self._from("amortize_years", "owned_utilization")
             ),
             "failures": (
