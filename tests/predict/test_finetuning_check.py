@@ -24,6 +24,12 @@ def test_rows_are_sourced() -> None:
     torchtune = [r for r in rows if r.source_id == "torchtune-readme" and r.mode == "lora"]
     assert all(r.lora_rank == 8 and r.checkpointing for r in torchtune)
     assert all("8B_lora_single_device.yaml" in r.assumed for r in torchtune)
+    # how each row's software runs the elementwise ops, and where that was read: fsdp_qlora's
+    # train.py runs Hugging Face's model eagerly (no torch.compile); torchtune compiles
+    for r in rows:
+        eager = r.source_id == "answerai-fsdp-qlora"
+        assert r.kernels == ("op-by-op" if eager else "fused"), r.label
+        assert ("calls no torch.compile" if eager else "kernels fused") in r.assumed
 
 
 def test_rows_gpuscout_cannot_predict_are_named_with_why() -> None:

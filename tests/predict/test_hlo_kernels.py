@@ -61,6 +61,33 @@ ENTRY %main (x: f32[64]) -> (f32[64]) {
     assert cost.bytes["elementwise"] == 4 * 64  # the class count: writes only
 
 
+def test_op_by_op_runs_every_elementwise_op_as_its_own_kernel() -> None:
+    """Eager PyTorch on a model written as tensor ops: the multiply writes its square and the
+    add reads it back (and x again), two kernels where XLA fuses one; FLOPs are the same."""
+    text = """HloModule m
+ENTRY %main (x: f32[64]) -> (f32[64]) {
+  %x = f32[64]{0} parameter(0)
+  %sq = f32[64]{0} multiply(f32[64]{0} %x, f32[64]{0} %x)
+  %y = f32[64]{0} add(f32[64]{0} %sq, f32[64]{0} %x)
+  ROOT %out = (f32[64]{0}) tuple(f32[64]{0} %y)
+}
+"""
+    cost = step_cost(text)
+    assert cost.op_by_op == [
+        Kernel(op="elementwise", flops=64, bytes=4 * 64 * 2, elements=64),  # x in, sq out
+        Kernel(op="elementwise", flops=64, bytes=4 * 64 * 3, elements=64),  # sq, x in; y out
+    ]
+    fused = sum(k.bytes * k.count for k in cost.kernels)
+    # sq written and read back, x read a second time
+    assert sum(k.bytes * k.count for k in cost.op_by_op) == fused + 3 * 4 * 64
+    # the hand module: the same GEMMs; the reduce's fused add and exp become two kernels
+    hand = step_cost(MODULE)
+    assert [k for k in hand.op_by_op if k.gemm] == [k for k in hand.kernels if k.gemm]
+    assert len(hand.op_by_op) == len(hand.kernels) + 2
+    total = sum(k.flops * k.count for k in hand.op_by_op)
+    assert total == sum(k.flops * k.count for k in hand.kernels)
+
+
 def test_merge_keeps_identical_kernels_once() -> None:
     a = Kernel(op="elementwise", flops=1, bytes=8, elements=1)
     assert merge([a, a, a]) == [a.model_copy(update={"count": 3})]
@@ -92,6 +119,7 @@ def test_rescaled_profile_equals_a_real_trace_at_another_batch(scaled: Profile) 
     assert rescaled.bytes == real.bytes
     assert rescaled.saved_activation_bytes == real.saved_activation_bytes
     assert _multiset(rescaled.kernels) == _multiset(real.kernels)
+    assert _multiset(rescaled.op_by_op) == _multiset(real.op_by_op) != Counter()
     assert real.per_sample is None
     with pytest.raises(ValueError, match="traced at one batch only"):
         real.at_batch(14)
@@ -134,6 +162,32 @@ def test_shipped_profiles_carry_their_kernels() -> None:
         assert bert is not None
         assert sum(k.count for k in bert.kernels if k.op == "matmul") >= 12 * 6 * 3
         assert bert.per_sample is not None and resnet.per_sample is not None
+
+
+def test_the_decoder_profiles_carry_their_op_by_op_kernels() -> None:
+    """Shipped for the decoder LLMs (Hugging Face's Llama runs eagerly in the fsdp_qlora rows):
+    op by op, the same FLOPs and GEMMs, more bytes and launches; rescaled to another batch like
+    the fused kernels. A profile without them says so rather than guess."""
+    from gpuscout.workloads import get_workload
+
+    dims = get_workload("llama-2-7b").resolve({"lora_rank": 64, "checkpointing": 1})
+    llama = cached("llama-2-7b", dims, 4, "mixed_bfloat16", backend="jax")
+    assert llama is not None and llama.op_by_op
+    eager = llama.as_op_by_op()
+    assert "counted op by op" in eager.method and eager.op_by_op == []
+
+    def total(kernels: list[Kernel], size: str, gemm: bool | None = None) -> float:
+        return sum(getattr(k, size) * k.count for k in kernels if gemm in (None, k.gemm))
+
+    assert total(eager.kernels, "flops") == pytest.approx(total(llama.kernels, "flops"))
+    assert total(eager.kernels, "bytes", True) == pytest.approx(
+        total(llama.kernels, "bytes", True))  # fmt: skip
+    assert total(eager.kernels, "bytes", False) > 1.5 * total(llama.kernels, "bytes", False)
+    assert sum(k.count for k in eager.kernels) > 2 * sum(k.count for k in llama.kernels)
+    resnet = cached("resnet50", {}, 256, "mixed_float16")
+    assert resnet is not None
+    with pytest.raises(ValueError, match="no op-by-op count"):
+        resnet.as_op_by_op()
 
 
 def test_a_cached_profile_of_the_old_version_is_traced_again(

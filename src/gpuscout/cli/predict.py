@@ -67,6 +67,12 @@ def register(sub: Any) -> None:
                    help="gradient checkpointing (llama-* workloads): each block's input kept, "
                    "the block recomputed in the backward pass, as torchtune's and Hugging "
                    "Face's activation checkpointing do; traced on JAX")  # fmt: skip
+    p.add_argument("--op-by-op", action="store_true",
+                   help="the step run op by op, as eager PyTorch runs a model written as "
+                   "tensor ops (Hugging Face transformers and PEFT without torch.compile): "
+                   "every elementwise op its own kernel, reading its inputs and writing its "
+                   "result (default: fused as XLA or torch.compile fuses it; llama-* "
+                   "workloads)")  # fmt: skip
     p.add_argument("-b", "--batch-size", type=BATCH,
                    help="samples per GPU per step (default: the workload's)")  # fmt: skip
     p.add_argument("--seq-len", type=SEQ_LEN,
@@ -119,6 +125,12 @@ def run_predict(args: argparse.Namespace) -> int:
 
     lora = mode_dims(args.workload, args.model, args.mode, args.lora_rank).get("lora_rank")
     checkpointing_dims(args.workload, args.checkpointing)  # refused early, before any trace
+    if args.op_by_op and args.mode == "inference":
+        raise UserError(
+            "--op-by-op counts a training step run eagerly; --mode inference is not counted "
+            "that way.",
+            "drop --op-by-op, or use --mode train or lora.",
+        )
     if args.checkpointing and args.mode == "inference":
         raise UserError(
             "--checkpointing recomputes activations for a backward pass, and --mode inference "
@@ -140,6 +152,7 @@ def run_predict(args: argparse.Namespace) -> int:
             checkpointing=args.checkpointing,
             counts=args.count,
             sharded=args.sharded,
+            op_by_op=args.op_by_op,
             network_gbit=args.network,
             epoch_samples=args.epoch_samples,
             reference=args.reference,

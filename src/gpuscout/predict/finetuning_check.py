@@ -54,7 +54,8 @@ ROWS_STACK = "pytorch"
 def predict_row(row: FinetuneRow) -> Checked:
     """``gpuscout predict`` for the row's settings (its profile shipped or traced on JAX), at
     the rows' own software stack (``ROWS_STACK``), its weights sharded where the row's are
-    (``SHARDED``; a QLoRA row's base all-gathered in 4 bits)."""
+    (``SHARDED``; a QLoRA row's base all-gathered in 4 bits), its step run op by op where the
+    row's software runs the model's tensor ops eagerly (the csv's ``kernels``, ``--op-by-op``)."""
     from gpuscout.predict.request import PredictRequest, predict_for
 
     assert row.workload is not None and row.policy is not None and row.batch_size_per_gpu
@@ -72,6 +73,7 @@ def predict_row(row: FinetuneRow) -> Checked:
             stack=ROWS_STACK,
             sharded=row.parallelism in SHARDED,
             four_bit_base=row.mode == "qlora",
+            op_by_op=row.kernels == "op-by-op",
         )
     )
     r = answer.rows[0]

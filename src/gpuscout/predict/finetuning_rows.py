@@ -1,8 +1,10 @@
 """Published fine-tuning throughput of 7-8B decoders, and how gpuscout reads each row.
 
 ``data/published_finetuning.csv`` holds the rows as their sources print them (each with
-repo@commit and path), plus a column of gpuscout's: ``assumed``, the settings a row does not
-state and where gpuscout read them instead (a recipe's default config at a stored commit). They
+repo@commit and path), plus columns of gpuscout's: ``assumed``, the settings a row does not
+state and where gpuscout read them instead (a recipe's default config at a stored commit), and
+``kernels``, whether its software fuses the model's elementwise ops or runs them one by one
+(read from the row's code or table, said in ``assumed``). They
 are the validation rows ``docs/predict.md`` reports the decoder prediction's error on. The
 sources issue 41 reserves as the project's external test are not here at all: the project
 keeps them, and nothing shipped may be designed or tuned on them.
@@ -58,6 +60,10 @@ class FinetuneRow(BaseModel):
     checkpointing: bool | None = None
     parallelism: Literal["single", "ddp", "fsdp", "zero3", "deepspeed"]
     attention: str = ""
+    # how the row's software runs the model's elementwise ops: fused (torch.compile, XLA,
+    # fused library kernels) or op by op (eager PyTorch on a model written as tensor ops), as
+    # its source or its code shows (the csv's ``assumed`` says where each was read)
+    kernels: Literal["fused", "op-by-op"]
     throughput: float = Field(gt=0)
     unit: Literal["tokens/s", "tokens/s/GPU"]
     assumed: str = ""

@@ -38,6 +38,12 @@ grouping mirrors the fusion estimate above, so both views agree on what is fused
 - one ``elementwise`` kernel per loop fusion: an elementwise op with its fused producers.
   (The kernels are built in ``hlo_kernels.py``.)
 
+The same computation is also cut op by op (``StepCost.op_by_op``): every elementwise and
+reduction op its own kernel, reading its operands and writing its result, the GEMMs as above.
+That is how eager PyTorch runs a model written as tensor ops (Hugging Face's Llama and PEFT's
+LoRA without ``torch.compile``), where XLA's fusion is not what the GPU runs; a stack that calls
+library-fused ops instead (cuDNN's batch norm, APEX's layer norm) is nearer the fused count.
+
 A fused kernel's bytes are what enters it from outside (looking through reshapes and
 broadcasts to the tensor actually read) plus what it writes. The class totals count writes
 only, so an elementwise kernel's bytes exceed its class share by its reads. FLOPs add up
@@ -59,7 +65,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from gpuscout.predict.hlo_kernels import kernels
+from gpuscout.predict.hlo_kernels import kernels, op_by_op_kernels
 from gpuscout.predict.hlo_loops import called as called_by
 from gpuscout.predict.hlo_loops import trip_count
 from gpuscout.predict.hlo_text import (
@@ -102,6 +108,9 @@ class StepCost:
     # Every kernel in step order, unmerged: two traces of one model at two batch sizes give
     # lists that align one to one, which is how a profile learns how each kernel scales.
     raw_kernels: list[Kernel] = field(default_factory=list)
+    # The same step run op by op (``hlo_kernels.op_by_op_kernels``: nothing fused, as eager
+    # PyTorch runs a model written as tensor ops), in step order, unmerged
+    raw_op_by_op: list[Kernel] = field(default_factory=list)
     # Each ``while`` loop's trip count, in program order (None: unknown, its body counted once).
     loop_trips: list[int | None] = field(default_factory=list)
 
@@ -114,6 +123,11 @@ class StepCost:
     def kernels(self) -> list[Kernel]:
         """The step's kernels, identical ones kept once with a count."""
         return merge(self.raw_kernels)
+
+    @property
+    def op_by_op(self) -> list[Kernel]:
+        """The step's kernels run op by op, identical ones kept once with a count."""
+        return merge(self.raw_op_by_op)
 
 
 # Said with every count that a loop of unknown trip count leaves short; ``is_lower_bound``
@@ -182,6 +196,10 @@ def _add(
     fusable = _fused_into_consumer(live)
     cost.raw_kernels.extend(
         k if times == 1 else k.model_copy(update={"count": k.count * times}) for k in kernels(live)
+    )
+    cost.raw_op_by_op.extend(
+        k if times == 1 else k.model_copy(update={"count": k.count * times})
+        for k in op_by_op_kernels(live)
     )
     reduced: set[str] = set()
     for ins in live:

@@ -200,3 +200,30 @@ def _fused_kernel(
         dtype=dtype_of(out),
         elements=element_count(out),
     )
+
+
+def op_by_op_kernels(live: list[Instr]) -> list[Kernel]:
+    """The kernels of one computation run op by op, as eager PyTorch runs a model written as
+    Python tensor ops (Hugging Face's Llama and PEFT's LoRA without ``torch.compile``): every
+    HLO op that does work is its own kernel, reading its operands from memory and writing its
+    result, nothing fused. A matmul, convolution or fused attention call is the same library
+    kernel as in ``kernels``; reshapes, bitcasts and broadcasts stay free (views and strides in
+    PyTorch), so a broadcast operand is read as the tensor behind it.
+
+    An upper bound on what an eager stack moves where it calls library-fused ops instead (a
+    cuDNN batch norm, APEX's fused layer norm): use it only for code written op by op."""
+    by_name = {i.name: i for i in live}
+    out = []
+    for ins in live:
+        if ins.opcode in FREE or ins.opcode in DESCEND:
+            continue
+        operands = operand_text(ins.rest)
+        if ins.opcode == "dot":
+            out.append(dot_kernel(ins, operands))
+        elif ins.opcode == "convolution":
+            out.append(conv_kernel(ins, operands))
+        elif fused_attention(ins):
+            out.append(attention_kernel(ins, operands))
+        else:
+            out.append(_fused_kernel(ins, [ins], by_name, {ins.name}))
+    return out

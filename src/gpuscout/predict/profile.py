@@ -36,17 +36,28 @@ if TYPE_CHECKING:
 PROFILE_VERSION = 2
 # The HLO counting's revision, in every cached file's name, so a profile an older counting
 # wrote is traced again rather than reused (2: while loops counted with their trip count;
-# before, a recurrent layer's step was counted once). The shipped profiles hold no while loop
-# (their HLO was checked), so both revisions count them alike and they keep version 2.
-COUNTING_REVISION = 2
+# before, a recurrent layer's step was counted once; 3: the op-by-op kernels counted beside
+# the fused ones, so an older cached profile, which lacks them, is traced again). The shipped
+# profiles hold no while loop (their HLO was checked), so revisions 1 and 2 count them alike
+# and they keep version 2; the decoder LLMs' were traced again for their op-by-op kernels.
+COUNTING_REVISION = 3
 # How a profile's method says its attention was traced as cuDNN's fused kernel (16-bit decoder
 # LLM steps on JAX, see measure/backends/jax/fused_attention.py)
 FUSED_ATTENTION = (
     "attention as cuDNN's fused (flash) kernel, as Keras on JAX runs it on Ampere and newer "
     "GPUs in 16-bit (FlashAttention-2's FLOP count, timed as a tensor-core matmul)"
 )
+# A kernel's growth per sample of batch, by size name (see ``PerSample``)
+Slopes = dict[str, float]
 # The numbers of a kernel that may depend on the batch (everything but op, dtype and count).
 _KERNEL_SIZES = ("flops", "bytes", "batch", "m", "n", "k", "elements")
+
+# How a profile's method says its kernels are the op-by-op ones (``Profile.as_op_by_op``)
+OP_BY_OP = (
+    "kernels counted op by op, as eager PyTorch runs a model written as tensor ops (no "
+    "torch.compile): every elementwise and reduction op of the traced step its own kernel, "
+    "reading its operands and writing its result; GEMMs and attention as when fused"
+)
 
 # A QLoRA base's bytes a weight: 4 bits plus ~6 % for the double-quantized constants
 # (Dettmers et al. 2023, NF4): what ``memory`` holds and what FSDP gathers of such a base
@@ -67,6 +78,7 @@ class PerSample(BaseModel):
     saved_activation_bytes: float
     kernels: list[dict[str, float]]
     recomputed_activation_bytes: float = 0.0
+    op_by_op: list[dict[str, float]] = []  # ``op_by_op[i]`` belongs to ``Profile.op_by_op[i]``
 
 
 class Profile(BaseModel):
@@ -100,6 +112,10 @@ class Profile(BaseModel):
     backend: Literal["tensorflow", "jax"] = "tensorflow"
     # The step's kernels after fusion, identical ones merged (see predict/kernels.py).
     kernels: list[Kernel] = []
+    # The same step run op by op, nothing fused (``hlo_kernels.op_by_op_kernels``): how eager
+    # PyTorch runs a model written as tensor ops; empty where it was not counted (the shipped
+    # profiles carry it for the decoder LLMs only, see ``as_op_by_op``)
+    op_by_op: list[Kernel] = []
     # Growth per sample of batch, for ``at_batch``; None: traced at one batch only.
     per_sample: PerSample | None = None
     # A while loop of unknown trip count was counted once: FLOPs, bytes and launches are at
@@ -110,6 +126,8 @@ class Profile(BaseModel):
     def _aligned(self) -> Profile:
         if self.per_sample is not None and len(self.per_sample.kernels) != len(self.kernels):
             raise ValueError("per_sample.kernels must have one entry per kernel")
+        if self.per_sample is not None and len(self.per_sample.op_by_op) != len(self.op_by_op):
+            raise ValueError("per_sample.op_by_op must have one entry per op-by-op kernel")
         return self
 
     def at_batch(self, batch: int) -> Profile:
@@ -131,6 +149,9 @@ class Profile(BaseModel):
         kernels = [
             _grown(k, slopes, step) for k, slopes in zip(self.kernels, grow.kernels, strict=True)
         ]
+        op_by_op = [
+            _grown(k, slopes, step) for k, slopes in zip(self.op_by_op, grow.op_by_op, strict=True)
+        ]
         method = self.method if "rescaled" in self.method else f"{self.method}; rescaled"
         return self.model_copy(
             update={
@@ -142,9 +163,28 @@ class Profile(BaseModel):
                 "recomputed_activation_bytes": self.recomputed_activation_bytes
                 + grow.recomputed_activation_bytes * step,
                 "kernels": kernels,
+                "op_by_op": op_by_op,
                 "method": method,
             }
         )
+
+    def as_op_by_op(self) -> Profile:
+        """This step as an eager stack runs a model written as tensor ops (Hugging Face's
+        Llama with PEFT's LoRA, no ``torch.compile``): its op-by-op kernels in place of XLA's
+        fused ones, every elementwise and reduction op reading its operands and writing its
+        result. The FLOPs are the same; the bytes and launches are what running unfused adds.
+
+        Raises ValueError for a profile counted without them (traced by an older gpuscout,
+        or a shipped profile of a workload other than the decoder LLMs)."""
+        if not self.op_by_op:
+            raise ValueError(
+                f"the profile of {self.key} has no op-by-op count (shipped for the decoder "
+                "LLMs only; a step traced by this gpuscout has one)"
+            )
+        return self.model_copy(
+            update={"kernels": self.op_by_op, "op_by_op": [], "per_sample": None,
+                    "method": f"{self.method}; {OP_BY_OP}"}
+        )  # fmt: skip
 
     @property
     def key(self) -> str:
@@ -169,18 +209,16 @@ def _grown(kernel: Kernel, slopes: dict[str, float], step: int) -> Kernel:
 
 def learn_per_sample(
     batch: int, cost: StepCost, other_batch: int, other: StepCost
-) -> tuple[list[Kernel], PerSample]:
-    """The merged kernels at ``batch`` and their growth per sample, from the same step traced
-    at two batches. The unmerged kernel lists align one to one (the program is the same, only
-    its shapes differ); kernels identical at ``batch`` but growing differently stay apart.
+) -> tuple[list[Kernel], list[Kernel], PerSample]:
+    """The merged kernels at ``batch`` (fused, and op by op) and their growth per sample, from
+    the same step traced at two batches. The unmerged kernel lists align one to one (the
+    program is the same, only its shapes differ); kernels identical at ``batch`` but growing
+    differently stay apart.
 
     Raises ValueError when the two programs differ or a size is not affine in the batch (a
     growth per sample that is not a whole number): rescaling would then be a guess."""
     if batch == other_batch:
         raise ValueError(f"two different batches are needed, got {batch} twice")
-    mine, theirs = cost.raw_kernels, other.raw_kernels
-    if [(k.op, k.dtype) for k in mine] != [(k.op, k.dtype) for k in theirs]:
-        raise ValueError(f"the step's kernels differ between batch {batch} and {other_batch}")
     span = other_batch - batch
 
     def slope(a: float, b: float) -> float:
@@ -189,22 +227,27 @@ def learn_per_sample(
             raise ValueError(f"a size grows by {per} per sample: not affine in the batch")
         return per
 
-    grows = [
-        {
-            name: slope(getattr(k, name), getattr(o, name))
-            for name in _KERNEL_SIZES
-            if getattr(k, name) != getattr(o, name)
-        }
-        for k, o in zip(mine, theirs, strict=True)
-    ]
-    keys: list[object] = [
-        (k.key(), tuple(sorted(g.items()))) for k, g in zip(mine, grows, strict=True)
-    ]
-    kernels = merge(list(mine), keys)
-    first: dict[object, dict[str, float]] = {}  # each merged kernel's slopes, in merge's order
-    for key, grow in zip(keys, grows, strict=True):
-        first.setdefault(key, grow)
-    slopes = list(first.values())
+    def grown(mine: list[Kernel], theirs: list[Kernel]) -> tuple[list[Kernel], list[Slopes]]:
+        if [(k.op, k.dtype) for k in mine] != [(k.op, k.dtype) for k in theirs]:
+            raise ValueError(f"the step's kernels differ between batch {batch} and {other_batch}")
+        grows = [
+            {
+                name: slope(getattr(k, name), getattr(o, name))
+                for name in _KERNEL_SIZES
+                if getattr(k, name) != getattr(o, name)
+            }
+            for k, o in zip(mine, theirs, strict=True)
+        ]
+        keys: list[object] = [
+            (k.key(), tuple(sorted(g.items()))) for k, g in zip(mine, grows, strict=True)
+        ]
+        first: dict[object, Slopes] = {}  # each merged kernel's slopes, in merge's order
+        for key, grow in zip(keys, grows, strict=True):
+            first.setdefault(key, grow)
+        return merge(list(mine), keys), list(first.values())
+
+    kernels, slopes = grown(cost.raw_kernels, other.raw_kernels)
+    op_by_op, op_slopes = grown(cost.raw_op_by_op, other.raw_op_by_op)
     per_sample = PerSample(
         from_batches=(batch, other_batch),
         flops={c: slope(v, other.flops[c]) for c, v in cost.flops.items()},
@@ -214,8 +257,9 @@ def learn_per_sample(
         recomputed_activation_bytes=slope(
             cost.recomputed_activation_bytes, other.recomputed_activation_bytes
         ),
+        op_by_op=op_slopes,
     )
-    return kernels, per_sample
+    return kernels, op_by_op, per_sample
 
 
 def profile_key(

@@ -63,8 +63,10 @@ def compute(
         return profile
     other_ir = step_hlo(workload, resolved, scale_from, precision)
     other = step_cost(other_ir.hlo, forward_scope=other_ir.model_name)
-    kernels, per_sample = learn_per_sample(batch, cost, scale_from, other)
-    return profile.model_copy(update={"kernels": kernels, "per_sample": per_sample})
+    kernels, op_by_op, per_sample = learn_per_sample(batch, cost, scale_from, other)
+    return profile.model_copy(
+        update={"kernels": kernels, "op_by_op": op_by_op, "per_sample": per_sample}
+    )
 
 
 def profile_from_ir(
@@ -114,6 +116,7 @@ def profile_from_ir(
         saved_activation_bytes=cost.saved_activation_bytes,
         recomputed_activation_bytes=cost.recomputed_activation_bytes,
         kernels=cost.kernels,
+        op_by_op=cost.op_by_op,
         method=f"{method}; {loops}" if loops else method,
         tf_version=ir.tf_version,
         flops_lower_bound=cost.flops_lower_bound,

@@ -43,6 +43,9 @@ class PredictRequest:
     # QLoRA's base in 4 bits: only what ``sharded`` all-gathers (its dequantization is not
     # predicted, nor is a QLoRA step's memory)
     four_bit_base: bool = False
+    # the step run op by op (eager PyTorch of a model written as tensor ops, no torch.compile:
+    # Hugging Face's Llama with PEFT's LoRA), not as XLA fuses it (``Profile.as_op_by_op``)
+    op_by_op: bool = False
     network_gbit: float = scaling.DEFAULT_NETWORK_GBIT
     epoch_samples: int | None = None
     reference: str = REFERENCE_GPU
@@ -209,6 +212,8 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         check_fits_a_gpu(workload.name, resolved, batch, precision, "train", catalog)
         profile = get_profile(workload.name, resolved, batch, precision, _backend(req))
         epoch, unit = req.epoch_samples or workload.epoch_samples, workload.epoch_unit
+    if req.op_by_op:
+        profile = _op_by_op(profile)
     gpus = resolve_gpus(catalog, req.gpus)
     reference = catalog.resolve(req.reference).gpu
     for gpu in gpus:  # 16 SXM GPUs are two machines: say so rather than predict one
@@ -244,6 +249,19 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
     tdp = {r.gpu: catalog.gpus[r.gpu].tdp_w for r in rows}
     watts = {(r.gpu, r.count): r.count * w * share for r in rows if (w := tdp[r.gpu])}
     return PredictAnswer("train", rows, profile, reference.id, unit, notes, watts)
+
+
+def _op_by_op(profile: Profile) -> Profile:
+    """The step's op-by-op kernels in place of the fused ones (``--op-by-op``); a profile
+    without them is one line saying so."""
+    try:
+        return profile.as_op_by_op()
+    except ValueError as e:
+        raise UserError(
+            f"--op-by-op: {e}.",
+            "drop --op-by-op (the step is then counted as XLA fuses it), or predict a llama-* "
+            "workload.",
+        ) from e
 
 
 def _fit_notes(rows: list[Prediction], profile: Profile, catalog: Catalog) -> list[str]:
