@@ -35,9 +35,11 @@ setup: $(TEST_STAMP)
 	$(COMPILE)
 
 # The main job: measure here, predict the catalog, price, advise, write report.html.
+# It ends by saying how to reach the `gpuscout` it installed: the venv is not on PATH.
 run: $(RUN_STAMP)
 	$(COMPILE)
 	$(BIN)/gpuscout scout --html report.html
+	@echo "gpuscout is installed in $(VENV): run '. $(BIN)/activate' (or '$(BIN)/gpuscout ...') for the commands in README.md"
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts

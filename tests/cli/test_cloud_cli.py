@@ -186,3 +186,18 @@ def test_skypilot_reads_the_task_files(tmp_path: Path) -> None:
     task.set_time_estimator(estimate)
     fast, slow = (estimate(sky.Resources(accelerators=a)) for a in ("H100:8", "L4:1"))
     assert task.estimate_runtime(next(iter(task.resources))) == slow > fast > 0
+
+
+def test_dry_run_needs_no_yaml_when_the_plan_was_written_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without PyYAML (no extra installs it but gpuscout[cloud]) cloud plan writes its task
+    files as JSON, which is YAML too; cloud run --dry-run reads them back without PyYAML."""
+    monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml raises ImportError
+    assert _plan(tmp_path, "--gpus", "l4", "--", "bench", "--seconds", "10")[0] == 0
+    (task,) = tmp_path.glob("*.yaml")
+    lines = task.read_text().splitlines()  # JSON after the comment lines
+    assert json.loads("\n".join(x for x in lines if not x.startswith("#")))["name"]
+    dry = run_in_process("cloud", "run", str(tmp_path), "--dry-run")
+    assert dry.code == 0, dry.err
+    assert "sky.launch(task, cluster_name='gpuscout-l4-1x1', down=True, " in dry.out

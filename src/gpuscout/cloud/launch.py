@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -55,21 +56,43 @@ def read_tasks(folder: Path) -> list[PlannedTask]:
     if not files:
         raise UserError(f"'{folder}' holds no task files (*.yaml).", "run 'gpuscout cloud plan'.")
     try:
-        yaml = importlib.import_module("yaml")
-    except ImportError:
-        raise UserError("reading task files needs PyYAML.", "pip install pyyaml.") from None
+        yaml: Any = importlib.import_module("yaml")
+    except ImportError:  # cloud plan then wrote JSON (YAML too): read as JSON
+        yaml = None
     return [_task(path, yaml) for path in files]
 
 
-def _task(path: Path, yaml: Any) -> PlannedTask:
+def _load(path: Path, yaml: Any) -> Any:
+    """A task file's contents: PyYAML where installed (SkyPilot needs it); else the JSON that
+    ``cloud plan`` writes without PyYAML, after its comment lines. A file PyYAML wrote cannot
+    be read without it: said, with how to install it."""
+    text = path.read_text(encoding="utf-8")
+    if yaml is not None:
+        return yaml.safe_load(text)
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return json.loads(body)
+    except json.JSONDecodeError:
+        raise UserError(
+            f"{path}: a YAML task file, which reading needs PyYAML for.",
+            "pip install 'gpuscout[cloud]' (SkyPilot and PyYAML), or write the plan again "
+            "here with 'gpuscout cloud plan'.",
+        ) from None
+
+
+def _task(path: Path, yaml: Any) -> PlannedTask:
+    errors: tuple[type[Exception], ...] = (
+        OSError, UnicodeDecodeError, KeyError, TypeError, ValueError,
+        *((yaml.YAMLError,) if yaml is not None else ()),
+    )  # fmt: skip
+    try:
+        data = _load(path, yaml)
         envs = data["envs"]
         return PlannedTask(
             path, str(data["name"]), str(data["resources"]["accelerators"]),
             int(data.get("num_nodes", 1)), str(envs[EXPORT_ENV]), int(envs[IDLE_ENV]),
         )  # fmt: skip
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+    except errors as exc:
         raise UserError(
             f"{path}: not a task file 'cloud plan' wrote ({type(exc).__name__}: {exc}).",
             "write the folder again with 'gpuscout cloud plan'.",
