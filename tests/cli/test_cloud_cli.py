@@ -44,7 +44,10 @@ def test_plan_writes_one_task_per_gpu_that_yaml_reads_back(tmp_path: Path) -> No
     assert h100["resources"] == {"accelerators": "H100:8"}
     assert l40s["resources"] == {"accelerators": "L40S:8"}
     assert h100["num_nodes"] == 2
-    assert f'"gpuscout[cuda]=={version("gpuscout")}"' in h100["setup"]
+    # planned from this checkout (the tests run from one): SkyPilot syncs it, setup installs it
+    root = Path(__file__).resolve().parents[2]
+    assert h100["workdir"] == str(root) and 'pip install ".[cuda]"' in h100["setup"]
+    assert f"installs gpuscout from your checkout {root}" in out
     assert "timeout 480s pip install" in h100["setup"]  # install cap: 2 x 240 s assumed
     run = h100["run"]
     # bench under its cap (2 x (90 s warm-up + 30 s)); one worker per node, on every GPU it
@@ -201,3 +204,18 @@ def test_dry_run_needs_no_yaml_when_the_plan_was_written_without_it(
     dry = run_in_process("cloud", "run", str(tmp_path), "--dry-run")
     assert dry.code == 0, dry.err
     assert "sky.launch(task, cluster_name='gpuscout-l4-1x1', down=True, " in dry.out
+
+
+def test_a_plan_from_an_installed_package_installs_that_version_from_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not run from a checkout (``checkout()`` finds none, as for a pip-installed gpuscout):
+    no workdir, and setup pins the version that planned it."""
+    import gpuscout.cloud.plan as plan
+
+    monkeypatch.setattr(plan, "checkout", lambda: None)
+    assert _plan(tmp_path, "--gpus", "l4", "--", "bench", "--seconds", "10")[0] == 0
+    (path,) = tmp_path.glob("*.yaml")
+    task = yaml.safe_load(path.read_text())
+    assert "workdir" not in task
+    assert f'pip install "gpuscout[cuda]=={version("gpuscout")}"' in task["setup"]

@@ -173,7 +173,7 @@ def run_plan(args: argparse.Namespace) -> int:
 
     from gpuscout.catalog import load_catalog
     from gpuscout.cloud.names import overheads, sky_name
-    from gpuscout.cloud.plan import plan_candidate, task, yaml_text
+    from gpuscout.cloud.plan import checkout, plan_candidate, task, yaml_text
     from gpuscout.predict.scaling import max_per_machine
     from gpuscout.report.files import write_whole
 
@@ -220,11 +220,15 @@ def run_plan(args: argparse.Namespace) -> int:
                     f"over --max-usd {args.max_usd:g}.",
                     "raise --max-usd, shorten bench --seconds, or use fewer GPUs or nodes.",
                 )
-    version = _version()
+    version, tree = _version(), checkout()
     for c, mine in planned:
         path = args.out / f"{c.name}.yaml"
-        write_whole(path, yaml_text(task(c, mine, version), _comments(c, mine)), "--out")
+        write_whole(path, yaml_text(task(c, mine, version, tree), _comments(c, mine, tree)),
+                    "--out")  # fmt: skip
         print(_summary(c, mine, path))
+    if tree is not None:
+        print(f"installs gpuscout from your checkout {tree} (workdir: SkyPilot syncs it to each "
+              "node, leaving out what .gitignore does), not from the package index")  # fmt: skip
     print(f"assumed (catalog/data/v1/cloud_overheads.csv): start-up {o.startup_s:g} s, install "
           f"{o.install_s:g} s, warm-up {o.warmup_s:g} s, not measured on a cloud; caps "
           f"{o.cap_factor:g} x each, autodown after {o.idle_minutes} idle minutes")  # fmt: skip
@@ -259,7 +263,7 @@ def _summary(c: Candidate, bench: Bench, path: Path | None) -> str:
     )
 
 
-def _comments(c: Candidate, bench: Bench) -> list[str]:
+def _comments(c: Candidate, bench: Bench, tree: Path | None) -> list[str]:
     lines = _summary(c, bench, None).splitlines()
     return [
         *(line.strip() for line in lines),
@@ -268,9 +272,10 @@ def _comments(c: Candidate, bench: Bench) -> list[str]:
         f"{c.name}.yaml: the cluster is torn down {c.idle_minutes} idle minutes after the job.",
         "The hard caps are the 'timeout' commands in setup and run (SkyPilot has no per-task",
         "wall-clock field in every version) and the autodown above.",
-        "From a development checkout (a version not on PyPI): add 'workdir: /path/to/gpuscout'",
-        "and install with 'pip install -e .[cuda]' in setup instead.",
-    ]
+        (f"gpuscout is installed from your checkout {tree} (workdir), as planned from it."
+         if tree is not None else
+         "gpuscout is installed from the package index at the version that planned it."),
+    ]  # fmt: skip
 
 
 def _version() -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.cloud.names import Overheads, SkyName
@@ -99,15 +100,33 @@ def _price_date(catalog: Catalog, gpu: Gpu, rental: Rental | None) -> str | None
     return f"seen {p.observed_on}" if p.observed_on else f"retrieved {p.retrieved_on}"
 
 
-def install_line(version: str, backend: str) -> str:
-    """The pip command that installs this gpuscout and a GPU build of the backend."""
+def install_line(version: str, backend: str, from_checkout: bool = False) -> str:
+    """The pip command that installs this gpuscout and a GPU build of the backend: from the
+    package index at this version, or from the checkout SkyPilot synced as the task's
+    ``workdir`` (a development version the index may not have)."""
+    what = '".[{}]"' if from_checkout else f'"gpuscout[{{}}]=={version}"'
     if backend == "jax":
-        return f'pip install "gpuscout[jax]=={version}" "jax[cuda12]"'
-    return f'pip install "gpuscout[cuda]=={version}"'
+        return f'pip install {what.format("jax")} "jax[cuda12]"'
+    return f"pip install {what.format('cuda')}"
 
 
-def task(c: Candidate, bench: Bench, version: str) -> dict[str, object]:
-    """The SkyPilot task (as its YAML holds it) that measures ``bench`` on ``c``."""
+def checkout() -> Path | None:
+    """The source checkout this gpuscout runs from (a git work tree whose pyproject.toml is
+    gpuscout's), or None where it runs from an installed package."""
+    root = Path(__file__).resolve().parents[3]
+    project = root / "pyproject.toml"
+    try:
+        named = 'name = "gpuscout"' in project.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return root if named and (root / ".git").exists() else None
+
+
+def task(
+    c: Candidate, bench: Bench, version: str, workdir: Path | None = None
+) -> dict[str, object]:
+    """The SkyPilot task (as its YAML holds it) that measures ``bench`` on ``c``; with
+    ``workdir`` (the user's checkout), SkyPilot syncs it to the node and setup installs it."""
     db = f'--db "{REMOTE_HOME}/runs.sqlite"'
     extra = ["--cluster", "skypilot"] if c.nodes > 1 else []
     command = " ".join(shlex.quote(a) for a in ("gpuscout", "bench", *bench.args, *extra))
@@ -121,13 +140,17 @@ def task(c: Candidate, bench: Bench, version: str) -> dict[str, object]:
         "exit $status",
     ])  # fmt: skip
     setup = "\n".join(
-        ["set -e", f"timeout {c.setup_cap_s}s {install_line(version, bench.backend)}"]
+        [
+            "set -e",
+            f"timeout {c.setup_cap_s}s {install_line(version, bench.backend, workdir is not None)}",
+        ]
     )
     resources: dict[str, object] = {"accelerators": c.sky.accelerators(c.gpus_per_node)}
     if c.sky.cloud:
         resources["cloud"] = c.sky.cloud
     out: dict[str, object] = {
         "name": c.name,
+        **({"workdir": str(workdir)} if workdir is not None else {}),
         "resources": resources,
         "num_nodes": c.nodes,
         "envs": {EXPORT_ENV: f"{c.name}.json", IDLE_ENV: str(c.idle_minutes)},
@@ -165,4 +188,6 @@ def yaml_text(data: dict[str, object], comments: list[str]) -> str:
     return head + body
 
 
-__all__ = ["Bench", "Candidate", "install_line", "plan_candidate", "task", "yaml_text"]
+__all__ = [
+    "Bench", "Candidate", "checkout", "install_line", "plan_candidate", "task", "yaml_text",
+]  # fmt: skip
