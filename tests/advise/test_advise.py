@@ -100,10 +100,16 @@ def test_recommendation_respects_constraints(request_args) -> None:  # type: ign
 def test_impossible_constraints_say_why(request_args) -> None:  # type: ignore[no-untyped-def]
     profile, _cat, model = request_args
     req = Request(profile, 90 * 1_281_167, "images", deadline_hours=0.01)
-    with pytest.raises(UserError, match="misses the deadline"):
+    with pytest.raises(UserError, match="misses the deadline") as late:
         advise(req, model, Assumptions())
+    assert late.value.fix is not None and "a later --deadline than 0.01 h" in late.value.fix
+    assert "budget" not in late.value.fix  # none was given: nothing to relax there
     with pytest.raises(UserError, match="budget must be positive"):
         advise(Request(profile, 1e6, "images", budget_usd=0), model, Assumptions())
+    poor = Request(profile, 90 * 1_281_167, "images", budget_usd=1, owned=True)
+    with pytest.raises(UserError, match="over budget") as broke:
+        advise(poor, model, Assumptions())
+    assert broke.value.fix == "try a larger --budget than $1."  # no deadline, GPUs all allowed
 
 
 def test_the_checklist_and_the_recommendation_say_why_they_differ() -> None:

@@ -114,3 +114,16 @@ def test_a_form_factors_prose_names_no_gpu(cat: Catalog, word: str) -> None:
                           "v100-sxm2-32gb"), ("gh200 superchip", "gh200")])  # fmt: skip
 def test_a_form_factors_interface_still_names_it(cat: Catalog, name: str, gpu: str) -> None:
     assert cat.resolve(name).gpu.id == gpu
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [("5090ti", "rtx-5090"), ("rtx 5080 supr", "rtx-5080"), ("3090tie", "rtx-3090-ti"),
+     ("rtx4900", "rtx-4090")],
+)  # fmt: skip
+def test_a_model_number_decides_the_suggestion_before_spelling(typed: str, meant: str) -> None:
+    """'5090ti' is one character from '3090ti' and two from '5090': the number the user typed
+    names the card they mean (issue 42); a number no card has falls back to spelling."""
+    with pytest.raises(UserError) as err:
+        load_catalog().resolve(typed)
+    assert f"Did you mean '{meant}'?" in err.value.problem

@@ -59,6 +59,26 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def _relax(req: Request, rejected: Counter[str]) -> str:
+    """What the user could relax, of what they asked for (never a deadline nobody gave)."""
+    ways = []
+    if req.deadline_hours is not None and rejected["misses the deadline"]:
+        ways.append(f"a later --deadline than {req.deadline_hours:g} h")
+    if req.budget_usd is not None and any(w.startswith("over budget") for w in rejected):
+        ways.append(f"a larger --budget than ${req.budget_usd:,.0f}")
+    if max(req.counts) < 8:
+        ways.append("more GPUs (--counts 1,2,4,8)")
+    if not req.owned:
+        ways.append("owned hardware (--owned)")
+    if req.providers:
+        ways.append("more providers (drop --provider)")
+    if req.require:
+        ways.append(f"fewer requirements than --require {','.join(sorted(req.require))}")
+    if rejected["does not fit in memory"]:
+        ways.append("a smaller batch (-b)")
+    return ("try " + ", ".join(ways) + ".") if ways else "no constraint of yours left it out."
+
+
 def _check(req: Request) -> None:
     if req.budget_usd is not None and not req.budget_usd > 0:
         raise UserError(f"the budget must be positive, got {req.budget_usd:g}.", None)
@@ -213,11 +233,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         reasons += "".join(f"; {n}" for n in memory_notes)
         if over:
             reasons += "; " + budget_note(over, req.budget_usd or 0.0, lead="cheapest ")
-        raise UserError(
-            f"no option meets the constraints ({reasons}).",
-            "relax the deadline or budget, allow more GPUs or owned hardware, or drop a "
-            "requirement.",
-        )
+        raise UserError(f"no option meets the constraints ({reasons}).", _relax(req, rejected))
     best_front = front(feasible, lambda c: c.hours, lambda c: c.total_usd)
     for c in best_front:
         c.pareto = True

@@ -100,7 +100,14 @@ class Resolver:
                 f"name one of them, e.g. '{cands[0].id}'.",
             )
         choices = {_key(n): g.id for g in self._gpus for n in (g.id, g.name)}
-        near = closest(_key(name), choices)
+        # a model number the name carries ('5090' of '5090ti') decides before spelling does:
+        # one character off, '3090ti' would win, a card two generations away
+        numbers = re.findall(r"\d{3,}", name)
+        same = {k: v for k, v in choices.items() if any(n in k for n in numbers)}
+        near = closest(_key(name), same) if same else None
+        if same and near is None and len(set(same.values())) == 1:
+            near = next(iter(same))
+        near = near or closest(_key(name), choices)
         hint = f" Did you mean '{choices[near]}'?" if near else ""
         raise UserError(
             f"unknown GPU '{name}'.{hint}",
