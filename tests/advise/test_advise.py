@@ -17,6 +17,7 @@ from gpuscout.predict.calibration_points import published_points
 from gpuscout.predict.profile import cached
 from gpuscout.predict.session import Session
 from gpuscout.price import Assumptions
+from tests.conftest import run_cli
 
 
 @pytest.mark.parametrize("answers", list(itertools.product([False, True], repeat=4)))
@@ -154,3 +155,17 @@ def test_more_gpus_than_one_machine_holds_run_on_several(request_args) -> None: 
     assert option.samples_per_second == pytest.approx(rows[0].samples_per_second)
     (note,) = [n for n in result.assumptions if "more GPUs than one machine holds" in n]
     assert "16 as 2 machines x 8: h100-sxm, h200 (an SXM5 board holds 8)" in note
+
+
+def test_advice_among_the_gpus_a_user_is_choosing_between() -> None:
+    """--gpus limits the options to the GPUs named (any catalog spelling), says so, and
+    a name the catalog lacks is one line with a suggestion."""
+    r = run_cli("advise", "--workload", "resnet50", "--epochs", "10", "--gpus", "4090,3090",
+                "--gpus", "h100", "--json", block_tf=True)  # fmt: skip
+    assert r.code == 0, r.err
+    out = r.json()
+    assert {c["gpu"] for c in out["ranked"]} <= {"rtx-4090", "rtx-3090", "h100-sxm"}
+    assert {c["gpu"] for c in out["ranked"]} >= {"rtx-4090", "rtx-3090"}
+    assert any("only h100-sxm, rtx-3090, rtx-4090 (--gpus)" in a for a in out["assumptions"])
+    bad = run_cli("advise", "--workload", "resnet50", "--gpus", "5090ti", block_tf=True)
+    assert bad.code == 2 and "Did you mean 'rtx-5090'?" in bad.err

@@ -25,6 +25,7 @@ class Request:
     cloud: bool = True
     providers: frozenset[str] | None = None
     counts: tuple[int, ...] = (1, 2, 4, 8)
+    gpus: frozenset[str] | None = None  # only these catalog ids (--gpus); None: every GPU
     objective: Objective = DEFAULT_OBJECTIVE
     label: str | None = None  # the job in words (predict.job.Job.label), else samples of W
 

@@ -183,6 +183,8 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     # counts one machine cannot hold, as the machines they run on: (layout, why) -> GPUs
     split: dict[tuple[int, int, str], list[str]] = {}
     for gpu in catalog.gpus.values():
+        if req.gpus is not None and gpu.id not in req.gpus:
+            continue  # not among the GPUs the user is choosing between: not an option
         missing = [f for f in sorted(req.require) if not gpu.has(f)]
         if missing:
             rejected[f"lacks {', '.join(missing)}"] += 1
@@ -248,7 +250,8 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         f"job: {req.label or f'{fmt_count(req.samples)} {req.unit} of {req.profile.workload}'}"
         f" ({req.profile.precision}, batch {req.profile.batch} per GPU)",
         f"objective: {req.objective} ({OBJECTIVE_WORDS[req.objective]}); counts "
-        f"{', '.join(map(str, req.counts))}",
+        f"{', '.join(map(str, req.counts))}"
+        + (f"; only {', '.join(sorted(req.gpus))} (--gpus)" if req.gpus else ""),
         *risk_note(req),
         *split_note(split),
         *model.notes,

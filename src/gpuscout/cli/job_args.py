@@ -49,7 +49,7 @@ JOB_OPTIONS = {
 ADVICE_OPTIONS = {
     "deadline": "--deadline", "budget": "--budget", "owned": "--owned",
     "no_cloud": "--no-cloud", "require": "--require", "provider": "--provider",
-    "objective": "--objective", "counts": "--counts",
+    "objective": "--objective", "counts": "--counts", "gpus": "--gpus",
 }  # fmt: skip
 
 
@@ -60,7 +60,7 @@ def given(args: argparse.Namespace, options: dict[str, str]) -> list[str]:
     """The options of ``options`` the user typed, by name (a flag set, a value not None or
     empty): what a command that does not use them must refuse rather than drop unsaid."""
     return [flag for name, flag in options.items() if getattr(args, name, None) not in
-            (None, False, "")]  # fmt: skip
+            (None, False, "", [])]  # fmt: skip
 
 
 def refuse_with(option: str, others: list[str], why: str, fix: str) -> None:
@@ -202,6 +202,11 @@ def add_advice_options(group: Any, objective_default: str | None = DEFAULT_OBJEC
         "--counts", type=GPU_COUNT_CHOICES,
         help=f"GPU counts to consider, comma list (default {DEFAULT_COUNTS})",
     )  # fmt: skip
+    group.add_argument(
+        "--gpus", action="append", default=[], metavar="GPU,...",
+        help="only these GPUs, the ones you are choosing between: a comma list and/or "
+        "repeated, e.g. --gpus rtx-4090,rtx-3090,h100-sxm (default: every catalog GPU)",
+    )  # fmt: skip
 
 
 def constraints(
@@ -230,7 +235,12 @@ def constraints(
         )
     if args.no_cloud and not owned:
         raise UserError("--no-cloud leaves no option to rank.", "add --owned to buy the GPUs.")
+    from gpuscout.cli.parser import comma_items
+
+    named = comma_items(getattr(args, "gpus", []), "--gpus", "rtx-4090,h100-sxm")
+    gpus = frozenset(catalog.resolve(n).gpu.id for n in named) or None
     return {
+        "gpus": gpus,
         "deadline_hours": args.deadline,
         "budget_usd": args.budget,
         "require": require | frozenset(preset.get("require", ())),
