@@ -129,3 +129,25 @@ def test_the_cli_objectives_are_advises_and_its_default_is_advises() -> None:
 
     assert set(OBJECTIVES) == set(get_args(Objective)) == set(OBJECTIVE_WORDS)
     assert CLI_DEFAULT == DEFAULT_OBJECTIVE == "cheapest"
+
+
+@pytest.mark.parametrize("command", ["bench", "predict", "advise", "cost", "scout"])
+def test_a_misspelt_builder_is_refused_before_any_backend_loads(command: str) -> None:
+    """The file is read, not run: with TensorFlow and JAX blocked the refusal is the same line
+    (it used to come after seconds of TensorFlow import). A name bound by an assignment or an
+    import counts as defined."""
+    spec = f"{EXAMPLES / 'cnn.py'}:buld"
+    size = () if command in ("bench", "predict") else ("--samples", "1000")
+    r = run_cli(command, "--model", spec, *size, block_tf=True)
+    assert r.code == 2, r.err
+    assert "has no function 'buld' (it has: build)" in r.err and "Traceback" not in r.err
+
+
+def test_a_builder_bound_without_def_is_not_refused(tmp_path: Path) -> None:
+    from gpuscout.measure.user_spec import parse_function_spec
+
+    (tmp_path / "m.py").write_text("from os.path import join as built\nmade = lambda: None\n")
+    for name in ("built", "made"):
+        assert parse_function_spec(f"{tmp_path / 'm.py'}:{name}", "--model").function == name
+    (tmp_path / "star.py").write_text("from os.path import *\n")
+    assert parse_function_spec(f"{tmp_path / 'star.py'}:anything", "--model")

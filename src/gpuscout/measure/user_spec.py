@@ -6,6 +6,7 @@ one line, instead of after a TensorFlow import.
 
 from __future__ import annotations
 
+import ast
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,9 @@ class ModelSpec:
         return path
 
 
-def parse_function_spec(spec: str, flag: str) -> FunctionSpec:
+def parse_function_spec(spec: str, flag: str, check: bool = True) -> FunctionSpec:
+    """``FILE.py:FUNCTION`` checked: the form, the file, and (``check``) that the file defines
+    the function, read without running it (:func:`check_defines`)."""
     path_str, sep, function = spec.rpartition(":")
     if not sep or not path_str.endswith(".py") or not function.isidentifier():
         raise UserError(
@@ -43,10 +46,60 @@ def parse_function_spec(spec: str, flag: str) -> FunctionSpec:
     path = Path(path_str)
     if not path.is_file():
         raise UserError(f"{flag} file '{path}' does not exist.", "check the path.")
-    return FunctionSpec(path, function)
+    found = FunctionSpec(path, function)
+    if check:
+        check_defines(found, flag)
+    return found
 
 
-def parse_model_spec(spec: str) -> ModelSpec:
+# Top-level statements after which a name may exist that no ``def`` shows: a star import, or
+# a module ``__getattr__``; where the file has one, the name is left to the import to find.
+_DYNAMIC = ("__getattr__",)
+
+
+def check_defines(spec: FunctionSpec, flag: str) -> None:
+    """A misspelt function, or a file that is not Python, refused in one line before the
+    backend loads (seconds of TensorFlow import otherwise): the file is parsed, not run, and
+    its top-level names read. A name bound another way (an assignment, an import, a class)
+    counts; a file whose names cannot be read statically (a star import, a module
+    ``__getattr__``) is left to the import."""
+    try:
+        tree = ast.parse(spec.path.read_bytes(), filename=str(spec.path))
+    except SyntaxError as exc:
+        raise UserError(
+            f"{flag} file '{spec.path}' has a syntax error at line {exc.lineno}: {exc.msg}.",
+            "fix the file.",
+        ) from None
+    except (OSError, ValueError):  # unreadable, or null bytes: the import says why
+        return
+    bound: set[str] = set()
+    functions: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions.append(node.name)
+            bound.add(node.name)
+        elif isinstance(node, ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.asname or a.name.split(".")[0] for a in node.names]
+            if "*" in names:
+                return
+            bound.update(names)
+        else:  # assignments, and anything under if/try/with at the top level
+            bound.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                         and isinstance(n.ctx, ast.Store))  # fmt: skip
+            bound.update(n.name for n in ast.walk(node)
+                         if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))  # fmt: skip
+    if spec.function in bound or any(name in bound for name in _DYNAMIC):
+        return
+    raise UserError(
+        f"{flag}: '{spec.path}' has no function '{spec.function}' (it has: "
+        f"{', '.join(functions) or 'none'}).",
+        "name a function that exists.",
+    )
+
+
+def parse_model_spec(spec: str, check: bool = True) -> ModelSpec:
     if spec.endswith(".keras"):
         path = Path(spec)
         if not path.is_file():
@@ -58,7 +111,7 @@ def parse_model_spec(spec: str) -> ModelSpec:
             f"--model '{spec}' is neither FILE.py:FUNCTION nor a .keras file.",
             "pass --model my_model.py:build_model or --model saved.keras.",
         )
-    return ModelSpec(function=parse_function_spec(spec, "--model"))
+    return ModelSpec(function=parse_function_spec(spec, "--model", check))
 
 
 def check_keras_archive(path: Path) -> None:

@@ -164,7 +164,7 @@ def _model_changed(run: RunResult, spec: str) -> str | None:
     if not measured:
         return None
     try:
-        now = hash_parts(parse_model_spec(spec).path.read_bytes(), spec)
+        now = hash_parts(parse_model_spec(spec, check=False).path.read_bytes(), spec)
     except (UserError, OSError):
         return f"its model file {spec} cannot be read here to check it is the one measured"
     if now != measured:
