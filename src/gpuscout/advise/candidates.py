@@ -26,6 +26,7 @@ class Request:
     providers: frozenset[str] | None = None
     counts: tuple[int, ...] = (1, 2, 4, 8)
     gpus: frozenset[str] | None = None  # only these catalog ids (--gpus); None: every GPU
+    data_gb: float = 0.0  # copied into each rented machine before its first step (--data-gb)
     objective: Objective = DEFAULT_OBJECTIVE
     label: str | None = None  # the job in words (predict.job.Job.label), else samples of W
 

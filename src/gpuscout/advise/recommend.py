@@ -16,6 +16,7 @@ one's rental for the job. Ties at the top are judged on the objective's own unce
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from gpuscout.advise.candidates import Advice, Candidate, Request, dollars, gb
@@ -173,6 +174,9 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     """Ranked, explained options for the job in ``req``, predicted by ``model`` (the session
     of :func:`gpuscout.predict.session.session`)."""
     _check(req)
+    if req.data_gb:  # the user's data, copied into every rented machine: its start-up
+        assumptions = replace(assumptions, data_gb=req.data_gb,
+                              yours=assumptions.yours | {"data_gb"})  # fmt: skip
     catalog = model.catalog
     need_gb = memory_needed(req.profile) / 1e9
     rejected: Counter[str] = Counter()

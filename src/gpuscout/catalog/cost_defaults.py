@@ -37,6 +37,7 @@ NAMES = (
     "failures_per_1000_gpu_hours_consumer",
     "failures_per_1000_gpu_hours_datacenter",
     "delay_usd_per_day",
+    "data_copy_gbit",
 )
 REFERENCE = ("eu_household_eur_per_kwh",)
 # Read where rentals are laid out (``price.instances``): the network between separate instances

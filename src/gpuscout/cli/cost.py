@@ -18,6 +18,7 @@ from gpuscout.cli.job_args import (
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
     CHECKPOINT_HOURS,
+    DATA_GB,
     FAILURES_PER_1000_GPU_H,
     FRACTION,
     GPU_HOURS,
@@ -134,6 +135,9 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     a.add_argument("--no-failures", action="store_true", help="leave failures out")
     a.add_argument("--delay-usd-per-day", type=USD_PER_DAY, help="what a day of waiting costs you")
+    a.add_argument("--data-gb", type=DATA_GB, metavar="GB",
+                   help="your training data, copied into each rented machine before its first "
+                   "step at the sourced data_copy_gbit (default: not counted)")  # fmt: skip
     p.add_argument(
         "--db", help="results database, whose GPU runs calibrate the predictions (default: "
         "GPUSCOUT_DB or the user data dir)",
@@ -236,6 +240,7 @@ def _assumptions(args: argparse.Namespace) -> Any:
         "failures_per_1000_gpu_hours_consumer": args.failures_consumer,
         "failures_per_1000_gpu_hours_datacenter": args.failures_datacenter,
         "delay_usd_per_day": args.delay_usd_per_day,
+        "data_gb": args.data_gb,
     }
     # Each value is already in its option's range (cli/parser.py), named as the user typed it;
     # a value given is marked "(yours)" wherever it is printed.

@@ -14,6 +14,7 @@ from gpuscout.catalog.models import FEATURES
 from gpuscout.cli.parser import (
     BATCH,
     BUDGET_USD,
+    DATA_GB,
     DEADLINE,
     EPOCHS,
     GPU_COUNT_CHOICES,
@@ -49,7 +50,7 @@ JOB_OPTIONS = {
 ADVICE_OPTIONS = {
     "deadline": "--deadline", "budget": "--budget", "owned": "--owned",
     "no_cloud": "--no-cloud", "require": "--require", "provider": "--provider",
-    "objective": "--objective", "counts": "--counts", "gpus": "--gpus",
+    "objective": "--objective", "counts": "--counts", "gpus": "--gpus", "data_gb": "--data-gb",
 }  # fmt: skip
 
 
@@ -182,6 +183,12 @@ def add_advice_options(group: Any, objective_default: str | None = DEFAULT_OBJEC
         help="money you can pay, in US dollars: a rental's cost for the job, or an owned "
         "option's purchase up front (default: no budget)",
     )  # fmt: skip
+    group.add_argument(
+        "--data-gb", type=DATA_GB, metavar="GB",
+        help="your training data, copied into each rented machine before its first step at "
+        "the sourced data_copy_gbit: in every rented option's time and cost (default: not "
+        "counted)",
+    )  # fmt: skip
     group.add_argument("--owned", action="store_true", help="also consider buying the GPUs")
     group.add_argument("--no-cloud", action="store_true", help="owned hardware only")
     group.add_argument(
@@ -241,6 +248,7 @@ def constraints(
     gpus = frozenset(catalog.resolve(n).gpu.id for n in named) or None
     return {
         "gpus": gpus,
+        "data_gb": args.data_gb or 0.0,
         "deadline_hours": args.deadline,
         "budget_usd": args.budget,
         "require": require | frozenset(preset.get("require", ())),

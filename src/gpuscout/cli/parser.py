@@ -258,6 +258,7 @@ NETWORK_GBIT = float_in(1e-3, 1e5)  # Gb/s per machine: a megabit to 100 Tb/s
 MIN_MEMORY_GB = float_in(0.0, 1e4, low_included=True)  # 0: no filter; 10 TB: past any GPU
 PARAMS = float_in(0.0, 1e13)  # ten trillion parameters
 BUDGET_USD = float_in(0.0, 1e12)
+DATA_GB = float_in(0.0, 1e6)  # a petabyte: beyond it nobody copies data into a rented machine
 DEADLINE = HoursRange(float_in(0.0, 10 * 365 * 24.0))  # ten years
 FRACTION = float_in(0.0, 1.0)  # a share, 0 excluded: (0, 1]
 DRIFT = float_in(0.0, 1.0, high_included=False)  # (0, 1): 1 would be a run that stopped

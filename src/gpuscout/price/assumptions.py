@@ -31,6 +31,8 @@ class Assumptions:
         "failures_per_1000_gpu_hours_datacenter"
     )
     delay_usd_per_day: float = _default("delay_usd_per_day")
+    data_copy_gbit: float = _default("data_copy_gbit")
+    data_gb: float = 0.0  # the user's data, copied into each rented machine (--data-gb)
     failures: bool = True
     yours: frozenset[str] = frozenset()
 
@@ -82,7 +84,9 @@ class Assumptions:
             ),
             "delay": f"${self.delay_usd_per_day:g} per day until the run is done"
             + self._from("delay_usd_per_day"),
-            "start-up": startup_note(),
+            "start-up": startup_note(
+                self.data_gb, self.data_copy_gbit, cost_defaults().source("data_copy_gbit")
+            ),
         }
 
     def inputs(self) -> list[dict[str, Any]]:
@@ -100,4 +104,8 @@ class Assumptions:
                 "retrieved_on": None if mine else row.retrieved_on.isoformat(),
                 "notes": row.notes,
             })  # fmt: skip
+        if self.data_gb:  # the user's, not a default: no row of its own in the file
+            out.append({"name": "data_gb", "value": self.data_gb, "unit": "GB",
+                        "source": "yours", "retrieved_on": None,
+                        "notes": "copied into each rented machine"})  # fmt: skip
         return out

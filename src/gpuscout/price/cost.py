@@ -169,7 +169,7 @@ def cost_line(option: Option, reference_gpu_hours: float, a: Assumptions) -> Cos
     its start-up (:func:`startup_hours`), billed as the job is."""
     _validate(option, reference_gpu_hours)
     compute = reference_gpu_hours / (option.speedup * option.count * option.scaling)
-    startup = 0.0 if option.provider == "owned" else startup_hours()
+    startup = 0.0 if option.provider == "owned" else startup_hours(a.data_gb, a.data_copy_gbit)
     hours = compute + startup
     kw = option.count * option.tdp_w * a.power_utilization / 1000
     energy_kwh = kw * compute
@@ -231,7 +231,7 @@ def unpriced_line(option: Option, reference_gpu_hours: float, a: Assumptions) ->
         gpu=option.gpu_id,
         count=option.count,
         provider=option.provider,
-        hours=compute + (0.0 if option.condition else startup_hours()),
+        hours=compute + (0.0 if option.condition else startup_hours(a.data_gb, a.data_copy_gbit)),
         gpu_hours=compute * option.count,
         energy_kwh=option.count * option.tdp_w * a.power_utilization / 1000 * compute,
         expected_failures=failures,

@@ -7,23 +7,35 @@ from gpuscout.catalog.cloud_overheads import cloud_overheads
 from gpuscout.units import fmt_hours
 
 
-def startup_hours() -> float:
+def startup_hours(data_gb: float = 0.0, gbit: float = 1.0) -> float:
     """What a rented machine takes before the job's first step, billed: provisioning and
-    boot, then installing the software (``catalog/data/v1/cloud_overheads.csv``, the figures
-    ``cloud plan`` uses). Several machines start side by side. Copying the data in is not
-    counted: gpuscout is not told its size."""
+    boot, installing the software (``catalog/data/v1/cloud_overheads.csv``, the figures
+    ``cloud plan`` uses), then copying ``data_gb`` of the user's data in at ``gbit`` (the
+    ``data_copy_gbit`` of ``cost_defaults.csv``, sourced; 0 GB where the user gave no size).
+    Several machines start side by side."""
     rows = cloud_overheads()
-    return (rows["startup_s"].value + rows["install_s"].value) / 3600
+    return (rows["startup_s"].value + rows["install_s"].value) / 3600 + _copy_hours(data_gb, gbit)
 
 
-def startup_note() -> str:
+def _copy_hours(data_gb: float, gbit: float) -> float:
+    return data_gb * 8 / gbit / 3600 if data_gb else 0.0
+
+
+def startup_note(data_gb: float = 0.0, gbit: float = 1.0, source: str = "") -> str:
     rows = cloud_overheads()
+    copy = (
+        f", then your {data_gb:g} GB of data copied in at {gbit:g} Gb/s "
+        f"({fmt_hours(_copy_hours(data_gb, gbit))}; data_copy_gbit: {source})"
+        if data_gb
+        else "; copying your data in is not counted (give its size with --data-gb)"
+    )
     return (
-        f"every rented option's time and cost include {fmt_hours(startup_hours())} of start-up,"
-        f" billed: a machine provisioned and booted ({rows['startup_s'].value / 60:g} min) and "
-        f"the software installed ({rows['install_s'].value / 60:g} min), both assumed, not "
-        "measured (catalog/data/v1/cloud_overheads.csv, as cloud plan uses them); copying your "
-        "data in is not counted (its size is not known); owned options have none"
+        f"every rented option's time and cost include {fmt_hours(startup_hours(data_gb, gbit))}"
+        f" of start-up, billed: a machine provisioned and booted "
+        f"({rows['startup_s'].value / 60:g} min) and the software installed "
+        f"({rows['install_s'].value / 60:g} min), both assumed, not measured "
+        f"(catalog/data/v1/cloud_overheads.csv, as cloud plan uses them){copy}; owned options "
+        "have none"
     )
 
 
