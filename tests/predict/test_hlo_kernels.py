@@ -46,9 +46,8 @@ def test_kernels_of_a_hand_written_module() -> None:
     assert cost.bytes["elementwise"] == 0  # add and exp write nothing: both are fused
 
 
-def test_a_loop_fusion_is_one_kernel_reading_its_inputs_once() -> None:
-    """Two elementwise ops on one input, one result written: one kernel that reads x once."""
-    text = """HloModule m
+# x squared, plus x: two elementwise ops on one input, one result written
+TWO_OPS = """HloModule m
 ENTRY %main (x: f32[64]) -> (f32[64]) {
   %x = f32[64]{0} parameter(0)
   %sq = f32[64]{0} multiply(f32[64]{0} %x, f32[64]{0} %x)
@@ -56,6 +55,11 @@ ENTRY %main (x: f32[64]) -> (f32[64]) {
   ROOT %out = (f32[64]{0}) tuple(f32[64]{0} %y)
 }
 """
+
+
+def test_a_loop_fusion_is_one_kernel_reading_its_inputs_once() -> None:
+    """Two elementwise ops on one input, one result written: one kernel that reads x once."""
+    text = TWO_OPS
     cost = step_cost(text)
     assert cost.kernels == [Kernel(op="elementwise", flops=128, bytes=4 * 64 * 2, elements=64)]
     assert cost.bytes["elementwise"] == 4 * 64  # the class count: writes only
@@ -64,14 +68,7 @@ ENTRY %main (x: f32[64]) -> (f32[64]) {
 def test_op_by_op_runs_every_elementwise_op_as_its_own_kernel() -> None:
     """Eager PyTorch on a model written as tensor ops: the multiply writes its square and the
     add reads it back (and x again), two kernels where XLA fuses one; FLOPs are the same."""
-    text = """HloModule m
-ENTRY %main (x: f32[64]) -> (f32[64]) {
-  %x = f32[64]{0} parameter(0)
-  %sq = f32[64]{0} multiply(f32[64]{0} %x, f32[64]{0} %x)
-  %y = f32[64]{0} add(f32[64]{0} %sq, f32[64]{0} %x)
-  ROOT %out = (f32[64]{0}) tuple(f32[64]{0} %y)
-}
-"""
+    text = TWO_OPS
     cost = step_cost(text)
     assert cost.op_by_op == [
         Kernel(op="elementwise", flops=64, bytes=4 * 64 * 2, elements=64),  # x in, sq out
