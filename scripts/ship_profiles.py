@@ -40,6 +40,8 @@ SHAPES = [
     ("mlp", {}, 256),
     ("cnn-small", {}, 256),
     ("resnet50", {}, 256),
+    # v1.5, the ResNet-50 most published rows train (predict/data/resnet50_variants.csv)
+    ("resnet50-v1.5", {}, 256),
     ("bert-base", {}, 32),
     ("bert-base", {"seq_len": 384}, 32),
     ("bert-base", {**BERT_LARGE, "seq_len": 384}, 32),

@@ -106,16 +106,24 @@ def _cnn_small(d: Dims) -> list[int]:
     return [s * s * f, s2 * s2 * 2 * f, s4 * s4 * 2 * f, 128]  # convs, last pool, dense
 
 
-def _resnet50(d: Dims) -> list[int]:
-    """Each conv's output in Keras' ResNet50 (v1), shapes as ``workloads.resnet50_forward_macs``."""
+def _resnet50(d: Dims, stride_on_3x3: bool = False) -> list[int]:
+    """Each conv's output in Keras' ResNet50 (v1), shapes as ``workloads.resnet50_forward_macs``;
+    ``stride_on_3x3``: v1.5's, whose downsampling blocks keep their first 1x1 conv's output
+    at the input's resolution."""
     s = (d["image_size"] + 6 - 7) // 2 + 1
     out = [s * s * 64]
     s = (s + 2 - 3) // 2 + 1
     for stage, (blocks, width) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))):
         for block in range(blocks):
+            s_in = s
             s = -(-s // (2 if block == 0 and stage > 0 else 1))
-            out += [s * s * width, s * s * width, s * s * 4 * width]
+            reduce = s_in if stride_on_3x3 else s
+            out += [reduce * reduce * width, s * s * width, s * s * 4 * width]
     return [*out, d["classes"]]
+
+
+def _resnet50_v15(d: Dims) -> list[int]:
+    return _resnet50(d, stride_on_3x3=True)
 
 
 def _bert(d: Dims) -> list[int]:
@@ -153,6 +161,7 @@ _KEPT: dict[str, Callable[[Dims], list[int]]] = {
     "input-bound-demo": _dense,
     "cnn-small": _cnn_small,
     "resnet50": _resnet50,
+    "resnet50-v1.5": _resnet50_v15,
     "bert-base": _bert,
     "bert-large": _bert,
     "gpt2": _gpt2,

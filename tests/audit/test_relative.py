@@ -221,7 +221,7 @@ def test_batch_and_sequence_length_reach_the_prediction(cat: Catalog) -> None:
         (RelativeClaim("rtx-4090", 1.4, "rtx-4090", "resnet50"), "compares rtx-4090 with itself"),
         (RelativeClaim("rtx-4909", 1.4, "a100-40gb", "resnet50"), "unknown GPU 'rtx-4909'"),
         (RelativeClaim("rtx-4090", 1.4, "a100", "resnet50"), "'a100' is ambiguous"),
-        (RelativeClaim("rtx-4090", 1.4, "a100-40gb", "resnet50-v1.5"), "unknown workload"),
+        (RelativeClaim("rtx-4090", 1.4, "a100-40gb", "resnet101"), "unknown workload"),
         (RelativeClaim("rtx-4090", 1.4, "a100-40gb", "resnet50", None, 128), "no sequence length"),
         (RelativeClaim("rtx-4090", 1.4, "a100-40gb", "bert-base", None, 77), "no cost profile"),
         (RelativeClaim("rtx-4090", 1.4, "a100-40gb", "bert-base", 10**6), "largest GPU"),

@@ -71,7 +71,7 @@ def test_bad_claims_are_refused_in_one_line() -> None:
             (("audit", "--claim", "rtx-4090=1.4x rtx-4090", *w), "with itself"),
             (("audit", "--claim", "rtx-4090=1.4x a100-40gb"), "needs --workload"),
             (
-                ("audit", "--claim", "rtx-4090=1.4x t4", "--workload", "resnet50-v1.5"),
+                ("audit", "--claim", "rtx-4090=1.4x t4", "--workload", "resnet101"),
                 "unknown workload",
             ),
             (

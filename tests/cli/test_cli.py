@@ -139,7 +139,7 @@ def test_bench_refuses_bad_input_before_measuring() -> None:
         [
             (("bench", "--workload", "resnet"), "unknown workload 'resnet'"),
             (("bench", "--workload", "resnet"), "Did you mean 'resnet50'?"),
-            (("bench", "--workload", "resnet"), "mlp, cnn-small, resnet50, bert-base"),
+            (("bench", "--workload", "resnet"), "mlp, cnn-small, resnet50, resnet50-v1.5, bert"),
             (("bench", "--model", "nowhere/model.py:build"), "'nowhere/model.py' does not exist"),
             *((("bench", "--batch-size", v), "--batch-size") for v in ("0", "-3", "ten")),
             *(

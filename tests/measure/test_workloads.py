@@ -26,8 +26,13 @@ def test_mlp_flops_exact() -> None:
 
 
 def test_resnet50_forward_is_keras_v1_count() -> None:
-    # Keras' ResNet50 is v1 (stride on the 1x1 conv): 3.86 GMAC; v1.5 would be 4.09.
+    # Keras' ResNet50 is v1 (stride on the 1x1 conv): 3.86 GMAC; v1.5 (stride on the 3x3, the
+    # resnet50-v1.5 workload) 4.09: the three downsampling 1x1 convs at 4x the pixels.
     assert resnet50_forward_macs(224, 1000) == pytest.approx(3.858e9, rel=1e-3)
+    v15 = resnet50_forward_macs(224, 1000, stride_on_3x3=True)
+    assert v15 == pytest.approx(4.089e9, rel=1e-3)
+    # each of the three adds 3x its v1 reduce, 28 x 28 x 256 x 128 MACs in every stage
+    assert v15 - resnet50_forward_macs(224, 1000) == 3 * 3 * 28 * 28 * 256 * 128
 
 
 def test_bert_base_is_6n_per_token_plus_attention() -> None:
@@ -52,10 +57,10 @@ def test_unknown_workload_suggests() -> None:
     with pytest.raises(UserError) as err:
         get_workload("resnet-50")
     assert "Did you mean 'resnet50'?" in str(err.value)
-    assert "mlp, cnn-small, resnet50, bert-base" in str(err.value)
+    assert "mlp, cnn-small, resnet50, resnet50-v1.5, bert-base" in str(err.value)
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn-small", "resnet50", "bert-base"])
+@pytest.mark.parametrize("name", ["mlp", "cnn-small", "resnet50", "resnet50-v1.5", "bert-base"])
 def test_analytic_flops_match_tensorflow_graph(name: str) -> None:
     """The formulas agree with the multiply-adds in TensorFlow's graph of the real model."""
     tf = pytest.importorskip("tensorflow")

@@ -39,6 +39,7 @@ def _profile(workload: str, precision: str, batch: int, **dims: int) -> Profile:
 STEPS = [
     ("resnet50", "mixed_float16", 256, {}),
     ("resnet50", "fp32", 256, {}),
+    ("resnet50-v1.5", "mixed_float16", 256, {}),
     ("bert-base", "mixed_float16", 32, {}),
     ("bert-base", "mixed_float16", 32, {"seq_len": 384}),
     ("bert-large", "mixed_float16", 32, {"seq_len": 384}),

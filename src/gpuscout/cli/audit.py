@@ -36,8 +36,8 @@ def register(sub: Any) -> None:
     p.add_argument("--gpu", help="the GPU a speed or spec claim is about, e.g. a100-40gb")
     p.add_argument(
         "--workload",
-        help="resnet50, resnet50-v1.5, bert-base, bert-large, gpt2, ... (--claim: a built-in "
-        "workload, not resnet50-v1.5)",
+        help="resnet50 (Keras' v1), resnet50-v1.5, bert-base, bert-large, gpt2, ... (--claim: "
+        "a built-in workload)",
     )
     p.add_argument(
         "--claim",

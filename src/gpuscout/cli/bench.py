@@ -53,8 +53,8 @@ def register(sub: Any) -> None:
         "--workload",
         "-w",
         default="mlp",
-        help="a built-in workload: mlp (default), cnn-small, resnet50, bert-base, bert-large, "
-        "gpt2, gpt2-medium, gpt2-large",
+        help="a built-in workload: mlp (default), cnn-small, resnet50, resnet50-v1.5, "
+        "bert-base, bert-large, gpt2, gpt2-medium, gpt2-large",
     )
     what.add_argument(
         "--model",

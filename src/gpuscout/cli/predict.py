@@ -44,7 +44,8 @@ def register(sub: Any) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument(
         "--workload",
-        help="a built-in workload: mlp, cnn-small, resnet50, bert-base, bert-large, gpt2, "
+        help="a built-in workload: mlp, cnn-small, resnet50 (Keras' v1), resnet50-v1.5 (as "
+        "NVIDIA's examples and most PyTorch code train it), bert-base, bert-large, gpt2, "
         "gpt2-medium, gpt2-large, llama-3.2-1b, llama-3.2-3b, llama-2-7b, llama-3.1-8b, "
         "llama-tiny (or give --model)",
     )

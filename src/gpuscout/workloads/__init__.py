@@ -53,12 +53,15 @@ def _conv_out(size: int, stride: int) -> int:
     return -(-size // stride)  # 'same'-style ceil division, as Keras' ResNet50 shapes work out
 
 
-def resnet50_forward_macs(image_size: int, classes: int) -> int:
-    """Multiply-adds of one forward pass of ``keras.applications.ResNet50``, counted exactly.
+def resnet50_forward_macs(image_size: int, classes: int, stride_on_3x3: bool = False) -> int:
+    """Multiply-adds of one forward pass of ResNet-50, counted exactly.
 
     Stem 7x7/2 conv (3 -> 64) and 3x3/2 max-pool, then bottleneck stages of (3, 4, 6, 3)
-    blocks; Keras' v1 blocks put the stride on the first 1x1 conv and use a 1x1 projection
-    shortcut in the first block of each stage.
+    blocks, a 1x1 projection shortcut (with the stride) in the first block of each stage.
+    Keras' ``ResNet50`` is v1: the downsampling blocks put the stride on their first 1x1 conv.
+    ``stride_on_3x3`` counts v1.5 (NVIDIA DeepLearningExamples, torchvision), which puts it on
+    the 3x3 conv: the three downsampling blocks' first 1x1 conv then runs at the input's
+    resolution, 4x its v1 work (3.86 -> 4.09 GMAC at 224 px).
     """
     s = (image_size + 6 - 7) // 2 + 1  # ZeroPadding2D(3) + Conv 7x7 stride 2 'valid'
     macs = s * s * 7 * 7 * 3 * 64
@@ -70,7 +73,8 @@ def resnet50_forward_macs(image_size: int, classes: int) -> int:
             s_out = _conv_out(s, stride)
             if block == 0:
                 macs += s_out * s_out * c_in * 4 * width  # projection shortcut 1x1
-            macs += s_out * s_out * c_in * width  # 1x1 reduce (carries the stride)
+            s_reduce = s if stride_on_3x3 else s_out  # where the 1x1 reduce runs
+            macs += s_reduce * s_reduce * c_in * width  # 1x1 reduce
             macs += s_out * s_out * 9 * width * width  # 3x3
             macs += s_out * s_out * width * 4 * width  # 1x1 expand
             c_in, s = 4 * width, s_out
@@ -79,6 +83,10 @@ def resnet50_forward_macs(image_size: int, classes: int) -> int:
 
 def _resnet50_flops(d: Dims) -> float:
     return 3 * 2 * resnet50_forward_macs(d["image_size"], d["classes"])
+
+
+def _resnet50_v15_flops(d: Dims) -> float:
+    return 3 * 2 * resnet50_forward_macs(d["image_size"], d["classes"], stride_on_3x3=True)
 
 
 def bert_forward_macs(d: Dims) -> int:
@@ -260,6 +268,30 @@ WORKLOADS: dict[str, Workload] = {
             flops_per_sample=_resnet50_flops,
             flops_note="analytic, exact for the conv and dense layers: 3.86 GMAC forward at 224 px "
             "(Keras' ResNet50 is v1, stride on the 1x1 conv; the 4.1 GMAC often quoted is v1.5)",
+            default_epochs=90,
+            default_epochs_why="90 epochs, the standard ImageNet schedule for ResNet-50 (He et "
+            "al. 2016; Goyal et al. 2017)",
+        ),
+        Workload(
+            name="resnet50-v1.5",
+            description="ResNet-50 v1.5 in Keras: keras.applications.ResNet50 with the stride "
+            "of each stage's first bottleneck moved from its first 1x1 conv to its 3x3 conv, as "
+            "NVIDIA's DeepLearningExamples and torchvision build it (the ResNet-50 most "
+            "published PyTorch results train; predict/data/resnet50_variants.csv says which); "
+            "224x224x3, 1000 classes, SGD with momentum 0.9; epoch = ImageNet-1k train set.",
+            epoch_samples=1_281_167,
+            epoch_unit="images",
+            default_batch_gpu=256,
+            default_batch_cpu=8,
+            dims={"image_size": 224, "classes": 1000},
+            tiny={"image_size": 32, "classes": 10},
+            input_shape=lambda d: (d["image_size"], d["image_size"], 3),
+            input_dtype="float32",
+            label_shape=(),
+            flops_per_sample=_resnet50_v15_flops,
+            flops_note="analytic, exact for the conv and dense layers: 4.09 GMAC forward at 224 "
+            "px (v1.5, stride on the 3x3 conv: the downsampling blocks' first 1x1 conv runs at "
+            "4x v1's resolution, +231 M MACs)",
             default_epochs=90,
             default_epochs_why="90 epochs, the standard ImageNet schedule for ResNet-50 (He et "
             "al. 2016; Goyal et al. 2017)",

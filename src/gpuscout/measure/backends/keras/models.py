@@ -76,6 +76,53 @@ def build_resnet50(d: Dims) -> Built:
     return Built(model, _sparse_ce(), keras.optimizers.SGD(0.1, momentum=0.9))
 
 
+def _bottleneck_v15(x: Any, filters: int, stride: int, projection: bool, name: str) -> Any:
+    """One ResNet v1.5 bottleneck block: Keras' ``ResNet50`` block (the same layers, names,
+    biases and batch-norm epsilon) with the stride on the 3x3 conv instead of the first 1x1,
+    so a v1.5 profile differs from the v1 one by the stride's place and nothing else."""
+    layers = keras.layers
+    shortcut = x
+    if projection:  # the projection shortcut keeps the stride, as in v1
+        shortcut = layers.Conv2D(4 * filters, 1, strides=stride, name=f"{name}_0_conv")(x)
+        shortcut = layers.BatchNormalization(axis=3, epsilon=1.001e-5, name=f"{name}_0_bn")(
+            shortcut
+        )
+    x = layers.Conv2D(filters, 1, name=f"{name}_1_conv")(x)
+    x = layers.BatchNormalization(axis=3, epsilon=1.001e-5, name=f"{name}_1_bn")(x)
+    x = layers.Activation("relu", name=f"{name}_1_relu")(x)
+    x = layers.Conv2D(filters, 3, strides=stride, padding="same", name=f"{name}_2_conv")(x)
+    x = layers.BatchNormalization(axis=3, epsilon=1.001e-5, name=f"{name}_2_bn")(x)
+    x = layers.Activation("relu", name=f"{name}_2_relu")(x)
+    x = layers.Conv2D(4 * filters, 1, name=f"{name}_3_conv")(x)
+    x = layers.BatchNormalization(axis=3, epsilon=1.001e-5, name=f"{name}_3_bn")(x)
+    x = layers.Add(name=f"{name}_add")([shortcut, x])
+    return layers.Activation("relu", name=f"{name}_out")(x)
+
+
+def build_resnet50_v15(d: Dims) -> Built:
+    """ResNet-50 v1.5, the variant NVIDIA's DeepLearningExamples and Lambda's PyTorch benchmark
+    train (``predict/data/resnet50_variants.csv``): Keras has no v1.5, so it is Keras'
+    ``ResNet50`` stem and head around :func:`_bottleneck_v15` blocks."""
+    layers = keras.layers
+    s = d["image_size"]
+    inputs = keras.Input((s, s, 3))
+    x = layers.ZeroPadding2D(3, name="conv1_pad")(inputs)
+    x = layers.Conv2D(64, 7, strides=2, name="conv1_conv")(x)
+    x = layers.BatchNormalization(axis=3, epsilon=1.001e-5, name="conv1_bn")(x)
+    x = layers.Activation("relu", name="conv1_relu")(x)
+    x = layers.ZeroPadding2D(1, name="pool1_pad")(x)
+    x = layers.MaxPooling2D(3, strides=2, name="pool1_pool")(x)
+    for stage, (blocks, filters) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))):
+        for block in range(blocks):
+            stride = 2 if block == 0 and stage > 0 else 1
+            x = _bottleneck_v15(x, filters, stride, block == 0, f"conv{stage + 2}_block{block + 1}")
+    x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
+    logits = layers.Dense(d["classes"], name="predictions")(x)
+    probs = layers.Activation("softmax", dtype="float32", name="probs")(logits)
+    model = keras.Model(inputs, probs, name="resnet50_v1_5")
+    return Built(model, _sparse_ce(), keras.optimizers.SGD(0.1, momentum=0.9))
+
+
 class PositionEmbedding(keras.layers.Layer):  # type: ignore[misc]
     """Learned absolute position embeddings added to the token embeddings (as in BERT)."""
 
@@ -126,6 +173,7 @@ BUILDERS: dict[str, Callable[[Dims], Built]] = {
     "mlp": build_mlp,
     "cnn-small": build_cnn_small,
     "resnet50": build_resnet50,
+    "resnet50-v1.5": build_resnet50_v15,
     "bert-base": build_bert,
     "bert-large": build_bert_large,
     "gpt2": build_gpt2,
