@@ -46,11 +46,12 @@ MAX_FILES = 32
 _FORMAT = "gpuscout calibration cache 1"
 _PACKAGE = Path(__file__).resolve().parents[1]  # src/gpuscout
 # What the fit reads besides its points: its code, the catalog's peak arithmetic, the kernel
-# model, the assumed overheads, the stacks' convolution layouts and the HLO-op issue rate (the
-# shipped profiles enter through the points themselves).
+# model, the assumed overheads, the stacks' convolution layouts, the HLO-op issue rate and which
+# ResNet-50 each source trains (the shipped profiles enter through the points themselves).
 _CODE = ("predict/*.py", "catalog/*.py", "predict/data/kernel_model.json",
          "predict/data/overheads.csv", "predict/data/conv_layouts.csv",
-         "predict/data/instruction_rates.csv")  # fmt: skip
+         "predict/data/instruction_rates.csv",
+         "predict/data/resnet50_variants.csv")  # fmt: skip
 
 
 class Stored(BaseModel):

@@ -9,20 +9,43 @@ this module imports nothing above it.
 
 from __future__ import annotations
 
+import csv
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 
 from gpuscout.catalog import Catalog, Gpu, Published
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import Terms, terms
 
 # Published workload -> the profile that models it: workload, dims, and the batch per GPU a row
-# is modelled at when the source does not state its batch.
+# is modelled at when the source does not state its batch. A source whose model is another
+# variant of the same network names its own profile in ``data/resnet50_variants.csv``.
 _SHAPES: dict[str, tuple[str, dict[str, int], int]] = {
     "resnet50": ("resnet50", {}, 256),
     "bert-base": ("bert-base", {}, 32),
     "bert-large": ("bert-large", {}, 32),
 }
+
+
+@functools.cache
+def source_variants() -> dict[tuple[str, str], str]:
+    """``data/resnet50_variants.csv``: (source_id, published workload) -> the built-in workload
+    whose profile models that source's rows, where the source's script says which network it
+    trains (each row quotes it). "ResNet-50" is two networks: v1 (Keras', tf_cnn_benchmarks'
+    ``resnet50``) and v1.5 (NVIDIA's DeepLearningExamples, and Lambda's PyTorch benchmark,
+    which runs them), whose downsampling 1x1 convolutions do 4x the work (+6 % FLOPs). A
+    source not listed is modelled with ``_SHAPES``' profile."""
+    path = resources.files("gpuscout.predict") / "data" / "resnet50_variants.csv"
+    with path.open(encoding="utf-8") as f:
+        return {(r["source_id"], r["workload"]): r["profile"] for r in csv.DictReader(f)}
+
+
+def modelled_workload(source_id: str, workload: str) -> str:
+    """The built-in workload that models ``source_id``'s ``workload`` rows (its own variant
+    where ``source_variants`` says, else the default profile of that workload)."""
+    return source_variants().get((source_id, workload), _SHAPES[workload][0])
 
 
 @dataclass(frozen=True)
@@ -96,7 +119,8 @@ def profile_for(workload: str, dims: dict[str, int], batch: int, precision: str)
 def _point(catalog: Catalog, row: Published, origin: str = "built-in") -> Point | None:
     if row.gpu_count != 1 or row.workload not in _SHAPES:
         return None
-    workload, dims, default_batch = _SHAPES[row.workload]
+    _, dims, default_batch = _SHAPES[row.workload]
+    workload = modelled_workload(row.source_id, row.workload)
     if row.seq_len:
         dims = {**dims, "seq_len": row.seq_len}
     batch = row.batch_size_per_gpu or default_batch

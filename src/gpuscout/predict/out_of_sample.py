@@ -52,7 +52,8 @@ def development(points: Sequence[Point]) -> list[Point]:
     return [p for p in points if not frozen(p)]
 
 
-FAMILIES = {"resnet50": "resnet50", "bert-base": "bert", "bert-large": "bert"}
+FAMILIES = {"resnet50": "resnet50", "resnet50-v1.5": "resnet50", "bert-base": "bert",
+            "bert-large": "bert"}  # fmt: skip
 
 
 def family(p: Point) -> str:
