@@ -13,10 +13,14 @@ batch:
 
 - exactly, where the profile knows how each kernel grows with the batch (``Profile.at_batch``:
   the built-in workloads, traced at two batches);
-- else estimated from the step's own split (``Prediction.split``): the compute- and
+- else estimated from the step's own split (``predict.batch_size``): the compute- and
   memory-bound seconds grow with the batch, the launch-bound ones and the cost per step do not,
   and the activations grow with it while weights, gradients and optimizer state do not. A
   larger GEMM often runs at a better share of the peak, so the estimate errs slow.
+
+Both go through the session every command predicts with (``Session.predict(..., batch=B)``),
+the same figures ``advise`` ranks its options at their own batch with. The batch compared
+with is the option's own: the job's, or the one ``advise`` chose for it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 
 from gpuscout.catalog import Gpu
 from gpuscout.catalog.models import MEMORY_HEADROOM
-from gpuscout.predict.predictor import Prediction, memory_needed
+from gpuscout.predict.predictor import Prediction
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session
 
@@ -44,28 +48,39 @@ class BatchHint:
     memory_gb: float  # needed at ``batch``
     how: str  # "the step re-counted at batch N" or how it was estimated
 
-    def words(self, gpu: str, batch: int) -> str:
-        """'batch 256 per GPU (fits: 18.2 GB) is predicted 4.3x as fast on rtx-4090 (...)'"""
+    def words(self, gpu: str, batch: int, count: int = 1, fixed: bool = True) -> str:
+        """'batch 256 per GPU (fits: 18.2 GB) is predicted 4.3x as fast on rtx-4090 (...)':
+        ``fixed``, the batch per GPU is the user's (-b) on every option, and the fix is -b;
+        else the fix is the global batch (``--global-batch``) over ``count`` GPUs."""
+        fix = (
+            f"if it tolerates {self.batch}, give -b {self.batch}"
+            if fixed
+            else f"if it tolerates a global batch of {self.batch * count} ({self.batch} per "
+            f"GPU on {count}), give --global-batch {self.batch * count}"
+        )
         return (
             f"a larger batch would be much faster: batch {self.batch} per GPU instead of "
             f"{batch} is predicted {self.speedup:.1f}x as fast on {gpu} (needs "
             f"{_gb(self.memory_gb)}; {self.how}); the batch is your training's choice (its "
-            f"learning rate follows it): if it tolerates {self.batch}, give -b {self.batch}"
+            f"learning rate follows it): {fix}"
         )
 
 
-def larger_batch(model: Session, profile: Profile, gpu: Gpu, base: Prediction) -> BatchHint | None:
-    """The largest batch up to ``MOST`` x the job's (doubling) that fits ``gpu`` and runs the
-    job at least ``MUCH_FASTER`` x as fast on one GPU, or None. ``base``: the one-GPU
-    prediction at the job's batch (from the same session)."""
+def larger_batch(
+    model: Session, profile: Profile, gpu: Gpu, base: Prediction, batch: int | None = None
+) -> BatchHint | None:
+    """The largest batch up to ``MOST`` x ``batch`` (doubling) that fits ``gpu`` and runs the
+    job at least ``MUCH_FASTER`` x as fast on one GPU, or None. ``batch``: the batch per GPU
+    compared with (None: the profile's own); ``base``: the one-GPU prediction at it (from the
+    same session)."""
+    start = batch or profile.batch
     if profile.kind != "train" or base.samples_per_second <= 0:
         return None
     room = gpu.memory_gb * 1e9 * MEMORY_HEADROOM
     best: BatchHint | None = None
     factor = 2
     while factor <= MOST:
-        batch = profile.batch * factor
-        hint = _at(model, profile, gpu, base, batch)
+        hint = _at(model, profile, gpu, base, start * factor)
         if hint is None or hint.memory_gb * 1e9 > room:
             break
         best = hint
@@ -76,34 +91,22 @@ def larger_batch(model: Session, profile: Profile, gpu: Gpu, base: Prediction) -
 def _at(
     model: Session, profile: Profile, gpu: Gpu, base: Prediction, batch: int
 ) -> BatchHint | None:
+    if profile.per_sample is None and not base.split:
+        return None
+    (row,), _ = model.predict(profile, [gpu], [1], batch=batch)
+    if row.samples_per_second <= 0:
+        return None
+    speedup = row.samples_per_second / base.samples_per_second
     if profile.per_sample is not None:
-        try:
-            bigger = profile.at_batch(batch)
-        except ValueError:
-            return None
-        (row,), _ = model.predict(bigger, [gpu], [1])
-        speedup = row.samples_per_second / base.samples_per_second
-        return BatchHint(batch, speedup, memory_needed(bigger) / 1e9,
-                         f"the step re-counted at batch {batch}")  # fmt: skip
-    split = base.split
-    if not split:
-        return None
-    grow = batch / profile.batch
-    fixed = split.get("launch", 0.0) + split.get("step", 0.0)
-    scaled = split.get("compute", 0.0) + split.get("memory", 0.0)
-    now, then = fixed + scaled, fixed + scaled * grow
-    if now <= 0 or then <= 0:
-        return None
-    speedup = (batch / then) / (profile.batch / now)
-    memory = profile.model_copy(update={
-        "saved_activation_bytes": profile.saved_activation_bytes * grow,
-        "recomputed_activation_bytes": profile.recomputed_activation_bytes * grow,
-    })  # fmt: skip
-    return BatchHint(
-        batch, speedup, memory_needed(memory) / 1e9,
-        f"estimated from the step's split: its {fixed / now:.0%} in kernel launches and the "
-        "cost per step stay, the rest and the activations grow with the batch",
-    )  # fmt: skip
+        how = f"the step re-counted at batch {batch}"
+    else:
+        split = base.split
+        fixed = split.get("launch", 0.0) + split.get("step", 0.0)
+        now = fixed + split.get("compute", 0.0) + split.get("memory", 0.0)
+        how = (f"estimated from the step's split: its {fixed / max(now, 1e-30):.0%} in kernel "
+               "launches and the cost per step stay, the rest and the activations grow with "
+               "the batch")  # fmt: skip
+    return BatchHint(batch, speedup, row.memory_needed_gb, how)
 
 
 def _gb(gb: float) -> str:

@@ -19,11 +19,12 @@ from gpuscout.catalog import Catalog, Gpu, peak_tflops
 from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.errors import UserError
 from gpuscout.predict import ranking, scaling
+from gpuscout.predict.batch_size import ESTIMATED, grown_step, memory_at
 from gpuscout.predict.calibrate import Calibration
 from gpuscout.predict.efficiency import Efficiency
 from gpuscout.predict.kernel_model import GpuFeatures
 from gpuscout.predict.profile import QLORA_BYTES_PER_WEIGHT, Profile
-from gpuscout.predict.roofline import step_time
+from gpuscout.predict.roofline import StepEstimate, step_time
 from gpuscout.predict.stacks import StackLevel
 from gpuscout.predict.uncertainty import band, relative_error
 
@@ -129,6 +130,7 @@ def predict(
     tf32: bool = True,
     sharded: bool = False,
     four_bit_base: bool = False,
+    batch: int | None = None,
 ) -> tuple[list[Prediction], list[str]]:
     """One prediction per GPU and count, and the assumptions common to all of them. Called by
     the session (``session.py``), which holds the calibration, the ``--stack`` level and your
@@ -141,7 +143,14 @@ def predict(
     ``sharded``: the weights are sharded over the GPUs (FSDP, ZeRO-3) and all-gathered twice a
     step (``scaling.step_seconds``); memory is still the unsharded step's. ``four_bit_base``:
     QLoRA's frozen base, all-gathered in 4 bits (its dequantization is not predicted).
+    ``batch``: the batch per GPU to predict at where the profile, traced at another, cannot
+    be re-counted at it (a user's model): its step estimated from its split
+    (``batch_size.grown_step``); ``Session.predict`` re-counts a built-in workload's exactly.
     """
+    at = profile.batch if batch is None else batch
+    if at < 1:
+        raise UserError(f"batch {at} is not a batch size.", "give 1 or more samples per GPU.")
+    grow = at / profile.batch
     layouts = sorted(c if isinstance(c, tuple) else (1, c) for c in counts)
     if any(min(c) < 1 for c in layouts):
         raise UserError(f"GPU counts must be >= 1, got {list(counts)}.", "use e.g. --count 1,4,8.")
@@ -154,7 +163,7 @@ def predict(
     if anchored:
         method = "your measured run x the model's ratio between GPUs (anchored)"
     stack = (
-        f"{anchors.describe(profile.batch)}; the model's ratios are the {level.name} stack's "
+        f"{anchors.describe(at)}; the model's ratios are the {level.name} stack's "
         "(--stack)"
         if anchors is not None and anchored
         else f"software stack: {level.name} ({level.description}; --stack picks another)"
@@ -164,7 +173,8 @@ def predict(
         stack,
         f"range x{low_factor:.2f} to x{high_factor:.2f}: {ranged.label}; relative speeds off by "
         f"up to {relative:.0%} on a source left out",
-        f"profile: {profile.method}, batch {profile.batch} per GPU, {profile.precision}",
+        f"profile: {profile.method}, batch {profile.batch} per GPU, {profile.precision}"
+        + (f"; predicted at batch {at} per GPU, {ESTIMATED}" if grow != 1 else ""),
         "memory: weights + gradients + optimizer state + activations kept for the backward pass "
         f"(from the HLO), against {MEMORY_HEADROOM:.0%} of the GPU's memory",
         (
@@ -185,11 +195,14 @@ def predict(
     def scale(gpu: Gpu) -> float:
         return 1.0 if anchors is None else anchors.scale_for(gpu.id)
 
-    ref_sps = scale(reference) * profile.batch / step_time(profile, reference, eff, tf32).seconds
-    need = memory_needed(profile)
+    def timed(gpu: Gpu) -> StepEstimate:
+        return grown_step(step_time(profile, gpu, eff, tf32), grow)
+
+    ref_sps = scale(reference) * at / timed(reference).seconds
+    need = memory_at(profile, at)
     rows = []
     for gpu in gpus:
-        est = step_time(profile, gpu, eff, tf32)
+        est = timed(gpu)
         rate_note = (
             []
             if "no " not in peak_tflops(gpu, profile.precision, tf32)[1]
@@ -207,9 +220,9 @@ def predict(
                 link.busbw_gb_per_s,
                 sharded_bytes=sharded_weight_bytes(profile, four_bit_base) if sharded else 0.0,
             )
-            sps = scale(gpu) * n * profile.batch / stepn
+            sps = scale(gpu) * n * at / stepn
             low, high, how = sps * low_factor, sps * high_factor, method
-            if mine is not None and n == 1 and mine.batch == profile.batch:
+            if mine is not None and n == 1 and mine.batch == at:
                 sps, low, high = mine.median, mine.low, mine.high  # what was measured
                 how = "measured by " + (
                     f"your {runs_said(mine.run_ids)}" if mine.run_ids else "this run"

@@ -139,11 +139,24 @@ class Session:
         tf32: bool = True,
         sharded: bool = False,
         four_bit_base: bool = False,
+        batch: int | None = None,
     ) -> tuple[list[Prediction], list[str]]:
         """:func:`gpuscout.predict.predictor.predict` with this session's calibration, stack
         and anchors, and what your stored runs measured of this very step beside each row. A
-        count is a number of GPUs in one machine, or (machines, GPUs per machine)."""
-        measured, measured_scaling = self.measured(profile, tf32)
+        count is a number of GPUs in one machine, or (machines, GPUs per machine).
+
+        ``batch``: the batch per GPU to predict at (None: the profile's own): the step
+        re-counted at it where the profile knows how it grows (``Profile.at_batch``), else
+        estimated from its split (``predict.batch_size``), said in the notes; what your runs
+        measured at the profile's batch is then not shown beside it."""
+        if batch is not None and batch != profile.batch and profile.per_sample is not None:
+            try:
+                profile, batch = profile.at_batch(batch), None
+            except ValueError:
+                pass  # a kernel with no work left at that batch: estimated below
+        if batch == profile.batch:
+            batch = None
+        measured, measured_scaling = self.measured(profile, tf32) if batch is None else ({}, {})
         return predict(
             profile,
             gpus,
@@ -160,6 +173,7 @@ class Session:
             tf32=tf32,
             sharded=sharded,
             four_bit_base=four_bit_base,
+            batch=batch,
         )
 
     def option(
