@@ -29,6 +29,19 @@ class Request:
     data_gb: float = 0.0  # copied into each rented machine before its first step (--data-gb)
     objective: Objective = DEFAULT_OBJECTIVE
     label: str | None = None  # the job in words (predict.job.Job.label), else samples of W
+    # The batch (issue 42, "batch as a decision"). ``fixed_batch`` (-b): the profile's batch
+    # per GPU on every option, the global batch its count times it. Else each option's batch
+    # per GPU is chosen: the largest that fits its memory up to ``global_batch`` / its GPUs
+    # (gradient accumulation where that share does not fit), ``global_batch`` None: the
+    # profile's own batch; ``batch_source`` says where the global batch came from.
+    global_batch: int | None = None
+    fixed_batch: bool = False
+    batch_source: str = ""
+
+    @property
+    def samples_per_step(self) -> int:
+        """The global batch the options share (``fixed_batch``: one GPU's)."""
+        return self.global_batch or self.profile.batch
 
 
 @dataclass
@@ -60,6 +73,13 @@ class Candidate:
     # what the deadline or budget risk at the range's slow end (empty: safe, or none given)
     risks: list[str] = field(default_factory=list)
     condition: str = ""  # owned: "new" or "used"
+    # the batch per GPU this option runs (a micro-batch where it accumulates), the gradient
+    # accumulation steps of one optimizer step, and the samples of that step on all its GPUs
+    batch: int = 0
+    accumulation: int = 1
+    global_batch: int = 0
+    # a larger batch much faster on this option's GPU, in words (``predict.batch_hint``)
+    batch_hint: str = ""
     break_even: str = ""  # owned: against the cheapest rental of as many (price.break_even)
 
     @property

@@ -23,7 +23,9 @@ def fit_notes(profile: Profile, need_gb: float, too_small: dict[float, list[str]
         ways = fit_options(profile, memory_gb * 1e9 * MEMORY_HEADROOM)[:2]
         said = "; ".join(f"{how} ({gb(need / 1e9)})" for how, need in ways)
         out.append(
-            f"{', '.join(ids)} ({memory_gb:g} GB): the step needs {gb(need_gb)}, more than "
+            f"{', '.join(ids)} ({memory_gb:g} GB): the step needs {gb(need_gb)}"
+            + (" at batch 1 per GPU" if profile.batch == 1 else "")
+            + ", more than "
             f"{MEMORY_HEADROOM:.0%} of it" + (f"; would fit with {said}" if said else "")
             + (" (--checkpointing)" if ways and "checkpointing" in ways[0][0] else "")
         )  # fmt: skip

@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from gpuscout.advise.batch import accumulated, batch_note, batch_plan, batch_words, too_many
 from gpuscout.advise.candidates import Advice, Candidate, Request, dollars, gb
 from gpuscout.advise.notes import (
     budget_note,
@@ -33,8 +34,9 @@ from gpuscout.advise.ties import OBJECTIVE_WORDS, Objective, key, tie_note
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.errors import UserError
 from gpuscout.predict import scaling
-from gpuscout.predict.batch_hint import larger_batch
-from gpuscout.predict.predictor import Prediction, memory_needed
+from gpuscout.predict.batch_hint import BatchHint, larger_batch
+from gpuscout.predict.batch_size import memory_at, memory_profile
+from gpuscout.predict.predictor import Prediction
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session
 from gpuscout.predict.uncertainty import relative_error
@@ -51,6 +53,9 @@ from gpuscout.price.instances import (
 from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_usd
 
 __all__ = ["PRESETS", "Advice", "Candidate", "Objective", "Request", "advise", "dollars"]
+# the (GPU, batch per GPU) pairs of the first ranked options a larger batch is looked for on:
+# the rows a user reads (--top, 5 by default) and then some, not all of a catalog's options
+HINTED = 12
 PRESETS: dict[str, dict[str, Any]] = {
     # The user segments of article 001 (gpuscout.articles), as constraints and an objective.
     "individual": {"objective": "cheapest", "owned": True, "require": set()},
@@ -75,8 +80,10 @@ def _relax(req: Request, rejected: Counter[str]) -> str:
         ways.append("more providers (drop --provider)")
     if req.require:
         ways.append(f"fewer requirements than --require {','.join(sorted(req.require))}")
-    if rejected["does not fit in memory"]:
+    if rejected["does not fit in memory"] and req.fixed_batch:
         ways.append("a smaller batch (-b)")
+    if rejected[too_many(req.samples_per_step)]:
+        ways.append(f"a larger --global-batch than {req.samples_per_step}")
     return ("try " + ", ".join(ways) + ".") if ways else "no constraint of yours left it out."
 
 
@@ -87,6 +94,15 @@ def _check(req: Request) -> None:
         raise UserError(f"the deadline must be positive, got {req.deadline_hours:g} h.", None)
     if not req.cloud and not req.owned:
         raise UserError("neither cloud nor owned options are allowed.", "allow one of them.")
+    if req.fixed_batch and req.global_batch is not None:
+        raise UserError(
+            f"a batch of {req.profile.batch} per GPU on every option (-b) and a global batch "
+            f"of {req.global_batch} (--global-batch) contradict each other: with -b the "
+            "global batch is it x the GPUs.",
+            "give one of -b and --global-batch.",
+        )
+    if req.global_batch is not None and req.global_batch < 1:
+        raise UserError(f"the global batch must be 1 or more, got {req.global_batch}.", None)
 
 
 def _prices(catalog: Catalog, gpu: Gpu, count: int, req: Request) -> list[Rental | Purchase]:
@@ -178,10 +194,13 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         assumptions = replace(assumptions, data_gb=req.data_gb,
                               yours=assumptions.yours | {"data_gb"})  # fmt: skip
     catalog = model.catalog
-    need_gb = memory_needed(req.profile) / 1e9
+    # the memory a GPU left out lacks: at the job's batch (-b), else at one sample per GPU
+    least = memory_profile(req.profile, req.profile.batch if req.fixed_batch else 1)
+    need_gb = memory_at(least, least.batch) / 1e9
     rejected: Counter[str] = Counter()
     feasible: list[Candidate] = []
-    one_gpu: dict[str, Prediction] = {}  # each GPU's one-GPU prediction at the job's batch
+    # each GPU's one-GPU prediction at each batch per GPU its options run
+    one_gpu: dict[tuple[str, int], Prediction] = {}
     too_small: dict[float, list[str]] = {}  # GPUs the step does not fit, by their memory
     over: list[Candidate] = []  # left out by the budget, for the note that says by what
     # counts one machine cannot hold, as the machines they run on: (layout, why) -> GPUs
@@ -198,25 +217,36 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
             m, k = scaling.machines_for(gpu, count)
             if m > 1:
                 split.setdefault((m, k, scaling.max_per_machine(gpu)[1]), []).append(gpu.id)
-        timed = _timed(model, req.profile, gpu, ways)
-        first = one_gpu[gpu.id] = timed[((1, 1), scaling.DEFAULT_NETWORK_GBIT)]
-        one = first.samples_per_second
-        said = first.method.removeprefix("measured ") if first.method.startswith(
-            "measured"
-        ) else ""  # fmt: skip
-        if not first.fits_memory:
+        plan = batch_plan(req, gpu)
+        if not plan.fits:
             rejected["does not fit in memory"] += len(req.counts)
             too_small.setdefault(gpu.memory_gb, []).append(gpu.id)
             continue
-        hours_one = req.samples / one / 3600
+        rejected[too_many(req.samples_per_step)] += len(plan.too_many)
+        timed: dict[int, dict[tuple[tuple[int, int], float], Prediction]] = {}
+        for b in sorted({b for b, _ in plan.per_count.values()}):
+            mine = {n: ways[n] for n, (at, _) in plan.per_count.items() if at == b}
+            timed[b] = _timed(model, req.profile, gpu, mine, b)
         for count, prices in ways.items():
+            if count not in plan.per_count:
+                continue
+            batch, steps = plan.per_count[count]
+            first = one_gpu[(gpu.id, batch)] = timed[batch][((1, 1), scaling.DEFAULT_NETWORK_GBIT)]
+            one = first.samples_per_second
+            said = first.method.removeprefix("measured ") if first.method.startswith(
+                "measured"
+            ) else ""  # fmt: skip
+            hours_one = req.samples / one / 3600
             if not prices:
                 rejected["no price (cloud) or purchase price (owned)"] += 1
                 continue
             for pay in prices:
-                row = timed[_layout(gpu, count, pay)]
+                row = accumulated(timed[batch][_layout(gpu, count, pay)], steps)
                 rent = cheapest_rental(catalog, gpu, count) if isinstance(pay, Purchase) else None
-                cand = _candidate(gpu, row, pay, hours_one, need_gb, assumptions, rent)
+                cand = _candidate(gpu, row, pay, hours_one, row.memory_needed_gb, assumptions,
+                                  rent)  # fmt: skip
+                cand.batch, cand.accumulation = batch, steps
+                cand.global_batch = batch * steps * count
                 if said:
                     cand.measured = (
                         f"measured {said}"
@@ -233,7 +263,8 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
                     continue
                 cand.risks = _risks(cand, req)
                 feasible.append(cand)
-    memory_notes = fit_notes(req.profile, need_gb, too_small)
+    rejected = Counter({why: n for why, n in rejected.items() if n})
+    memory_notes = fit_notes(least, need_gb, too_small)
     if not feasible:
         reasons = "; ".join(f"{n} {why}" for why, n in rejected.most_common())
         reasons += "".join(f"; {n}" for n in memory_notes)
@@ -247,12 +278,21 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     # an option at risk heads the ranking only where none is safe (and says which risk)
     score = key(req.objective, feasible)
     ranked = sorted(feasible, key=lambda c: (bool(c.risks), score(c)))
+    hints = _batch_hints(model, req, ranked, one_gpu)
     for c in ranked:
+        hint = hints.get((c.gpu, c.batch)) if c.accumulation == 1 else None
+        c.batch_hint = hint.short(c.count, req.fixed_batch) if hint else ""
         _explain(c, req, catalog)
     ties = tie_note(ranked, req.objective, relative_error())
     notes = [
         f"job: {req.label or f'{fmt_count(req.samples)} {req.unit} of {req.profile.workload}'}"
-        f" ({req.profile.precision}, batch {req.profile.batch} per GPU)",
+        f" ({req.profile.precision}, "
+        + (
+            f"batch {req.profile.batch} per GPU)"
+            if req.fixed_batch
+            else f"global batch {req.samples_per_step:,}: each option's batch per GPU in its row)"
+        ),
+        batch_note(req, rejected[too_many(req.samples_per_step)]),
         f"objective: {req.objective} ({OBJECTIVE_WORDS[req.objective]}); counts "
         f"{', '.join(map(str, req.counts))}"
         + (f"; only {', '.join(sorted(req.gpus))} (--gpus)" if req.gpus else ""),
@@ -261,8 +301,10 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         *model.notes,
         model.describe(req.profile),
         model.range_note(req.profile),
-        f"memory: {gb(need_gb)} per GPU needed (weights, gradients, optimizer state, "
-        "activations; from the compiled step)",
+        f"memory: {gb(memory_at(req.profile, req.profile.batch) / 1e9)} per GPU needed at "
+        f"batch {req.profile.batch} (weights, gradients, optimizer state, activations; from "
+        "the compiled step)"
+        + ("" if req.fixed_batch else "; each option's at its own batch in its row"),
         *memory_notes,
         *assumptions.describe().values(),
         *money_notes(req, feasible, over, catalog),
@@ -271,11 +313,31 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         *ties,
     ]
     top = ranked[0]
-    hint = larger_batch(model, req.profile, catalog.gpus[top.gpu], one_gpu[top.gpu])
-    words = hint.words(top.gpu, req.profile.batch) if hint else None
+    hint = hints.get((top.gpu, top.batch)) if top.accumulation == 1 else None
+    words = hint.words(top.gpu, top.batch, top.count, req.fixed_batch) if hint else None
     shown = [catalog.gpus[g] for g in dict.fromkeys(c.gpu for c in ranked)]
     return Advice(ranked, best_front, dict(rejected), notes, req.budget_usd, words,
                   model.caveats(req.profile, shown))  # fmt: skip
+
+
+def _batch_hints(
+    model: Session, req: Request, ranked: list[Candidate],
+    one_gpu: dict[tuple[str, int], Prediction],
+) -> dict[tuple[str, int], BatchHint]:  # fmt: skip
+    """A much faster larger batch (``predict.batch_hint``) on each GPU at each batch per GPU
+    the ranked options run without accumulating (accumulating, a larger one does not fit),
+    at most ``HINTED`` of them, in rank order: the headline's and the rows' one figure."""
+    out: dict[tuple[str, int], BatchHint] = {}
+    seen: set[tuple[str, int]] = set()
+    for c in ranked:
+        key = (c.gpu, c.batch)
+        if c.accumulation > 1 or key in seen or len(seen) >= HINTED:
+            continue
+        seen.add(key)
+        gpu = model.catalog.gpus[c.gpu]
+        if hint := larger_batch(model, req.profile, gpu, one_gpu[key], c.batch):
+            out[key] = hint
+    return out
 
 
 def _layout(gpu: Gpu, count: int, pay: Rental | Purchase) -> tuple[tuple[int, int], float]:
@@ -288,16 +350,20 @@ def _layout(gpu: Gpu, count: int, pay: Rental | Purchase) -> tuple[tuple[int, in
 
 
 def _timed(
-    model: Session, profile: Profile, gpu: Gpu, ways: dict[int, list[Rental | Purchase]]
-) -> dict[tuple[tuple[int, int], float], Prediction]:
-    """The step predicted on every layout the ways to pay lay ``gpu`` out in (one GPU among
-    them), one call per network; the GPU is its own reference (relative speed is not used)."""
+    model: Session, profile: Profile, gpu: Gpu, ways: dict[int, list[Rental | Purchase]],
+    batch: int,
+) -> dict[tuple[tuple[int, int], float], Prediction]:  # fmt: skip
+    """The step at ``batch`` per GPU predicted on every layout the ways to pay lay ``gpu``
+    out in (one GPU among them), one call per network; the GPU is its own reference (relative
+    speed is not used)."""
     wanted = {((1, 1), scaling.DEFAULT_NETWORK_GBIT)}
     wanted |= {_layout(gpu, n, pay) for n, pays in ways.items() for pay in pays}
     out = {}
     for net in sorted({net for _, net in wanted}):
         layouts = sorted({lay for lay, n in wanted if n == net})
-        rows, _ = model.predict(profile, [gpu], layouts, reference=gpu, network_gbit=net)
+        rows, _ = model.predict(
+            profile, [gpu], layouts, reference=gpu, network_gbit=net, batch=batch
+        )
         out.update({(lay, net): row for lay, row in zip(layouts, rows, strict=True)})
     return out
 
@@ -333,6 +399,15 @@ def _explain(c: Candidate, req: Request, catalog: Catalog) -> None:
             else f"meets {deadline} as predicted, not at its range's slow end"
         )
     c.reasons.extend(c.risks)
+    estimated = c.batch != req.profile.batch and req.profile.per_sample is None
+    c.reasons.append(
+        f"at {batch_words(c.batch, c.accumulation, c.global_batch)}"
+        + (" (-b)" if req.fixed_batch else "")
+        + (f", its speed estimated from the step's split at batch {req.profile.batch}"
+           if estimated else "")
+    )  # fmt: skip
+    if c.batch_hint:
+        c.reasons.append(c.batch_hint)
     c.reasons.append(f"fits: {gb(c.memory_gb)} of {gpu.memory_gb:g} GB")
     if c.pareto:
         c.reasons.append("on the time-cost Pareto front: nothing is both faster and cheaper")

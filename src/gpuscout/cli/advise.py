@@ -205,9 +205,12 @@ def _full(args: argparse.Namespace) -> int:
     wanted = constraints(args, catalog, preset)
     spec = job_spec(args)
     job = resolve_job(spec, catalog)
+    from gpuscout.advise.batch import job_batch
+
     request = Request(
-        profile=job.profile, samples=job.samples, unit=job.unit, label=job.label, **wanted
-    )
+        profile=job.profile, samples=job.samples, unit=job.unit, label=job.label,
+        **job_batch(wanted, job),
+    )  # fmt: skip
     # the predictions every command makes: anchored on your stored GPU runs of the step
     result = advise(request, prediction_session(args, catalog, spec), Assumptions())
     answer = headline(result, request, job.label)  # against every option, before --top

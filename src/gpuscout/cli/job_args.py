@@ -51,6 +51,7 @@ ADVICE_OPTIONS = {
     "deadline": "--deadline", "budget": "--budget", "owned": "--owned",
     "no_cloud": "--no-cloud", "require": "--require", "provider": "--provider",
     "objective": "--objective", "counts": "--counts", "gpus": "--gpus", "data_gb": "--data-gb",
+    "global_batch": "--global-batch",
 }  # fmt: skip
 
 
@@ -189,6 +190,14 @@ def add_advice_options(group: Any, objective_default: str | None = DEFAULT_OBJEC
         "the sourced data_copy_gbit: in every rented option's time and cost (default: not "
         "counted)",
     )  # fmt: skip
+    group.add_argument(
+        "--global-batch", type=BATCH, metavar="N",
+        help="samples per optimizer step over all GPUs, your training recipe's: each option's "
+        "batch per GPU is then the largest that fits its memory up to N / its GPUs (gradient "
+        "accumulation where that does not fit), said in its row (default: the job's own "
+        "batch: the workload's, 32 for your model, a stored run's over all its replicas); -b "
+        "instead fixes the batch per GPU on every option",
+    )  # fmt: skip
     group.add_argument("--owned", action="store_true", help="also consider buying the GPUs")
     group.add_argument("--no-cloud", action="store_true", help="owned hardware only")
     group.add_argument(
@@ -244,11 +253,20 @@ def constraints(
         raise UserError("--no-cloud leaves no option to rank.", "add --owned to buy the GPUs.")
     from gpuscout.cli.parser import comma_items
 
+    fixed = getattr(args, "batch_size", None) is not None
+    if fixed and args.global_batch is not None:
+        refuse_with(f"-b {args.batch_size}", [f"--global-batch {args.global_batch}"],
+                    "-b fixes the batch per GPU on every option (the global batch is it x the "
+                    "GPUs), --global-batch the samples of one step over all of them",
+                    "give one of them.")  # fmt: skip
     named = comma_items(getattr(args, "gpus", []), "--gpus", "rtx-4090,h100-sxm")
     gpus = frozenset(catalog.resolve(n).gpu.id for n in named) or None
     return {
         "gpus": gpus,
         "data_gb": args.data_gb or 0.0,
+        "global_batch": args.global_batch,
+        "fixed_batch": fixed,
+        "batch_source": "yours, --global-batch" if args.global_batch is not None else "",
         "deadline_hours": args.deadline,
         "budget_usd": args.budget,
         "require": require | frozenset(preset.get("require", ())),

@@ -52,17 +52,28 @@ class BatchHint:
         """'batch 256 per GPU (fits: 18.2 GB) is predicted 4.3x as fast on rtx-4090 (...)':
         ``fixed``, the batch per GPU is the user's (-b) on every option, and the fix is -b;
         else the fix is the global batch (``--global-batch``) over ``count`` GPUs."""
+        total = self.batch * count
         fix = (
             f"if it tolerates {self.batch}, give -b {self.batch}"
             if fixed
-            else f"if it tolerates a global batch of {self.batch * count} ({self.batch} per "
-            f"GPU on {count}), give --global-batch {self.batch * count}"
+            else f"if it tolerates a global batch of {total}"
+            + (f" ({self.batch} per GPU on {count} GPUs)" if count > 1 else "")
+            + f", give --global-batch {total}"
         )
         return (
             f"a larger batch would be much faster: batch {self.batch} per GPU instead of "
             f"{batch} is predicted {self.speedup:.1f}x as fast on {gpu} (needs "
             f"{_gb(self.memory_gb)}; {self.how}); the batch is your training's choice (its "
             f"learning rate follows it): {fix}"
+        )
+
+    def short(self, count: int = 1, fixed: bool = True) -> str:
+        """The same, in a row: 'batch 256 per GPU would be 5.9x as fast (-b 256)'."""
+        fix = f"-b {self.batch}" if fixed else f"--global-batch {self.batch * count}"
+        how = "re-counted" if self.how.startswith("the step re-counted") else "estimated"
+        return (
+            f"a larger batch would be much faster: batch {self.batch} per GPU is predicted "
+            f"{self.speedup:.1f}x as fast ({how}; {fix} if your training tolerates it)"
         )
 
 

@@ -58,6 +58,11 @@ class Job:
     assumptions: tuple[str, ...] = ()
     workload: str | None = None  # the built-in workload, where it is one
     model: str | None = None  # your model's spec, where it is one
+    # the job's own global batch (samples per optimizer step over all GPUs: a stored run's
+    # batch per GPU x its replicas; None: the profile's batch) and where it comes from, the
+    # default of advise's --global-batch
+    global_batch: int | None = None
+    batch_source: str = ""
 
 
 def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
@@ -79,12 +84,18 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
         )
     workload, model, precision = spec.workload, spec.model, spec.precision or PRECISION
     batch, notes = spec.batch_size, []
+    total, source = None, ""
     if spec.run is not None:
         workload, model, batch, precision = _from_run(spec.run, spec)
         notes.append(
             f"the job's set-up from stored run {spec.run.id}: "
             f"{model or workload}, batch {batch} per GPU, {precision}"
         )
+        if spec.batch_size is None:
+            total = batch * spec.run.replicas
+            source = f"stored run {spec.run.id}'s: {batch} per GPU x {spec.run.replicas} " + (
+                "replicas" if spec.run.replicas > 1 else "replica"
+            )
     if model is not None and spec.tokens is not None:
         raise UserError(
             f"--tokens sizes a built-in language model's job, not your model's ({model}).",
@@ -103,7 +114,12 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
         parse_model_spec(model)  # a missing file is one line, before TensorFlow loads
         if batch is None:
             batch = MODEL_BATCH
-            notes.append(f"batch {batch} per GPU for your model (set it with --batch-size)")
+            source = source or f"{batch}, gpuscout's default for your model"
+            notes.append(
+                f"batch {batch} for your model, gpuscout's default (per GPU on every option: "
+                "--batch-size; as the global batch advise, report and scout split over the "
+                "GPUs: --global-batch)"
+            )
         what = f"your model {model}"
         samples, size = _size(spec, None, batch, "samples", what)
         profile = get_user_profile(model, batch, precision, spec.backend)
@@ -114,7 +130,9 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
         from gpuscout.workloads import get_workload
 
         w = get_workload(workload or "", own_model=False)
-        batch = batch or w.default_batch_gpu
+        if batch is None:
+            batch = w.default_batch_gpu
+            source = f"{w.name}'s default batch"
         dims = w.resolve(spec.dims)
         unit, what, workload = w.epoch_unit, w.name, w.name
         shape = run_shape(w.name, dims)[1] if spec.dims else ""
@@ -125,7 +143,8 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
             samples, size = _size(spec, w.epoch_samples, batch, unit, what)
         check_fits_a_gpu(w.name, dims, batch, precision, "train", catalog)
         profile = get_profile(w.name, dims, batch, precision, spec.backend)
-    return Job(profile, samples, unit, f"{size} of {what}", tuple(notes), workload, model)
+    return Job(profile, samples, unit, f"{size} of {what}", tuple(notes), workload, model,
+               total, source)  # fmt: skip
 
 
 _SETTING_FLAGS = {"seq_len": "--seq-len", "lora_rank": "--mode lora",

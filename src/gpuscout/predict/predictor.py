@@ -163,8 +163,7 @@ def predict(
     if anchored:
         method = "your measured run x the model's ratio between GPUs (anchored)"
     stack = (
-        f"{anchors.describe(at)}; the model's ratios are the {level.name} stack's "
-        "(--stack)"
+        f"{anchors.describe(at)}; the model's ratios are the {level.name} stack's (--stack)"
         if anchors is not None and anchored
         else f"software stack: {level.name} ({level.description}; --stack picks another)"
     )

@@ -12,6 +12,7 @@ calibrates: the published rows are fitted once (``calibrate.py``), your runs anc
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -150,10 +151,8 @@ class Session:
         estimated from its split (``predict.batch_size``), said in the notes; what your runs
         measured at the profile's batch is then not shown beside it."""
         if batch is not None and batch != profile.batch and profile.per_sample is not None:
-            try:
+            with contextlib.suppress(ValueError):  # a kernel with no work left: estimated
                 profile, batch = profile.at_batch(batch), None
-            except ValueError:
-                pass  # a kernel with no work left at that batch: estimated below
         if batch == profile.batch:
             batch = None
         measured, measured_scaling = self.measured(profile, tf32) if batch is None else ({}, {})

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscout import articles
+from gpuscout.advise.batch import job_batch
 from gpuscout.advise.checklist import (
     QUESTIONS,
     QuickAnswer,
@@ -183,8 +184,9 @@ def _price(
     report.quick, report.quick_basis = _quick(job.profile, hours_reference, answers)
     report.quick_sentence = rule_sentence(report.quick)
     request = Request(
-        profile=job.profile, samples=job.samples, unit=job.unit, **dict(constraints or {})
-    )
+        profile=job.profile, samples=job.samples, unit=job.unit,
+        **job_batch(constraints or {}, job),
+    )  # fmt: skip
     try:
         report.advice = advise(request, model, assumptions)
     except UserError as exc:  # e.g. fits no GPU: the report says so instead of failing
