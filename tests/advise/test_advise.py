@@ -147,7 +147,9 @@ def test_more_gpus_than_one_machine_holds_run_on_several(request_args) -> None: 
     h100 = cat.gpus["h100-sxm"]
     assert machines_for(h100, 8) == (1, 8) and machines_for(h100, 16) == (2, 8)
     assert machines_for(cat.gpus["rtx-4090"], 12) == (2, 6)
-    req = Request(profile, 1_281_167, "images", counts=(16,), objective="fastest")
+    # the batch per GPU fixed (-b) as predict's is: the layout is what is compared here
+    req = Request(profile, 1_281_167, "images", counts=(16,), objective="fastest",
+                  fixed_batch=True)  # fmt: skip
     result = advise(req, model, Assumptions())
     option = next(c for c in result.ranked if c.gpu == "h100-sxm")
     rows, _ = model.predict(profile, [h100], [(2, 8)])

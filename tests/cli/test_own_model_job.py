@@ -41,7 +41,8 @@ def test_advise_then_cost_price_your_model_alike(name: str) -> None:
         assert option["samples_per_second"] > 0
     said = " ".join(advice["assumptions"])
     assert f"50 epochs x 1,200,000 samples of your model {spec}" in said
-    assert "batch 32 per GPU for your model" in said
+    assert "batch 32 for your model, gpuscout's default" in said
+    assert "a global batch of 32 samples per optimizer step" in said
     # the same job priced by cost, TensorFlow blocked: the traced step was cached
     first = advice["ranked"][0]
     option = f"{first['gpu']}x{first['count']}@{first['provider']}"

@@ -73,7 +73,9 @@ def test_predict_and_advise_assume_the_same_precision() -> None:
     advice = advised.json()
     option = next(c for c in advice["ranked"] if c["gpu"] == "a100-40gb-sxm")
     assert option["samples_per_second"] == pytest.approx(predicted["samples_per_second"], rel=1e-9)
-    assert any(f"({TRAINING_PRECISION}, batch 256 per GPU)" in a for a in advice["assumptions"])
+    # one GPU: the job's batch, 256, is the global batch and the GPU's own
+    assert any(f"({TRAINING_PRECISION}, global batch 256" in a for a in advice["assumptions"])
+    assert option["batch"] == 256 and option["accumulation"] == 1
     fp32 = _predicted("--precision", "fp32")
     assert fp32["samples_per_second"] < predicted["samples_per_second"]  # it is a real choice
     inference = run_in_process("predict", "--workload", "mlp", "--mode", "inference", "--json")
