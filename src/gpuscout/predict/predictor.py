@@ -19,12 +19,11 @@ from gpuscout.catalog import Catalog, Gpu, peak_tflops
 from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.errors import UserError
 from gpuscout.predict import ranking, scaling
-from gpuscout.predict.batch_size import ESTIMATED, grown_step, memory_at
 from gpuscout.predict.calibrate import Calibration
 from gpuscout.predict.efficiency import Efficiency
 from gpuscout.predict.kernel_model import GpuFeatures
-from gpuscout.predict.profile import QLORA_BYTES_PER_WEIGHT, Profile
-from gpuscout.predict.roofline import StepEstimate, step_time
+from gpuscout.predict.profile import QLORA_BYTES_PER_WEIGHT, Profile, memory_profile
+from gpuscout.predict.roofline import ESTIMATED, StepEstimate, grown_step, step_time
 from gpuscout.predict.stacks import StackLevel
 from gpuscout.predict.uncertainty import band, relative_error
 
@@ -198,7 +197,7 @@ def predict(
         return grown_step(step_time(profile, gpu, eff, tf32), grow)
 
     ref_sps = scale(reference) * at / timed(reference).seconds
-    need = memory_at(profile, at)
+    need = memory_needed(memory_profile(profile, at))
     rows = []
     for gpu in gpus:
         est = timed(gpu)

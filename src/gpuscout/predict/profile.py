@@ -197,6 +197,28 @@ class Profile(BaseModel):
         return self.param_bytes
 
 
+def memory_profile(profile: Profile, batch: int) -> Profile:
+    """``profile`` with the activations it keeps at ``batch``: exact where it knows their
+    growth per sample, else in proportion to the batch. For memory only (its kernels are not
+    re-counted)."""
+    if batch == profile.batch:
+        return profile
+    grow = profile.per_sample
+    if grow is not None:
+        step = batch - profile.batch
+        saved = profile.saved_activation_bytes + grow.saved_activation_bytes * step
+        again = profile.recomputed_activation_bytes + grow.recomputed_activation_bytes * step
+    else:
+        ratio = batch / profile.batch
+        saved = profile.saved_activation_bytes * ratio
+        again = profile.recomputed_activation_bytes * ratio
+    return profile.model_copy(update={
+        "batch": batch,
+        "saved_activation_bytes": max(0.0, saved),
+        "recomputed_activation_bytes": max(0.0, again),
+    })  # fmt: skip
+
+
 def _grown(kernel: Kernel, slopes: dict[str, float], step: int) -> Kernel:
     sizes = {}
     for name, slope in slopes.items():

@@ -362,3 +362,22 @@ def samples_per_second(profile: Profile, gpu: Gpu, eff: Efficiency, tf32: bool =
 
 def total_seconds(parts: Sequence[Terms], eff: Efficiency) -> list[float]:
     return [p.seconds(eff) for p in parts]
+
+
+ESTIMATED = (
+    "estimated from the step's split: its kernel launches and cost per step stay, the rest "
+    "and the activations grow with the batch"
+)
+
+
+def grown_step(est: StepEstimate, grow: float) -> StepEstimate:
+    """One GPU's step at ``grow`` x the batch it was counted at, estimated from its split
+    (``ESTIMATED``); its per-class figures are left out (they were counted at the other
+    batch)."""
+    if grow == 1:
+        return est
+    split = est.split
+    fixed = split.get("launch", 0.0) + split.get("step", 0.0)
+    scaled = split.get("compute", 0.0) + split.get("memory", 0.0)
+    grown = {k: v * grow if k in ("compute", "memory") else v for k, v in split.items()}
+    return replace(est, seconds=fixed + scaled * grow, split=grown, classes={})
