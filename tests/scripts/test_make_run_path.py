@@ -4,6 +4,7 @@ block of gpuscout commands activates that venv before it runs one."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -18,9 +19,12 @@ ROOT = Path(__file__).parents[2]
 def test_make_run_ends_by_saying_how_to_reach_gpuscout() -> None:
     """The recipe `make run` would run (``make -n``: printed, nothing run), in a fresh copy
     of the Makefile alone so no stamp file makes it skip a step."""
+    # outside any make that runs this test (make test): its MAKEFLAGS would add lines
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     done = subprocess.run(
-        ["make", "-n", "-f", str(ROOT / "Makefile"), "run", "BACKEND=cpu"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        ["make", "-n", "--no-print-directory", "-f", str(ROOT / "Makefile"), "run",
+         "BACKEND=cpu"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     last = done.stdout.strip().splitlines()[-1]
