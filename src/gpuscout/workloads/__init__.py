@@ -18,6 +18,7 @@ MultiHeadAttention masks the scores after computing all of them, so that is the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 from gpuscout import articles
 from gpuscout.errors import UserError, did_you_mean
@@ -210,6 +211,23 @@ def _gpt2(name: str) -> Workload:
     )
 
 
+# What both ResNet-50s share: ImageNet-1k at 224 px, its epoch, batch and schedule.
+_imagenet = partial(
+    Workload,
+    epoch_samples=1_281_167,
+    epoch_unit="images",
+    default_batch_gpu=256,
+    default_batch_cpu=8,
+    dims={"image_size": 224, "classes": 1000},
+    tiny={"image_size": 32, "classes": 10},
+    input_shape=lambda d: (d["image_size"], d["image_size"], 3),
+    input_dtype="float32",
+    label_shape=(),
+    default_epochs=90,
+    default_epochs_why="90 epochs, the standard ImageNet schedule for ResNet-50 (He et al. "
+    "2016; Goyal et al. 2017)",
+)
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
@@ -252,49 +270,25 @@ WORKLOADS: dict[str, Workload] = {
             default_epochs=20,
             default_epochs_why="20 epochs, a short CIFAR-10-sized training run",
         ),
-        Workload(
+        _imagenet(
             name="resnet50",
             description="keras.applications.ResNet50(weights=None), 224x224x3, 1000 classes, "
             "SGD with momentum 0.9; epoch = ImageNet-1k train set.",
-            epoch_samples=1_281_167,
-            epoch_unit="images",
-            default_batch_gpu=256,
-            default_batch_cpu=8,
-            dims={"image_size": 224, "classes": 1000},
-            tiny={"image_size": 32, "classes": 10},
-            input_shape=lambda d: (d["image_size"], d["image_size"], 3),
-            input_dtype="float32",
-            label_shape=(),
             flops_per_sample=_resnet50_flops,
             flops_note="analytic, exact for the conv and dense layers: 3.86 GMAC forward at 224 px "
             "(Keras' ResNet50 is v1, stride on the 1x1 conv; the 4.1 GMAC often quoted is v1.5)",
-            default_epochs=90,
-            default_epochs_why="90 epochs, the standard ImageNet schedule for ResNet-50 (He et "
-            "al. 2016; Goyal et al. 2017)",
         ),
-        Workload(
+        _imagenet(
             name="resnet50-v1.5",
             description="ResNet-50 v1.5 in Keras: keras.applications.ResNet50 with the stride "
             "of each stage's first bottleneck moved from its first 1x1 conv to its 3x3 conv, as "
             "NVIDIA's DeepLearningExamples and torchvision build it (the ResNet-50 most "
             "published PyTorch results train; predict/data/resnet50_variants.csv says which); "
             "224x224x3, 1000 classes, SGD with momentum 0.9; epoch = ImageNet-1k train set.",
-            epoch_samples=1_281_167,
-            epoch_unit="images",
-            default_batch_gpu=256,
-            default_batch_cpu=8,
-            dims={"image_size": 224, "classes": 1000},
-            tiny={"image_size": 32, "classes": 10},
-            input_shape=lambda d: (d["image_size"], d["image_size"], 3),
-            input_dtype="float32",
-            label_shape=(),
             flops_per_sample=_resnet50_v15_flops,
             flops_note="analytic, exact for the conv and dense layers: 4.09 GMAC forward at 224 "
             "px (v1.5, stride on the 3x3 conv: the downsampling blocks' first 1x1 conv runs at "
             "4x v1's resolution, +231 M MACs)",
-            default_epochs=90,
-            default_epochs_why="90 epochs, the standard ImageNet schedule for ResNet-50 (He et "
-            "al. 2016; Goyal et al. 2017)",
         ),
         _bert(
             "bert-base",
