@@ -1,8 +1,9 @@
 """What published measurements say: the best MFU ever reached, and the best speed per GPU.
 
 The bound for "implausible" is the highest MFU among the catalog's published training
-results for the same kind of workload and precision class. ResNet-50 results are credited with
-the larger v1.5 count (24.6 GFLOP per image), so the bound errs on the generous side.
+results for the same kind of workload and precision class. Each ResNet-50 result is credited
+with the FLOPs of the network its source trains (``predict/data/resnet50_variants.csv``: v1.5
+for NVIDIA's and Lambda's PyTorch results, v1 for tf_cnn_benchmarks), not one count for all.
 """
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ def _mixed(precision: str | None) -> bool | None:
 
 
 def _flops(row: Published) -> float:
-    name = "resnet50-v1.5" if family(row.workload) == "resnet50" else row.workload
+    name = row.workload
+    if family(name) == "resnet50":
+        from gpuscout.predict.calibration_points import modelled_workload
+
+        name = modelled_workload(row.source_id, row.workload)
     return workload_flops(name, row.seq_len).flops_per_sample
 
 
