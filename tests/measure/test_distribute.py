@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from gpuscout.errors import UserError
-from gpuscout.measure.monitor import nvml_indices
+from gpuscout.measure.nvml import nvml_indices
 from gpuscout.records import BenchConfig, Interval, RunResult, WorkerRun
 from gpuscout.scale import distribute
 from gpuscout.scale.launch import combine

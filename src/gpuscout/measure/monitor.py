@@ -14,7 +14,6 @@ and reported the same way.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import defaultdict
@@ -24,52 +23,15 @@ from typing import Any
 
 import psutil
 
+from gpuscout.measure.aggregate import RunningAgg
 from gpuscout.measure.energy import EnergyLog, Watched, run_energy, seq_len
 from gpuscout.measure.monitor_warnings import monitor_warnings
-from gpuscout.measure.nvml import Nvml, clock_event_names, open_nvml
+from gpuscout.measure.nvml import Nvml, clock_event_names, nvml_indices, open_nvml
 from gpuscout.measure.rapl import HWMON, POWERCAP, PackageMeter
 from gpuscout.records import Energy, GpuSummary, MonitorSummary, RunResult
 
 DEFAULT_HZ = 10.0
 MAX_SAMPLES = 2400
-
-
-class _Agg:
-    """Count, sum, min, max, first and last of one metric."""
-
-    __slots__ = ("first", "hi", "last", "lo", "n", "total")
-
-    def __init__(self) -> None:
-        self.n, self.total = 0, 0.0
-        self.lo, self.hi = float("inf"), float("-inf")
-        self.first: float | None = None
-        self.last: float | None = None
-
-    def add(self, value: float | None) -> None:
-        if value is None:
-            return
-        self.n += 1
-        self.total += value
-        self.lo, self.hi = min(self.lo, value), max(self.hi, value)
-        if self.first is None:
-            self.first = value
-        self.last = value
-
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.n if self.n else None
-
-    @property
-    def min(self) -> float | None:
-        return self.lo if self.n else None
-
-    @property
-    def max(self) -> float | None:
-        return self.hi if self.n else None
-
-    @property
-    def delta(self) -> float | None:
-        return self.last - self.first if self.first is not None and self.last is not None else None
 
 
 class Monitor:
@@ -118,7 +80,7 @@ class Monitor:
         self.marks: list[tuple[float, str]] = []
         self._window = "whole run"
         self._window_start = self._start
-        self._aggs: dict[str, _Agg] = defaultdict(_Agg)
+        self._aggs: dict[str, RunningAgg] = defaultdict(RunningAgg)
         self._events: dict[int, set[str]] = defaultdict(set)
         self._xids: dict[int, list[int]] = defaultdict(list)
         self._samples = 0
@@ -186,7 +148,7 @@ class Monitor:
             now = self.clock() - self._start
             self.marks.append((now, label))
             self._window, self._window_start = label, self.clock()
-            self._aggs, self._events = defaultdict(_Agg), defaultdict(set)
+            self._aggs, self._events = defaultdict(RunningAgg), defaultdict(set)
             self._xids = defaultdict(list)
             self._samples = 0
 
@@ -319,9 +281,9 @@ class Monitor:
 
     def _gpu_summary(self, i: int) -> GpuSummary:
         a = {k.split(".", 1)[1]: v for k, v in self._aggs.items() if k.startswith(f"gpu{i}.")}
-        empty = _Agg()
+        empty = RunningAgg()
 
-        def get(name: str) -> _Agg:
+        def get(name: str) -> RunningAgg:
             return a.get(name, empty)
 
         def whole(value: float | None) -> int | None:
@@ -353,27 +315,6 @@ class Monitor:
     def timeline_columns(self) -> dict[str, list[float | None]]:
         with self._lock:
             return {k: list(v) for k, v in self.timeline.items()}
-
-
-def nvml_indices(device: str | None) -> list[int] | None:
-    """The NVML indices of the GPUs a run uses ("GPU:1" -> [1], "GPU:0,GPU:1" -> [0, 1]);
-    None (watch all) for a CPU run or an index TensorFlow numbers differently from NVML
-    (CUDA_VISIBLE_DEVICES by UUID)."""
-    names = [d.strip() for d in device.split(",")] if device else ["GPU:0"]
-    if not all(d.upper().startswith("GPU:") for d in names):
-        return None
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    order = [v.strip() for v in visible.split(",")] if visible else None
-    indices = []
-    for name in names:
-        tf_index = int(name.split(":")[1])
-        if order is None:
-            indices.append(tf_index)
-        elif tf_index < len(order) and order[tf_index].isdigit():
-            indices.append(int(order[tf_index]))
-        else:
-            return None
-    return indices
 
 
 def start_monitor(pid: int | None, device: str | None, hz: float = DEFAULT_HZ) -> Monitor | None:

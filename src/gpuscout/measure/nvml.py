@@ -13,6 +13,7 @@ machines).
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,3 +230,24 @@ def _float(value: Any) -> float | None:
 
 def _int(value: Any) -> int | None:
     return int(value) if value is not None else None
+
+
+def nvml_indices(device: str | None) -> list[int] | None:
+    """The NVML indices of the GPUs a run uses ("GPU:1" -> [1], "GPU:0,GPU:1" -> [0, 1]);
+    None (watch all) for a CPU run or an index TensorFlow numbers differently from NVML
+    (CUDA_VISIBLE_DEVICES by UUID)."""
+    names = [d.strip() for d in device.split(",")] if device else ["GPU:0"]
+    if not all(d.upper().startswith("GPU:") for d in names):
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    order = [v.strip() for v in visible.split(",")] if visible else None
+    indices = []
+    for name in names:
+        tf_index = int(name.split(":")[1])
+        if order is None:
+            indices.append(tf_index)
+        elif tf_index < len(order) and order[tf_index].isdigit():
+            indices.append(int(order[tf_index]))
+        else:
+            return None
+    return indices
