@@ -80,6 +80,12 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+def fmt_gb(gb: float) -> str:
+    """Memory a step needs, in decimal GB as the catalog quotes GPUs, a small model's in MB
+    (not "0.0 GB")."""
+    return f"{gb:.1f} GB" if gb >= 0.1 else f"{gb * 1e3:.2g} MB"
+
+
 def fmt_rate(samples_per_second: float) -> str:
     """A throughput to three significant figures: 48,000, 667, 14.1 M."""
     return fmt_count(samples_per_second)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from gpuscout.advise.ties import DEFAULT_OBJECTIVE, Objective
 from gpuscout.predict.profile import Profile
 
-__all__ = ["Advice", "Candidate", "Request", "dollars", "gb"]
+__all__ = ["Advice", "Candidate", "Request", "dollars"]
 
 
 @dataclass(frozen=True)
@@ -135,8 +135,3 @@ def dollars(usd: float) -> str:
     """Money set against a budget, to the dollar (cents below $100): rounded to three
     figures, $1,998 would print as $2,000 beside a $2,000 budget."""
     return f"${usd:,.2f}" if usd < 100 else f"${usd:,.0f}"
-
-
-def gb(gb: float) -> str:
-    """Memory needed, in GB, with a small model's MB said as such (not "0.0 GB")."""
-    return f"{gb:.1f} GB" if gb >= 0.1 else f"{gb * 1e3:.2g} MB"

@@ -3,13 +3,14 @@ were judged, each in one line (``advise.recommend`` puts them among its assumpti
 
 from __future__ import annotations
 
-from gpuscout.advise.candidates import Candidate, Request, dollars, gb
+from gpuscout.advise.candidates import Candidate, Request, dollars
 from gpuscout.catalog import Catalog
 from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.predict import scaling
 from gpuscout.predict.fit_options import fit_options
 from gpuscout.predict.profile import Profile
 from gpuscout.price.instances import ASSUMED_RATE, HOST_NOTE, not_sold_new, separate_instances_gbit
+from gpuscout.units import fmt_gb
 
 __all__ = ["budget_note", "fit_notes", "money_notes", "over_budget", "risk_note", "split_note"]
 
@@ -21,9 +22,9 @@ def fit_notes(profile: Profile, need_gb: float, too_small: dict[float, list[str]
     out = []
     for memory_gb, ids in sorted(too_small.items(), reverse=True):
         ways = fit_options(profile, memory_gb * 1e9 * MEMORY_HEADROOM)[:2]
-        said = "; ".join(f"{how} ({gb(need / 1e9)})" for how, need in ways)
+        said = "; ".join(f"{how} ({fmt_gb(need / 1e9)})" for how, need in ways)
         out.append(
-            f"{', '.join(ids)} ({memory_gb:g} GB): the step needs {gb(need_gb)}"
+            f"{', '.join(ids)} ({memory_gb:g} GB): the step needs {fmt_gb(need_gb)}"
             + (" at batch 1 per GPU" if profile.batch == 1 else "")
             + ", more than "
             f"{MEMORY_HEADROOM:.0%} of it" + (f"; would fit with {said}" if said else "")

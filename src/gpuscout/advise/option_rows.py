@@ -5,12 +5,12 @@ reasons in words (``advise.recommend`` builds and ranks them)."""
 from __future__ import annotations
 
 from gpuscout.advise.batch import batch_words
-from gpuscout.advise.candidates import Candidate, Request, dollars, gb
+from gpuscout.advise.candidates import Candidate, Request, dollars
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.predict.predictor import Prediction
 from gpuscout.price.cost import Assumptions, CostLine, Option, cost_line
 from gpuscout.price.instances import Purchase, Rental
-from gpuscout.units import fmt_hours, fmt_rate, fmt_usd
+from gpuscout.units import fmt_gb, fmt_hours, fmt_rate, fmt_usd
 
 __all__ = ["candidate", "explain", "risks"]
 
@@ -119,7 +119,7 @@ def explain(c: Candidate, req: Request, catalog: Catalog) -> None:
     )  # fmt: skip
     if c.batch_hint:
         c.reasons.append(c.batch_hint)
-    c.reasons.append(f"fits: {gb(c.memory_gb)} of {gpu.memory_gb:g} GB")
+    c.reasons.append(f"fits: {fmt_gb(c.memory_gb)} of {gpu.memory_gb:g} GB")
     if c.pareto:
         c.reasons.append("on the time-cost Pareto front: nothing is both faster and cheaper")
     for feature in sorted(req.require):

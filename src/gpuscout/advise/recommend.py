@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpuscout.advise.batch import accumulated, batch_note, batch_plan, too_many
-from gpuscout.advise.candidates import Advice, Candidate, Request, dollars, gb
+from gpuscout.advise.candidates import Advice, Candidate, Request, dollars
 from gpuscout.advise.notes import (
     budget_note,
     fit_notes,
@@ -51,7 +51,7 @@ from gpuscout.price.instances import (
     purchase,
     rental_ways,
 )
-from gpuscout.units import fmt_count, fmt_rate
+from gpuscout.units import fmt_count, fmt_gb, fmt_rate
 
 __all__ = ["PRESETS", "Advice", "Candidate", "Objective", "Request", "advise", "dollars"]
 # the (GPU, batch per GPU) pairs of the first ranked options a larger batch is looked for on:
@@ -240,7 +240,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
         *model.notes,
         model.describe(req.profile),
         model.range_note(req.profile),
-        f"memory: {gb(memory_at(req.profile, req.profile.batch) / 1e9)} per GPU needed at "
+        f"memory: {fmt_gb(memory_at(req.profile, req.profile.batch) / 1e9)} per GPU needed at "
         f"batch {req.profile.batch} (weights, gradients, optimizer state, activations; from "
         "the compiled step)"
         + ("" if req.fixed_batch else "; each option's at its own batch in its row"),

@@ -32,6 +32,7 @@ from gpuscout.catalog.models import MEMORY_HEADROOM
 from gpuscout.predict.predictor import Prediction
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session
+from gpuscout.units import fmt_gb
 
 __all__ = ["MUCH_FASTER", "BatchHint", "larger_batch"]
 
@@ -63,7 +64,7 @@ class BatchHint:
         return (
             f"a larger batch would be much faster: batch {self.batch} per GPU instead of "
             f"{batch} is predicted {self.speedup:.1f}x as fast on {gpu} (needs "
-            f"{_gb(self.memory_gb)}; {self.how}); the batch is your training's choice (its "
+            f"{fmt_gb(self.memory_gb)}; {self.how}); the batch is your training's choice (its "
             f"learning rate follows it): {fix}"
         )
 
@@ -118,7 +119,3 @@ def _at(
                "launches and the cost per step stay, the rest and the activations grow with "
                "the batch")  # fmt: skip
     return BatchHint(batch, speedup, row.memory_needed_gb, how)
-
-
-def _gb(gb: float) -> str:
-    return f"{gb:.1f} GB" if gb >= 0.1 else f"{gb * 1e3:.2g} MB"
