@@ -84,9 +84,7 @@ class Assumptions:
             ),
             "delay": f"${self.delay_usd_per_day:g} per day until the run is done"
             + self._from("delay_usd_per_day"),
-            "start-up": startup_note(
-                self.data_gb, self.data_copy_gbit, cost_defaults().source("data_copy_gbit")
-            ),
+            "start-up": startup_note(self.data_gb, self.data_copy_gbit),
         }
 
     def inputs(self) -> list[dict[str, Any]]:
