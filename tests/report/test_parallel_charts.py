@@ -23,7 +23,7 @@ class Counted(html.ProcessPoolExecutor):
         pools.append(1)
         super().__init__(*args, **kwargs)
 html.ProcessPoolExecutor = Counted
-html.os.cpu_count = lambda: 2  # as on the 2-core machines
+html.usable_cores = lambda: 2  # as on the 2-core machines
 catalog = load_catalog()
 job = resolve_job(JobSpec(workload="resnet50", epochs=90), catalog)
 report = build_report(report_runs(), catalog, job=job)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from importlib.metadata import version
 from typing import Any
 
+from gpuscout.limits import usable_cores
 from gpuscout.report.charts import cost_chart, ranking_chart, scaling_chart, timeline_chart
 from gpuscout.report.document import Report
 from gpuscout.report.templating import html_environment
@@ -49,7 +49,7 @@ def _draw(jobs: list[tuple[Callable[[Any], str], Any]]) -> list[str]:
     process no other thread (forking one with threads is unsafe), forked workers draw them
     side by side, each inheriting the imported matplotlib. The SVG is the same either way:
     its ids come from a fixed hash salt, not the process."""
-    workers = min(len(jobs), os.cpu_count() or 1, MAX_WORKERS)
+    workers = min(len(jobs), usable_cores(), MAX_WORKERS)  # the cores this process may use
     if workers < 2 or threading.active_count() > 1 or "fork" not in mp.get_all_start_methods():
         return [_call(job) for job in jobs]
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
