@@ -235,12 +235,12 @@ def purchase(
         )
     if gpu.launch_price_usd:
         launched = f", launched {gpu.launch_date}" if gpu.launch_date else ""
-        above = not_sold_new(catalog, gpu)
+        above = _used_above_msrp(catalog, gpu)
         return Purchase(
             gpu.launch_price_usd,
             count,
             f"launch MSRP ${gpu.launch_price_usd:,.0f} per GPU (catalog{launched}; not a dated "
-            "street price" + (f"; {above.split(': ', 1)[1]}" if above else "") + ")",
+            "street price" + (f"; {_below_used(gpu, above)}" if above else "") + ")",
         )
     return None
 
@@ -249,13 +249,23 @@ def not_sold_new(catalog: Catalog, gpu: Gpu) -> str | None:
     """Why ``gpu`` has no new price where its only one would be a launch MSRP below its own
     dated used price (a card no longer made sells used above its list price); None
     otherwise."""
+    used = _used_above_msrp(catalog, gpu)
+    return None if used is None else f"{gpu.id} is not offered new: {_below_used(gpu, used)}"
+
+
+def _used_above_msrp(catalog: Catalog, gpu: Gpu) -> float | None:
+    """The dated used price of a GPU without a street price new, where it is above the launch
+    MSRP (else None)."""
     if any(p.kind == "purchase_new" and p.usd_per_gpu for p in catalog.prices_for(gpu.id)):
         return None
     used = purchase(catalog, gpu, 1, condition="used")
     if gpu.launch_price_usd is None or used is None or used.usd <= gpu.launch_price_usd:
         return None
+    return used.usd
+
+
+def _below_used(gpu: Gpu, used_usd: float) -> str:
     return (
-        f"{gpu.id} is not offered new: its launch MSRP (${gpu.launch_price_usd:,.0f}) is below "
-        f"what it sells for used (${used.usd:,.0f}), so a new one at that price is not to be "
-        "found; priced used"
+        f"its launch MSRP (${gpu.launch_price_usd or 0:,.0f}) is below what it sells for used "
+        f"(${used_usd:,.0f}), so a new one at that price is not to be found; priced used"
     )
