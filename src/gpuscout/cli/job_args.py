@@ -23,6 +23,7 @@ from gpuscout.cli.parser import (
     SAMPLES,
     SEQ_LEN,
     STEPS,
+    comma_items,
     model_spec,
 )
 from gpuscout.errors import UserError
@@ -251,8 +252,6 @@ def constraints(
         )
     if args.no_cloud and not owned:
         raise UserError("--no-cloud leaves no option to rank.", "add --owned to buy the GPUs.")
-    from gpuscout.cli.parser import comma_items
-
     fixed = getattr(args, "batch_size", None) is not None
     if fixed and args.global_batch is not None:
         refuse_with(f"-b {args.batch_size}", [f"--global-batch {args.global_batch}"],
