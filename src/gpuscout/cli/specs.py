@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 from typing import Any
 
 from gpuscout.cli.output import print_json, write_text
 from gpuscout.cli.parser import MIN_MEMORY_GB, comma_items
+from gpuscout.text import csv_text
 
 CATALOG_HELP = "your own catalog CSV or folder (GPUs, prices, or a SkyPilot catalog); repeatable"
 
@@ -118,11 +117,9 @@ def run_specs(args: argparse.Namespace) -> int:
         return 0
     if args.csv:
         rows = [g.to_csv_row() for g in gpus]
-        out = io.StringIO()
-        writer = csv.DictWriter(out, list(Gpu.model_fields), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        write_text(out.getvalue())  # a user catalog's ESC shown, not obeyed, on a terminal
+        write_text(
+            csv_text(list(Gpu.model_fields), rows)
+        )  # a user catalog's ESC shown, not obeyed, on a terminal
         return 0
     from gpuscout.report.catalog_tables import list_table, side_by_side
     from gpuscout.report.console import stdout_console

@@ -12,8 +12,6 @@ was, and a 10,000-run file needs memory for a batch only.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import re
@@ -27,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gpuscout.errors import UserError
 from gpuscout.records import SCHEMA_VERSION, RunResult, impossible_value
 from gpuscout.store.consistency import contradiction
+from gpuscout.text import csv_text
 
 _M = TypeVar("_M", bound=BaseModel)
 FORMAT = "gpuscout-runs"
@@ -77,33 +76,30 @@ def export_json(runs: Sequence[RunResult]) -> str:
 
 def export_csv(runs: Sequence[RunResult]) -> str:
     """One row per run with the headline figures (SI units; the JSON export has everything)."""
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for r in runs:
-        writer.writerow(
-            {
-                "id": r.id,
-                "created_at": r.created_at,
-                "status": r.status,
-                "workload": r.workload,
-                "device": r.device,
-                "device_name": r.env.get("device_name"),
-                "precision": r.precision,
-                "xla": r.xla,
-                "loop": r.loop,
-                "batch_size": r.batch_size,
-                "replicas": r.replicas,
-                **r.headline(),
-                "backend": r.backend,
-                "tensorflow": r.env.get("tensorflow"),
-                "jax": r.env.get("jax"),
-                "keras": r.env.get("keras"),
-                "message": r.message,
-                "note": r.note,
-            }
-        )
-    return out.getvalue()
+    rows = [
+        {
+            "id": r.id,
+            "created_at": r.created_at,
+            "status": r.status,
+            "workload": r.workload,
+            "device": r.device,
+            "device_name": r.env.get("device_name"),
+            "precision": r.precision,
+            "xla": r.xla,
+            "loop": r.loop,
+            "batch_size": r.batch_size,
+            "replicas": r.replicas,
+            **r.headline(),
+            "backend": r.backend,
+            "tensorflow": r.env.get("tensorflow"),
+            "jax": r.env.get("jax"),
+            "keras": r.env.get("keras"),
+            "message": r.message,
+            "note": r.note,
+        }
+        for r in runs
+    ]
+    return csv_text(CSV_COLUMNS, rows)
 
 
 def read_runs(path: Path) -> list[RunResult]:
