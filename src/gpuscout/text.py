@@ -11,6 +11,7 @@ what is stored, character for character, and nothing it could be made to do.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 # C0 controls, DEL, C1 controls; the bidirectional embeddings, overrides, isolates and marks;
@@ -69,7 +70,7 @@ def spreadsheet_safe(value: Any) -> Any:
     return "'" + value
 
 
-def csv_text(columns: list[str], rows: list[dict[str, Any]]) -> str:
+def csv_text(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
     """A CSV file's text, header first, every cell through :func:`spreadsheet_safe`: the one
     writer of every CSV gpuscout produces.
 
@@ -82,7 +83,7 @@ def csv_text(columns: list[str], rows: list[dict[str, Any]]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     lines = []
-    for values in [columns, *([spreadsheet_safe(row.get(c)) for c in columns] for row in rows)]:
+    for values in [list(columns), *([spreadsheet_safe(row.get(c)) for c in columns] for row in rows)]:
         buffer.seek(0)
         buffer.truncate()
         writer.writerow(values)
