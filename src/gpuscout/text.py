@@ -83,7 +83,8 @@ def csv_text(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     lines = []
-    for values in [list(columns), *([spreadsheet_safe(row.get(c)) for c in columns] for row in rows)]:
+    cells = ([spreadsheet_safe(row.get(c)) for c in columns] for row in rows)
+    for values in [list(columns), *cells]:
         buffer.seek(0)
         buffer.truncate()
         writer.writerow(values)
