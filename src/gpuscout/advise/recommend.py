@@ -104,6 +104,22 @@ def _check(req: Request) -> None:
         )
     if req.global_batch is not None and req.global_batch < 1:
         raise UserError(f"the global batch must be 1 or more, got {req.global_batch}.", None)
+    # options larger than the job: a step of more samples than the whole job trains, or more
+    # GPUs than it has samples, runs nothing a user pays for (issue 43)
+    source = req.batch_source or "the job's own batch"
+    if not req.fixed_batch and req.samples_per_step > req.samples:
+        raise UserError(
+            f"a global batch of {req.samples_per_step:,} samples "
+            f"({source}) is more than the whole job's "
+            f"{req.samples:,.0f}: not one optimizer step would complete.",
+            "give a smaller --global-batch, or a larger job (--epochs, --samples, --steps).",
+        )
+    if (most := max(req.counts, default=1)) > req.samples:
+        raise UserError(
+            f"{most:,} GPUs is more than the job's {req.samples:,.0f} sample(s) in all: most "
+            "of them would have nothing to train.",
+            f"give counts up to {req.samples:,.0f} (--counts), or a larger job.",
+        )
 
 
 def _prices(catalog: Catalog, gpu: Gpu, count: int, req: Request) -> list[Rental | Purchase]:

@@ -29,27 +29,36 @@ class OneLineParser(argparse.ArgumentParser):
 
 class IntListRange(Range):
     """'1,8,32' -> [1, 8, 32]: at least one whole number, each in ``item``'s range; repeats
-    dropped, order kept."""
+    dropped, order kept; with ``most``, at most that many different ones (each is a prediction
+    or a measurement of its own, so a list of thousands is a job nobody meant)."""
 
-    def __init__(self, item: IntRange, example: str, what: str = "numbers") -> None:
-        self.item, self.example, self.what = item, example, what
+    def __init__(
+        self, item: IntRange, example: str, what: str = "numbers", most: int | None = None
+    ) -> None:
+        self.item, self.example, self.what, self.most = item, example, what, most
         self.__name__ = f"list of whole numbers {self.bounds()}"
 
     def bounds(self) -> str:
         return self.item.bounds()
 
     def __call__(self, text: str) -> list[int]:
-        items = [t.strip() for t in text.split(",") if t.strip()]
+        items = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
         if not items:
             raise argparse.ArgumentTypeError(
                 f"'{text}' names no {self.what}; give e.g. {self.example}"
+            )
+        if self.most is not None and len(items) > self.most:  # before converting any
+            raise argparse.ArgumentTypeError(
+                f"{len(items)} different {self.what} given; at most {self.most}: give the "
+                f"ones you would choose between, e.g. {self.example}"
             )
         values = []
         for t in items:
             try:
                 values.append(self.item(t))
             except argparse.ArgumentTypeError as exc:
-                where = f" (in '{text}')" if len(items) > 1 else ""
+                shown = text if len(text) <= 60 else f"{text[:57]}..."
+                where = f" (in '{shown}')" if len(items) > 1 else ""
                 raise argparse.ArgumentTypeError(f"{exc}{where}") from None
         return list(dict.fromkeys(values))
 
@@ -57,8 +66,8 @@ class IntListRange(Range):
 class GpuCounts(Range):
     """'1,4,8,2x8' -> [(1, 1), (1, 4), (1, 8), (2, 8)]: (machines, GPUs per machine)."""
 
-    def __init__(self, per_machine: IntRange, machines: IntRange) -> None:
-        self.per_machine, self.machines = per_machine, machines
+    def __init__(self, per_machine: IntRange, machines: IntRange, most: int) -> None:
+        self.per_machine, self.machines, self.most = per_machine, machines, most
         self.__name__ = "GPU counts"
 
     def bounds(self) -> str:
@@ -66,7 +75,13 @@ class GpuCounts(Range):
 
     def __call__(self, text: str) -> list[tuple[int, int]]:
         out = []
-        for item in (c.strip() for c in text.split(",") if c.strip()):
+        items = list(dict.fromkeys(c.strip() for c in text.split(",") if c.strip()))
+        if len(items) > self.most:
+            raise argparse.ArgumentTypeError(
+                f"{len(items)} different GPU counts given; at most {self.most}: give the ones "
+                "you would choose between, e.g. 1,4,8,2x8"
+            )
+        for item in items:
             nodes, _, per = item.rpartition("x")
             try:
                 pair = (int(nodes) if nodes else 1, int(per))
@@ -120,15 +135,15 @@ class CountText(Range):
     """'1,2,4': whole numbers each in ``item``'s range, given back as the text (the command
     parses it itself, with messages of its own for the rest)."""
 
-    def __init__(self, item: IntRange, example: str) -> None:
-        self.item, self.example = item, example
+    def __init__(self, item: IntRange, example: str, most: int | None = None) -> None:
+        self.item, self.example, self.most = item, example, most
         self.__name__ = "counts"
 
     def bounds(self) -> str:
         return self.item.bounds()
 
     def __call__(self, text: str) -> str:
-        IntListRange(self.item, self.example, "counts")(text)
+        IntListRange(self.item, self.example, "counts", self.most)(text)
         return text
 
 
@@ -242,10 +257,13 @@ WORKERS = int_in(1, 10_000)  # launch checks the machine's own limit with a bett
 CONCURRENCY = int_in(1, 4_096)  # a client thread each
 RUN_ID = int_in(1, 2**63 - 1)  # SQLite's largest integer
 RUN_IDS = IntListRange(RUN_ID, "3,4,7", "run ids")
-BATCHES = IntListRange(BATCH, "1,8,32", "sizes")
-CONCURRENCIES = IntListRange(CONCURRENCY, "1,4,16", "counts")
+LIST_MOST = 64  # entries of a list option that each cost a prediction or a measurement
+BATCHES = IntListRange(BATCH, "1,8,32", "sizes", LIST_MOST)
+CONCURRENCIES = IntListRange(CONCURRENCY, "1,4,16", "counts", LIST_MOST)
 TOP = int_in(1, 10_000)  # options to rank
-GPU_COUNTS = GpuCounts(int_in(1, 72), int_in(1, 100_000))  # 72: an NVL72 rack is one machine
+GPU_COUNTS = GpuCounts(
+    int_in(1, 72), int_in(1, 100_000), LIST_MOST
+)  # 72: an NVL72 rack is one machine
 LAYERS = int_in(1, 10_000)
 HIDDEN = int_in(1, 10**6)
 HEADS = int_in(1, 10_000)
@@ -271,8 +289,8 @@ USD_PER_DAY = float_in(0.0, 1e9, low_included=True)  # 0: waiting costs nothing
 USD_PER_HOUR = float_in(0.0, 1e6)  # an option's price per hour, all its GPUs together
 OPTION_GPUS = int_in(1, 100_000)  # GPUs in one priced option
 DEVICE_COUNT = int_in(1, MAX_DEVICES)  # devices of this machine (GPUs or logical CPU devices)
-DEVICE_COUNTS = CountText(DEVICE_COUNT, "1,2,4")  # bench --scaling
-GPU_COUNT_CHOICES = CountText(OPTION_GPUS, "1,2,4,8")  # advise --counts
+DEVICE_COUNTS = CountText(DEVICE_COUNT, "1,2,4", LIST_MOST)  # bench --scaling
+GPU_COUNT_CHOICES = CountText(OPTION_GPUS, "1,2,4,8", LIST_MOST)  # advise --counts
 SPEEDUP = KeyedNumbers(float_in(0.0, 1e4), "a100-40gb=1.78")  # against the reference GPU
 SCALING_EFFICIENCY = KeyedNumbers(float_in(0.0, 1.0), "4=0.68")  # of linear
 PURCHASE_USD = KeyedNumbers(float_in(0.0, 1e9), "rtx-4090=1599")
