@@ -42,3 +42,21 @@ def test_two_days_ahead_is_refused_naming_file_line_and_date(
     with pytest.raises(UserError) as err:
         check_dates(_price(observed, retrieved), Path("p.csv"), 7, today=TODAY)
     assert f"p.csv: line 7, {says} (today is 2026-12-06)" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("observed", "age", "says"),
+    [
+        ("2026-12-07", 0, "2026-12-07 (today)"),  # seen today in UTC, read west of UTC
+        ("2026-12-06", 0, "2026-12-06 (today)"),
+        ("2026-12-05", 1, "2026-12-05 (1 day ago)"),
+        ("2026-11", 35, "2026-11 (35 days ago)"),
+        ("2021-12-06", 1826, "2021-12-06 (1,826 days ago)"),
+    ],
+)
+def test_a_price_seen_today_west_of_utc_is_not_minus_one_day_old(
+    observed: str, age: int, says: str
+) -> None:
+    price = _price(observed, "2026-12-06")
+    assert price.age_days(TODAY) == age
+    assert price.observed_text(TODAY) == says

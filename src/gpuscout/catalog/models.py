@@ -237,17 +237,25 @@ class Price(_Row):
     _observed = field_validator("observed_on")(_partial_date)
 
     def age_days(self, today: dt.date | None = None) -> int | None:
-        """Days since the price was seen (a month-only date counts from the 1st), if known."""
+        """Days since the price was seen (a month-only date counts from the 1st), if known.
+
+        Never negative: dates are written as their author's calendar day, and west of UTC a
+        price seen today (in UTC) is a day ahead of the local date; a date further ahead is
+        refused when the file is read (``files.check_dates``, a day of clock skew allowed)."""
         if self.observed_on is None:
             return None
         seen = dt.date.fromisoformat(
             self.observed_on if len(self.observed_on) == 10 else (f"{self.observed_on}-01")
         )
-        return ((today or dt.date.today()) - seen).days
+        return max(0, ((today or dt.date.today()) - seen).days)
 
-    def observed_text(self) -> str:
-        age = self.age_days()
-        return "not dated" if age is None else f"{self.observed_on} ({age} days ago)"
+    def observed_text(self, today: dt.date | None = None) -> str:
+        """'2026-05-16 (205 days ago)', '... (1 day ago)', '... (today)', or 'not dated'."""
+        age = self.age_days(today)
+        if age is None:
+            return "not dated"
+        ago = "today" if age == 0 else f"{age:,} day{'s' * (age != 1)} ago"
+        return f"{self.observed_on} ({ago})"
 
     @model_validator(mode="after")
     def _sizes(self) -> Price:
