@@ -30,6 +30,11 @@ BLOCK_TF = (
 
 
 TEST_TAG = "GPUSCOUT_TEST_TAG"
+# How long a test waits for something the OS schedules (a killed process reaped, a process
+# group ended, a thread joined) before calling it a hang. Idle, each takes milliseconds; beside
+# a heavy job it took over 5 s once (issue 43: a guard given 5 s to reap a worker failed). The
+# wait ends at the event, so a long limit costs nothing when things work.
+PATIENCE_S = 120.0
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ import pytest
 from gpuscout.errors import UserError
 from gpuscout.limits import MAX_WORKERS, WORKER_BYTES, activation_floor, check_workers
 from gpuscout.records import RunResult
-from tests.conftest import assert_user_errors, leftovers, run_in_process
+from tests.conftest import PATIENCE_S, assert_user_errors, leftovers, run_in_process
 
 BARE = Path(__file__).parent.parent / "data" / "bare_builders.py"
 PROFILES = Path(__file__).parents[2] / "src" / "gpuscout" / "predict" / "data" / "profiles.json"
@@ -167,7 +167,7 @@ def test_a_launcher_killed_mid_collective_leaves_no_process_behind(tmp_path: Pat
     everyone = [*psutil.Process(launcher.pid).children(recursive=True)]
     launcher.send_signal(signal.SIGKILL)
     launcher.wait()
-    _, alive = psutil.wait_procs(everyone, timeout=5)
+    _, alive = psutil.wait_procs(everyone, timeout=PATIENCE_S)
     assert not alive, [p.pid for p in alive]
     assert not leftovers()
 

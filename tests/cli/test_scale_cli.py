@@ -26,7 +26,14 @@ from rich.console import Console
 from gpuscout.records import RunResult
 from gpuscout.report.scaling_table import print_sweep
 from gpuscout.store import Store
-from tests.conftest import CliResult, assert_user_errors, leftovers, run_cli, run_in_process
+from tests.conftest import (
+    PATIENCE_S,
+    CliResult,
+    assert_user_errors,
+    leftovers,
+    run_cli,
+    run_in_process,
+)
 
 MODELS = Path(__file__).parent.parent / "data" / "user_models.py"
 QUICK = ("--steps", "12", "--warmup-steps", "2", "--batch-size", "16")
@@ -175,5 +182,5 @@ def test_the_measuring_process_dies_with_a_killed_bench(tmp_path: Path) -> None:
     time.sleep(2)  # let it get into TensorFlow
     parent.send_signal(signal.SIGKILL)
     parent.wait()
-    _, alive = psutil.wait_procs(children, timeout=10)
+    _, alive = psutil.wait_procs(children, timeout=PATIENCE_S)
     assert not alive and not leftovers()

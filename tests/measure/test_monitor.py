@@ -15,6 +15,7 @@ from gpuscout.diagnose.soak import judge
 from gpuscout.measure.monitor import Monitor, attach
 from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.measure.nvml import Nvml, open_nvml
+from tests.conftest import PATIENCE_S
 from tests.measure.fake_nvml import UNKNOWN, FakeNvml, NoDriver
 from tests.measure.test_diagnose import STEADY, _raw
 from tests.store.test_store import _result
@@ -105,7 +106,7 @@ def test_memory_stays_bounded_over_a_long_sampling_and_covers_the_whole_run() ->
 
 def test_the_background_thread_samples_and_stops() -> None:
     mon = Monitor(hz=50, nvml_lib=NoDriver()).start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + PATIENCE_S
     while mon.summary().samples == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     mon.stop()
@@ -154,7 +155,7 @@ def test_a_gpu_lost_mid_run_is_recorded_warned_and_fails_a_soak() -> None:
 def test_a_sampling_thread_that_dies_leaves_its_exception_on_the_run() -> None:
     mon = Monitor(hz=50, nvml_lib=FakeNvml(crash_at=3)).start()
     assert mon._thread is not None
-    mon._thread.join(timeout=30)  # it dies on its fourth sample
+    mon._thread.join(timeout=PATIENCE_S)  # it dies on its fourth sample
     assert not mon._thread.is_alive()
     run = attach(_result(), mon)  # stops the monitor: no exception escapes
     assert run.monitor is not None and run.monitor.samples == 3

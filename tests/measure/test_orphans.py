@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from gpuscout.measure.group_guard import guard, start_guard
-from tests.conftest import leftovers
+from tests.conftest import PATIENCE_S, leftovers
 
 MODELS = Path(__file__).parent.parent / "data" / "forking_models.py"
 CLI = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
@@ -62,7 +62,7 @@ def _kill_and_check(proc: subprocess.Popen[bytes], pgid: int, worker: int) -> No
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     try:
-        end = time.monotonic() + 5
+        end = time.monotonic() + PATIENCE_S
         while (_running(worker) or _group(pgid)) and time.monotonic() < end:
             time.sleep(0.05)
         assert not _running(worker), "the forked worker outlived the killed gpuscout"
@@ -88,7 +88,7 @@ def test_a_killed_bench_takes_what_the_users_builder_forked_with_it(tmp_path: Pa
         env={**os.environ, "GPUSCOUT_TEST_PIDS": str(pids)},
     )  # fmt: skip
     try:
-        pgid, worker = _pids(pids, proc, within_s=120)
+        pgid, worker = _pids(pids, proc, within_s=PATIENCE_S)
     except BaseException:
         proc.kill()  # and with it the measuring child (its lifeline)
         proc.wait()
@@ -132,7 +132,7 @@ def test_the_guard_ends_the_group_of_a_child_whose_parent_was_killed(
     child = [sys.executable, "-c", CHILD, str(pids), how]
     proc = subprocess.Popen([sys.executable, "-c", PARENT, *child])
     try:
-        pgid, worker = _pids(pids, proc, within_s=30)
+        pgid, worker = _pids(pids, proc, within_s=PATIENCE_S)
     except BaseException:
         proc.kill()
         proc.wait()

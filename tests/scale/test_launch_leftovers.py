@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from gpuscout.scale.launch import LOCK_NAME, sweep_stale
-from tests.conftest import leftovers
+from tests.conftest import PATIENCE_S, leftovers
 
 CLI = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
@@ -67,7 +67,7 @@ def test_a_killed_launchers_folder_is_swept_and_a_running_ones_kept(tmp_path: Pa
     everyone = psutil.Process(proc.pid).children(recursive=True)
     proc.send_signal(signal.SIGKILL)  # no way to clean up on the way out
     proc.wait()
-    psutil.wait_procs(everyone, timeout=10)
+    psutil.wait_procs(everyone, timeout=PATIENCE_S)
     assert folder.exists()
     assert sweep_stale(root) == [folder]  # what the next launch does first
     assert not folder.exists()

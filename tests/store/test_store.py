@@ -16,6 +16,7 @@ import pytest
 from gpuscout.errors import UserError
 from gpuscout.records import BenchConfig, Interval, RunResult
 from gpuscout.store import Store, engines, schema
+from tests.conftest import PATIENCE_S
 
 
 def _result(i: int = 0) -> RunResult:
@@ -113,7 +114,7 @@ def test_survives_a_killed_writer(tmp_path: Path) -> None:
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.wait(timeout=PATIENCE_S)
     proc.stdout.close()
     con = sqlite3.connect(db)
     assert con.execute("pragma integrity_check").fetchone() == ("ok",)
