@@ -254,6 +254,21 @@ class RunResult(_Record):
         return self.model_dump(mode="json")
 
 
+def in_utc(timestamp: str) -> str:
+    """An ISO 8601 date and time as gpuscout stores it: in UTC, with its ``+00:00``.
+
+    Why: every stored time is UTC (``runs list`` heads its column "when (UTC)", and the
+    store sorts the text); an imported ``10:00:00+05:00`` kept as written showed as 10:00 UTC
+    and sorted five hours late (issue 43). A time without an offset is taken as UTC, as
+    gpuscout writes none. Raises ValueError for text that is not a date and time."""
+    from datetime import UTC, datetime
+
+    moment = datetime.fromisoformat(timestamp)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
+
+
 def impossible_value(run: RunResult) -> tuple[str, str] | None:
     """The first value no measurement can produce, as (field, what is wrong); None if none.
 

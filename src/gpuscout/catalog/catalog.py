@@ -92,9 +92,10 @@ def data_dir() -> Path:
 
 
 def user_paths(extra: Iterable[str] = ()) -> tuple[str, ...]:
-    """Files from --catalog, then from GPUSCOUT_CATALOG (os.pathsep-separated)."""
+    """Files from --catalog, then from GPUSCOUT_CATALOG (os.pathsep-separated), each with '~'
+    expanded as a shell would (an environment value often reaches here unexpanded)."""
     env = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p.strip()]
-    return (*env, *extra)
+    return tuple(os.path.expanduser(p) for p in (*env, *extra))
 
 
 def load_catalog(extra: Sequence[str] = ()) -> Catalog:

@@ -7,6 +7,8 @@ Imports here stay light (argparse, no TensorFlow, no rich until a command runs),
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -116,6 +118,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return code
     except BrokenPipeError:
         return _reader_left()
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        return _output_lost(exc)
     except UserError as exc:  # its text may quote a stored name or a path: shown escaped
         from gpuscout.text import printable
 
@@ -126,6 +132,27 @@ def _main(argv: Sequence[str] | None) -> int:
 
         print(f"gpuscout: error: {printable(exc)}", file=sys.stderr)
         return 1
+
+
+# A write that failed because where it goes is full or broken (``gpuscout specs > /dev/full``).
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+def _output_lost(exc: OSError) -> int:
+    """What a command wrote could not all be written (a full disk, a quota, a device error):
+    one line on stderr, exit 1, and stdout pointed at /dev/null so that Python's flush at exit
+    does not fail again with a traceback-like 'Exception ignored'. Nothing stored is touched:
+    the store writes its own files, each whole or not at all."""
+    where = getattr(exc, "filename", None) or "standard output"
+    print(
+        f"gpuscout: error: could not write {where}: {exc.strerror or exc}; part of the output "
+        "is missing. To fix: free space (or write it elsewhere) and run the command again.",
+        file=sys.stderr,
+    )
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 1
 
 
 def _reader_left() -> int:

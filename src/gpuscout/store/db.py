@@ -94,7 +94,9 @@ class Store:
             self.where = url.render_as_string(hide_password=True)
             self.engine = postgres_engine(url)
         else:
-            self.path = Path(target)
+            # '~' expanded as a shell would: GPUSCOUT_DB='~/runs.sqlite' from a quoted export,
+            # a .env file or a container's environment reaches here unexpanded (issue 43)
+            self.path = Path(target).expanduser()
             self.where = str(self.path)
             check_not_a_loop(self.path)
             sqlite_ro = check_sqlite_path(self.path, readonly, create and not readonly) or readonly

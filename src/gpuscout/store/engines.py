@@ -47,7 +47,7 @@ def database_exists(target: Path | str | None = None) -> bool:
     than create it or fail."""
     if target is None:
         target = default_target()
-    return is_url(target) or Path(target).exists()
+    return is_url(target) or Path(target).expanduser().exists()
 
 
 def is_url(target: str | Path) -> bool:

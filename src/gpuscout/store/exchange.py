@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuscout.errors import UserError
-from gpuscout.records import SCHEMA_VERSION, RunResult, impossible_value
+from gpuscout.records import SCHEMA_VERSION, RunResult, impossible_value, in_utc
 from gpuscout.store.consistency import contradiction
 from gpuscout.text import csv_text
 
@@ -156,6 +156,8 @@ def iter_runs(path: Path) -> Iterator[RunResult]:
             del item, strict
             run = RunResult.model_validate({**fields, "id": None})  # a new id on insert
             bad = impossible_value(run) or contradiction(run)
+            if not bad:  # stored in UTC, as every run gpuscout measures is
+                run = run.model_copy(update={"created_at": in_utc(run.created_at)})
             if bad:
                 raise UserError(
                     f"'{name}': {where}: field '{bad[0]}': {bad[1]}; nothing was imported.",
