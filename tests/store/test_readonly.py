@@ -282,7 +282,9 @@ def test_an_import_is_stored_whole_or_not_at_all_across_batches(tmp_path: Path) 
     db = tmp_path / "target.sqlite"
     _many(db, 1)
     n = db_module.IMPORT_BATCH + 20
-    body = json.loads(export_json([_result(i % 10) for i in range(n)]))
+    # distinct runs (an import stores the same content once): each with its own note
+    runs = [_result(i % 10).model_copy(update={"note": f"run {i}"}) for i in range(n)]
+    body = json.loads(export_json(runs))
     body["runs"][-1]["samples_per_second"]["ci_low"] = 5000.0
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(body))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -180,41 +181,69 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_import(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Imported:
+    """What an import of one file stored: new runs (their first and last ids, and every id
+    when asked) and runs skipped as already stored."""
+
+    count: int
+    skipped: int
+    low: int | None
+    high: int | None
+    ids: list[int]
+
+
+def import_file(file: str, db: str | None, adopt: bool, keep_ids: bool = False) -> Imported:
+    """Import one exported run file (``runs import``, and ``cloud collect`` per file): whole
+    or not at all, and each run once: a run already stored (the same content hash) is
+    skipped, so a file imported again, or again after an interruption, adds nothing twice."""
     from itertools import chain
     from pathlib import Path
 
     from gpuscout.store import Store
     from gpuscout.store.exchange import iter_runs
 
-    if not args.file.strip():  # Path("") would be the current directory
+    if not file.strip():  # Path("") would be the current directory
         raise UserError(
             "no file to import: the name is empty.",
             "pass a JSON file written by 'gpuscout runs export'.",
         )
-    runs = iter_runs(Path(args.file))
+    runs = iter_runs(Path(file))
     # The file's own problems (missing, a folder, too big, not JSON, a bad first run) are
     # found before the database is touched; the rest is validated as it is stored.
     first = list(islice(runs, 1))
     # Checked writable now, before thousands of runs are read. A new database is announced
     # once the file is in; a bad file removes it again.
-    store = Store(args.db, adopt=args.yes)  # another program's database: only with --yes
+    store = Store(db, adopt=adopt)  # another program's database: only with --yes
     try:
         # One transaction: a bad run anywhere in the file rolls back all before it, and
         # memory holds a batch of runs, not the file.
         ids: list[int] = []  # for --json, as before: the new ids (ints, not the runs)
+        skipped: list[None] = []
         count, low, high = store.import_runs(
-            chain(first, runs), on_saved=lambda r: ids.append(r.id) if args.json else None
+            chain(first, runs),
+            on_saved=lambda r: ids.append(r.id) if keep_ids else None,
+            once=True,
+            on_skipped=lambda _: skipped.append(None),
         )
     except BaseException:
         _close_unfilled(store, 0)
         raise
     _close_unfilled(store, count)
+    return Imported(count, len(skipped), low, high, ids)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    got = import_file(args.file, args.db, adopt=args.yes, keep_ids=args.json)
     if args.json:
-        print_json(ids, indent=None)
-    elif count:
-        which = f"id {low}" if count == 1 else f"ids {low:,}-{high:,}"
-        print(f"imported {count:,} run(s) from {args.file} as {which}")
+        print_json(got.ids, indent=None)
+        return 0
+    already = f"; {got.skipped:,} already stored, skipped" if got.skipped else ""
+    if got.count:
+        which = f"id {got.low}" if got.count == 1 else f"ids {got.low:,}-{got.high:,}"
+        print(f"imported {got.count:,} run(s) from {args.file} as {which}{already}")
+    elif got.skipped:
+        print(f"imported nothing from {args.file}: its {got.skipped:,} run(s) are already stored")
     else:
         print(f"imported nothing from {args.file}: it holds no runs")
     return 0

@@ -28,6 +28,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError
 from gpuscout.errors import UserError
 from gpuscout.records import RunResult
 from gpuscout.store import schema
+from gpuscout.store.content_hash import content_hash
 from gpuscout.store.engines import (
     WRITABLE_FIX,
     check_sqlite_path,
@@ -47,10 +48,12 @@ from gpuscout.store.reading import (
     parse_run,
     say_skipped,
 )
-from gpuscout.store.rows import RunRow, insert_batch
+from gpuscout.store.rows import RunRow, insert_batch, stored_hashes
 from gpuscout.store.unsaved import unsaved_file
 
 MIGRATION_LOCK = 0x6770_7573  # pg_advisory_xact_lock key: "gpus"
+IMPORT_LOCK = 0x6770_696D  # "gpim": imports that skip stored runs, one at a time (PostgreSQL)
+LIST_SKIP = ("result_json", "step_times_json", "monitor_json", "content_hash")
 IMPORT_BATCH = 500  # runs validated and inserted per batch of an import (one transaction)
 
 
@@ -276,29 +279,52 @@ class Store:
         self,
         results: Iterable[RunResult],
         on_saved: Any = None,
+        *,
+        once: bool = False,
+        on_skipped: Any = None,
     ) -> tuple[int, int | None, int | None]:
         """Insert runs as they come, in one transaction: (count, first id, last id).
 
         ``results`` may be a generator that validates as it goes (an import file): whatever it
         raises rolls back every run inserted before, so a file is stored whole or not at all,
-        while memory holds one batch of runs, not the file's thousands."""
+        while memory holds one batch of runs, not the file's thousands. ``once`` (``runs
+        import``, ``cloud collect``): a run whose content hash is already stored, or came
+        earlier in ``results``, is skipped (``on_skipped(run)``), so importing a file again,
+        or again after an interruption, stores each run once. (A measurement just made is
+        new by construction and stored as given.)"""
         count, first, last = 0, None, None
+        seen: set[str] = set()
+
+        def store(conn: Any, batch: list[RunResult]) -> None:
+            nonlocal count, first, last
+            if once:
+                keyed = [(content_hash(r), r) for r in batch]
+                stored = stored_hashes(conn, [h for h, _ in keyed]) if keyed else set()
+                batch = []
+                for h, r in keyed:
+                    if h in stored or h in seen:
+                        if on_skipped:
+                            on_skipped(r)
+                        continue
+                    seen.add(h)
+                    batch.append(r)
+            for saved in insert_batch(conn, batch):
+                count, first, last = count + 1, first or saved.id, saved.id
+                if on_saved:
+                    on_saved(saved)
+
         try:
             with self.engine.begin() as conn:
+                if once and conn.dialect.name == "postgresql":  # SQLite: BEGIN IMMEDIATE
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": IMPORT_LOCK})
                 batch: list[RunResult] = []
                 for result in results:
                     batch.append(result)
                     if len(batch) < IMPORT_BATCH:
                         continue
-                    for saved in insert_batch(conn, batch):
-                        count, first, last = count + 1, first or saved.id, saved.id
-                        if on_saved:
-                            on_saved(saved)
-                    batch.clear()
-                for saved in insert_batch(conn, batch):
-                    count, first, last = count + 1, first or saved.id, saved.id
-                    if on_saved:
-                        on_saved(saved)
+                    store(conn, batch)
+                    batch = []
+                store(conn, batch)
             if count:
                 self._announce_new()
         except (OperationalError, DatabaseError) as exc:
@@ -321,7 +347,7 @@ class Store:
         """The runs' list columns, newest first: never their JSON, steps or timelines."""
         if self.empty:
             return []
-        cols = self._stored_columns(("result_json", "step_times_json", "monitor_json"))
+        cols = self._stored_columns(LIST_SKIP)
         query = select(*cols).order_by(schema.runs.c.id.desc())
         if limit:
             query = query.limit(limit)
@@ -331,7 +357,7 @@ class Store:
     def rows(self, ids: Sequence[int]) -> builtins.list[RunRow]:
         """The list rows of these ids (in the order given); UserError naming every unknown id."""
         r = schema.runs.c
-        cols = self._stored_columns(("result_json", "step_times_json", "monitor_json"))
+        cols = self._stored_columns(LIST_SKIP)
         found: dict[int, RunRow] = {}
         with self.engine.connect() as conn:
             for i in range(0, len(ids) if not self.empty else 0, IMPORT_BATCH):

@@ -12,6 +12,7 @@ from sqlalchemy import Connection, func, select
 
 from gpuscout.records import RunResult
 from gpuscout.store import schema
+from gpuscout.store.content_hash import content_hash
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,14 @@ def _row(result: RunResult, run_id: int | None) -> dict[str, Any]:
         "result_json": "{}" if run_id is None else json.dumps(saved.to_json_dict()),
         "step_times_json": json.dumps(result.step_times_s),
         "monitor_json": json.dumps(result.monitor_timeline),
+        "content_hash": content_hash(result),
     }
+
+
+def stored_hashes(conn: Connection, hashes: Sequence[str]) -> set[str]:
+    """Which of these content hashes a stored run already has (an import skips those)."""
+    h = schema.runs.c.content_hash
+    return {row[0] for row in conn.execute(select(h).where(h.in_(list(hashes))))}
 
 
 def insert_batch(conn: Connection, batch: Sequence[RunResult]) -> list[RunResult]:
@@ -89,6 +97,7 @@ def insert(conn: Connection, result: RunResult) -> RunResult:
             result_json="{}",
             step_times_json=json.dumps(result.step_times_s),
             monitor_json=json.dumps(result.monitor_timeline),
+            content_hash=content_hash(result),
         )
     ).inserted_primary_key
     assert inserted is not None

@@ -4,7 +4,8 @@ The schema version lives in the database (``gpuscout_meta``). Opening a database
 migrations it lacks, in order, inside one transaction, so a failure leaves it as it was. A
 database written by a newer gpuscout is refused rather than guessed at.
 Each run keeps its full result as JSON (the contract ``bench --json`` prints) beside the
-columns that lists and filters need, its raw step times and (v2) the monitor's timeline.
+columns that lists and filters need, its raw step times and (v2) the monitor's timeline, and
+(v5) its content hash, by which an import stores the same run once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     inspect,
     select,
 )
@@ -68,6 +70,9 @@ runs = Table(
     Column("mode", _short(16), nullable=False, server_default="train"),  # v3: train | inference
     # v4: the framework Keras measured on, tensorflow | jax
     Column("backend", _short(16), nullable=False, server_default="tensorflow"),
+    # v5: SHA-256 of the run's content without its id (store/content_hash.py); NULL only for
+    # an older run too damaged to parse
+    Column("content_hash", _short(64), nullable=True),
 )
 
 
@@ -92,12 +97,50 @@ def _v4(conn: Connection) -> None:
     )
 
 
+def _v5(conn: Connection) -> None:
+    """Each run's content hash, so an import stores a run once. Older runs get theirs here,
+    read back as the store reads them; a run too damaged to parse keeps NULL (it is never
+    changed or dropped: it only cannot match an imported copy)."""
+    from gpuscout.store.content_hash import content_hash
+    from gpuscout.store.reading import UnreadableRun, parse_run
+
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN content_hash VARCHAR(64)")
+    conn.exec_driver_sql("CREATE INDEX ix_runs_content_hash ON runs (content_hash)")
+    r = runs.c
+    last = 0
+    while True:  # a chunk of runs at a time: memory holds a chunk, not the store
+        chunk = conn.execute(
+            select(r.id, r.result_json, r.step_times_json, r.monitor_json)
+            .where(r.id > last)
+            .order_by(r.id)
+            .limit(_BACKFILL_CHUNK)
+        ).all()
+        if not chunk:
+            return
+        hashes = []
+        for row in chunk:
+            try:
+                hashes.append({"i": row.id, "h": content_hash(parse_run(row.id, "", row))})
+            except UnreadableRun:
+                continue
+        if hashes:
+            conn.execute(
+                runs.update().where(r.id == bindparam("i")).values(content_hash=bindparam("h")),
+                hashes,
+            )
+        last = chunk[-1].id
+
+
+_BACKFILL_CHUNK = 500
+
+
 # (version, migration) in order; a migration takes the database from version-1 to version.
 MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = (
     (1, _v1),
     (2, _v2),
     (3, _v3),
     (4, _v4),
+    (5, _v5),
 )
 LATEST = MIGRATIONS[-1][0]
 

@@ -1,0 +1,85 @@
+"""An import stores each run once, by its content hash (schema v5): the same file imported
+twice, a file holding a run twice, a store's own export imported back into it, and a store
+from before v5, whose runs get their hashes when it is migrated (a damaged run is kept as it
+is, with none)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from sqlalchemy import create_engine
+
+from gpuscout.store import Store, schema
+from gpuscout.store.content_hash import content_hash
+from gpuscout.store.exchange import export_json
+from tests.conftest import run_in_process
+from tests.store.test_store import _result
+
+
+def _import(path: Path, db: Path) -> str:
+    r = run_in_process("runs", "import", str(path), "--db", str(db))
+    assert r.code == 0, r.err
+    return r.out
+
+
+def test_the_same_file_imported_twice_stores_each_run_once(tmp_path: Path) -> None:
+    export = tmp_path / "e.json"
+    export.write_text(export_json([_result(0), _result(1), _result(0)]))  # one run twice
+    db = tmp_path / "mine.sqlite"
+    first = _import(export, db)
+    assert "imported 2 run(s)" in first and "1 already stored, skipped" in first
+    assert "its 3 run(s) are already stored" in _import(export, db)
+    with Store(db, readonly=True) as store:
+        assert [r.batch_size for r in store.list()] == [33, 32]
+
+
+def test_a_stores_own_export_imported_back_adds_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "a.sqlite"
+    with Store(db) as store:  # measured runs, saved as bench saves them
+        store.save(_result(0))
+        store.save(_result(1))
+    export = tmp_path / "e.json"
+    assert run_in_process("runs", "export", "--db", str(db), "-o", str(export)).code == 0
+    assert "its 2 run(s) are already stored" in _import(export, db)
+    # a run that differs in anything stored (here its note) is another run
+    changed = json.loads(export.read_text())
+    changed["runs"][0]["note"] = "again"
+    export.write_text(json.dumps(changed))
+    assert "imported 1 run(s)" in _import(export, db)
+
+
+def test_a_v4_store_gets_hashes_when_migrated_and_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "v4.sqlite"
+    engine = create_engine(f"sqlite:///{path}")
+    good = _result(0).model_copy(update={"id": 1})
+    with engine.begin() as conn:  # a database as gpuscout with schema v4 left it
+        for _, step in schema.MIGRATIONS[:4]:
+            step(conn)
+        conn.execute(schema.meta.insert().values(key="schema_version", value="4"))
+        for i, result_json in ((1, json.dumps(good.to_json_dict())), (2, "{damaged")):
+            conn.exec_driver_sql(
+                "INSERT INTO runs (id, created_at, status, workload, device, precision, xla, "
+                "loop, batch_size, samples_per_second, stop_reason, result_json, "
+                "step_times_json, monitor_json) VALUES (?, '2026-12-02', 'ok', 'mlp', 'CPU:0', "
+                "'fp32', 0, 'custom', 32, 1000.0, NULL, ?, ?, '{}')",
+                (i, result_json, json.dumps(good.step_times_s)),
+            )
+    engine.dispose()
+    before = sqlite3.connect(path).execute("select id, result_json from runs").fetchall()
+    export = tmp_path / "e.json"
+    export.write_text(export_json([_result(0)]))
+    assert "its 1 run(s) are already stored" in _import(export, path)  # migrated, then matched
+    con = sqlite3.connect(path)
+    assert con.execute("select id, result_json from runs").fetchall() == before  # untouched
+    hashes = dict(con.execute("select id, content_hash from runs").fetchall())
+    assert hashes == {1: content_hash(_result(0)), 2: None}  # the damaged run: kept, no hash
+    assert con.execute("select value from gpuscout_meta").fetchone() == (str(schema.LATEST),)
+
+
+def test_bench_saves_every_run_even_when_two_are_alike(tmp_path: Path) -> None:
+    """Only an import skips stored runs: a measurement is stored as made."""
+    with Store(tmp_path / "b.sqlite") as store:
+        store.save_many([_result(0), _result(0)])
+        assert store.count() == 2
