@@ -16,16 +16,22 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuscout.cloud.plain_names import plain_name
 from gpuscout.cloud.plan import EXPORT_ENV, IDLE_ENV
 from gpuscout.errors import UserError
 
 RESULTS = "results"  # DIR/results/<task>.json: what a task leaves, what collect reads
+# SkyPilot's autostop minutes a task may ask for: a negative value cancels autostop (the
+# cluster would bill until someone notices), so it is refused; more than a day is no plan's.
+IDLE_MINUTES = range(1, 24 * 60 + 1)
 
 
 def not_installed() -> UserError:
@@ -88,7 +94,7 @@ def _task(path: Path, yaml: Any) -> PlannedTask:
     try:
         data = _load(path, yaml)
         envs = data["envs"]
-        return PlannedTask(
+        t = PlannedTask(
             path, str(data["name"]), str(data["resources"]["accelerators"]),
             int(data.get("num_nodes", 1)), str(envs[EXPORT_ENV]), int(envs[IDLE_ENV]),
         )  # fmt: skip
@@ -97,6 +103,21 @@ def _task(path: Path, yaml: Any) -> PlannedTask:
             f"{path}: not a task file 'cloud plan' wrote ({type(exc).__name__}: {exc}).",
             "write the folder again with 'gpuscout cloud plan'.",
         ) from None
+    # The file is data from elsewhere: its names become a cluster, an rsync source and a
+    # file under DIR/results, so they are plain names, never paths or options.
+    plain_name(t.name, "its task name", str(path))
+    plain_name(t.export, f"its export name ({EXPORT_ENV})", str(path), suffix=".json")
+    if t.idle_minutes not in IDLE_MINUTES:
+        raise UserError(
+            f"{path}: {IDLE_ENV} {t.idle_minutes}: autodown after that many idle minutes is "
+            f"not a plan's (a negative value cancels autostop).",
+            f"use {IDLE_MINUTES.start} to {IDLE_MINUTES.stop - 1}, or write the folder again "
+            "with 'gpuscout cloud plan'.",
+        )
+    if t.nodes < 1:
+        raise UserError(f"{path}: num_nodes {t.nodes} is no number of machines.",
+                        "write the folder again with 'gpuscout cloud plan'.")  # fmt: skip
+    return t
 
 
 def describe(t: PlannedTask, folder: Path) -> str:
@@ -124,8 +145,10 @@ def launch(t: PlannedTask, folder: Path) -> Path | None:
         sky.tail_logs(t.name, job_id, follow=True)  # returns when the job ends
         target = folder / RESULTS / t.export
         target.parent.mkdir(parents=True, exist_ok=True)
+        # '--' before the values: a name is never an option (and is a plain name anyway)
         fetched = subprocess.run(
-            ["rsync", "-az", f"{t.name}:gpuscout-cloud/{t.export}", str(target)], check=False
+            ["rsync", "-az", "--", f"{t.name}:gpuscout-cloud/{t.export}", str(target)],
+            check=False,
         )
         return target if fetched.returncode == 0 and target.is_file() else None
     finally:
@@ -141,10 +164,27 @@ def launch(t: PlannedTask, folder: Path) -> Path | None:
 
 def exported_files(folder: Path) -> list[Path]:
     """The exported run files a plan's folder holds: ``results/*.json`` (what ``cloud run``
-    fetches), or ``*.json`` in the folder itself (files fetched by hand)."""
+    fetches), or ``*.json`` in the folder itself (files fetched by hand); regular files only,
+    so a link planted there is refused rather than followed."""
     if not folder.is_dir():
         raise UserError(f"'{folder}' is not a folder.", "pass the --out folder of 'cloud plan'.")
-    files = sorted((folder / RESULTS).glob("*.json")) + sorted(folder.glob("*.json"))
+    results = folder / RESULTS
+    if results.is_symlink():
+        raise UserError(f"'{results}' is a link: collect reads only the files 'cloud run' "
+                        "fetched, never through a link.", "replace it with a folder.")  # fmt: skip
+    files = sorted(results.glob("*.json")) + sorted(folder.glob("*.json"))
+    for path in files:  # data only: a link, a FIFO (a read that never ends), a folder: refused
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError as exc:
+            raise UserError(f"cannot read '{path}': {exc.strerror}.",
+                            "remove it from the folder.") from None  # fmt: skip
+        if not stat.S_ISREG(mode):
+            raise UserError(
+                f"'{path}' is not a regular file (a link, folder or device): collect reads only "
+                "the files 'cloud run' fetched, never through a link.",
+                "replace it with the file itself, or remove it.",
+            )
     if not files:
         raise UserError(
             f"'{folder}' holds no exported run files ({RESULTS}/*.json or *.json).",
