@@ -63,7 +63,7 @@ def test_plan_writes_one_task_per_gpu_that_yaml_reads_back(tmp_path: Path) -> No
     assert "runpod's H100 is h100-pcie" in out  # where the name means another part
 
 
-def test_plan_for_your_model_mounts_the_file_on_one_node(tmp_path: Path) -> None:
+def test_plan_for_your_model_mounts_its_folder_on_one_node(tmp_path: Path) -> None:
     model = tmp_path / "my.py"
     model.write_text("def build(): ...\n")  # never loaded by the plan
     code, _, err = _plan(
@@ -73,7 +73,8 @@ def test_plan_for_your_model_mounts_the_file_on_one_node(tmp_path: Path) -> None
     assert code == 0, err
     task = yaml.safe_load((tmp_path / "out" / "gpuscout-rtx-4090-1x1.yaml").read_text())
     assert task["resources"] == {"accelerators": "RTX4090:1"}
-    assert task["file_mounts"] == {"/tmp/gpuscout-inputs/model/my.py": str(model)}
+    # the file's folder (the modules beside it travel too: tests/cloud/test_inputs.py)
+    assert task["file_mounts"] == {"/tmp/gpuscout-inputs/model": str(tmp_path)}
     assert "--model /tmp/gpuscout-inputs/model/my.py:build" in task["run"]
     assert "--cluster" not in task["run"] and "--devices" not in task["run"]  # one GPU
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ NODES = int_in(1, 64)
 MAX_USD = float_in(0.0, 1e9)
 # Options of the bench a task runs that the task itself sets on each node.
 SET_BY_PLAN = ("--db", "--workers", "--task-index", "--cluster")
+SET_BY_PLAN_DESTS = tuple(o[2:].replace("-", "_") for o in SET_BY_PLAN)  # bench's dests
 
 
 def register(sub: Any) -> None:
@@ -102,12 +104,51 @@ def register(sub: Any) -> None:
     est.set_defaults(handler=run_estimator)
 
 
+def _bench_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The ``bench`` subcommand's own parser inside gpuscout's."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices["bench"]  # type: ignore[no-any-return]
+    raise AssertionError("gpuscout's parser has no bench command")
+
+
+def check_forwarded(tokens: list[str], bench: argparse.ArgumentParser) -> None:
+    """Each option forwarded to the node in full, and none the plan sets itself.
+
+    argparse takes ``--task-i`` for ``--task-index`` and ``--clus`` for ``--cluster``: an
+    abbreviation would slip past a check of the full names, then collide on the node with
+    what the plan sets, after start-up and install were billed. So, as
+    ``argparse(allow_abbrev=False)`` would, an abbreviation is refused naming the option in
+    full, and an option the plan sets is refused however it is spelled."""
+    known = bench._option_string_actions
+    for token in tokens:
+        if token == "--":
+            return  # what follows is values, not options
+        if not token.startswith("-") or token == "-":
+            continue
+        name = token.partition("=")[0] if token.startswith("--") else token[:2]
+        action = known.get(name)
+        if action is None:
+            full = sorted(o for o in known if o.startswith(name)) if token.startswith("--") else []
+            if full:
+                raise UserError(
+                    f"bench {name}: an abbreviation of {' or '.join(full)}; the plan forwards "
+                    "options only in full.",
+                    f"write it in full: {full[0]}.",
+                )
+            continue  # a negative number, or unknown: bench's own parser says which
+        if action.dest in SET_BY_PLAN_DESTS:
+            raise UserError(f"bench {name}: the plan sets it on each node.",
+                            "drop it from the bench options.")  # fmt: skip
+
+
 def bench_of(tokens: list[str]) -> Bench:
     """The bench after ``--``, checked by bench's own parser, with its time budget and your
-    model and data files mounted on each node."""
+    model's and data's folders sent to each node."""
     from gpuscout.cli import build_parser
     from gpuscout.cli.bench import DEFAULT_SECONDS
-    from gpuscout.cloud.plan import REMOTE_INPUTS, Bench
+    from gpuscout.cloud.inputs import Shipped, ship
+    from gpuscout.cloud.plan import Bench
 
     tokens = tokens[1:] if tokens[:1] == ["--"] else tokens
     if tokens[:1] != ["bench"]:
@@ -116,11 +157,15 @@ def bench_of(tokens: list[str]) -> Bench:
             + (f" (got '{tokens[0]}')." if tokens else "."),
             "e.g. gpuscout cloud plan --gpus l4 -- bench --workload resnet50 --seconds 120.",
         )
-    for token in tokens[1:]:
-        if token.split("=")[0] in SET_BY_PLAN:
-            raise UserError(f"bench {token.split('=')[0]}: the plan sets it on each node.",
+    parser = build_parser()
+    bench_parser = _bench_parser(parser)
+    check_forwarded(tokens[1:], bench_parser)
+    bench_parser.allow_abbrev = False  # parsed here as the node will parse it: in full
+    ns = parser.parse_args(tokens)  # bench's own one-line errors, exit 2
+    for dest in SET_BY_PLAN_DESTS:  # however it was spelled
+        if getattr(ns, dest) != bench_parser.get_default(dest):
+            raise UserError(f"bench --{dest.replace('_', '-')}: the plan sets it on each node.",
                             "drop it from the bench options.")  # fmt: skip
-    ns = build_parser().parse_args(tokens)  # bench's own one-line errors, exit 2
     if ns.model is None:  # a typo found here, not after minutes of renting
         from gpuscout.workloads import get_workload
 
@@ -133,6 +178,7 @@ def bench_of(tokens: list[str]) -> Bench:
     seconds = ns.seconds or DEFAULT_SECONDS
     how = f"bench --seconds {seconds:g}" + ("" if ns.seconds else " (bench's default)")
     measure = seconds
+    counts: list[int] = []
     if ns.scaling:
         from gpuscout.scale.distribute import parse_counts
 
@@ -145,21 +191,15 @@ def bench_of(tokens: list[str]) -> Bench:
         p = plan(ns.batch_sizes or DEFAULT_BATCH_SIZES, ns.concurrency or [1], paths, seconds)
         points = len(p.batch_sizes) * len(p.concurrency) * len(paths)
         measure, how = points * p.seconds_per_point, f"{how}: {points} serving points"
-    args, mounts = list(tokens[1:]), {}
+    args, shipped = list(tokens[1:]), list[Shipped]()
     for flag, value in (("--model", ns.model), ("--data", ns.data)):
         if value is None:
             continue
-        file, sep, function = value.rpartition(":") if ".py:" in value else (value, "", "")
-        local = Path(file).expanduser()
-        if not local.is_file():
-            raise UserError(f"bench {flag} {value}: no file '{file}' here to send to the nodes.",
-                            f"give {flag} a file that exists.")  # fmt: skip
-        remote = f"{REMOTE_INPUTS}/{flag[2:]}/{local.name}"
-        mounts[remote] = str(local.resolve())
-        args = [_replace(a, flag, value, remote + sep + function) for a in args]
+        remote = ship(flag, value, shipped)  # the file's folder: its neighbours travel too
+        args = [_replace(a, flag, value, remote) for a in args]
     if ns.devices is None and not ns.scaling:
         args += ["--devices", "{gpus_per_node}"]  # filled in per candidate
-    return Bench(tuple(args), measure, how, mounts, ns.backend)
+    return Bench(tuple(args), measure, how, tuple(shipped), ns.backend, tuple(counts))
 
 
 def _replace(token: str, flag: str, value: str, new: str) -> str:
@@ -173,6 +213,7 @@ def run_plan(args: argparse.Namespace) -> int:
 
     from gpuscout.catalog import load_catalog
     from gpuscout.cloud.names import overheads, sky_name
+    from gpuscout.cloud.plain_names import plain_name
     from gpuscout.cloud.plan import checkout, plan_candidate, task, yaml_text
     from gpuscout.predict.scaling import max_per_machine
     from gpuscout.report.files import write_whole
@@ -184,6 +225,14 @@ def run_plan(args: argparse.Namespace) -> int:
             f"--nodes {args.nodes} and bench --devices contradict each other: over several "
             "nodes each node's worker trains on every GPU it has.",
             "drop bench --devices (or plan --nodes 1).",
+        )
+    if bench.counts and max(bench.counts) > args.gpus_per_node:
+        over = [c for c in bench.counts if c > args.gpus_per_node]
+        raise UserError(
+            f"bench --scaling {','.join(map(str, bench.counts))}: "
+            f"{','.join(map(str, over))} GPU(s), more than the {args.gpus_per_node} of "
+            f"--gpus-per-node {args.gpus_per_node}: each count is measured in one machine.",
+            f"plan --gpus-per-node {max(bench.counts)}, or drop the larger counts.",
         )
     catalog, o = load_catalog(args.catalog), overheads()
     planned: list[tuple[Candidate, Bench]] = []
@@ -199,6 +248,8 @@ def run_plan(args: argparse.Namespace) -> int:
             raise UserError(f"--gpus-per-node {args.gpus_per_node}: one {gpu.id} machine holds "
                             f"at most {most} ({why}).", "use more --nodes.")  # fmt: skip
         fill = str(args.gpus_per_node)
+        plain_name(f"gpuscout-{gpu.id}", "the task name", f"--gpus {name}",
+                   fix="give the GPU a plain id in your --catalog file.")  # fmt: skip
         mine = replace(bench, args=tuple(fill if a == "{gpus_per_node}" else a for a in bench.args))
         if (args.gpus_per_node == 1 or args.nodes > 1) and mine.args[-2:] == ("--devices", fill):
             # one GPU needs no --devices; over several nodes each worker (one per node) trains
@@ -226,14 +277,17 @@ def run_plan(args: argparse.Namespace) -> int:
         write_whole(path, yaml_text(task(c, mine, version, tree), _comments(c, mine, tree)),
                     "--out")  # fmt: skip
         print(_summary(c, mine, path))
+    for shipped in bench.shipped:
+        print(shipped.line())
     if tree is not None:
         print(f"installs gpuscout from your checkout {tree} (workdir: SkyPilot syncs it to each "
               "node, leaving out what .gitignore does), not from the package index")  # fmt: skip
     print(f"assumed (catalog/data/v1/cloud_overheads.csv): start-up {o.startup_s:g} s, install "
           f"{o.install_s:g} s, warm-up {o.warmup_s:g} s, not measured on a cloud; caps "
           f"{o.cap_factor:g} x each, autodown after {o.idle_minutes} idle minutes")  # fmt: skip
-    print(f"next: gpuscout cloud run {args.out} (or sky launch --down -i {o.idle_minutes} "
-          "FILE.yaml), then gpuscout cloud collect " + str(args.out))  # fmt: skip
+    out = shlex.quote(str(args.out))  # a command to paste: the folder as one word
+    print(f"next: gpuscout cloud run {out} (or sky launch --down -i {o.idle_minutes} "
+          f"FILE.yaml), then gpuscout cloud collect {out}")  # fmt: skip
     return 0
 
 
@@ -308,24 +362,29 @@ def run_run(args: argparse.Namespace) -> int:
         got = launch(t, args.dir)
         missing += got is None
         print(f"{t.name}: " + (f"runs in {got}" if got else "no exported runs fetched"))
-    print(f"next: gpuscout cloud collect {args.dir}")
+    print(f"next: gpuscout cloud collect {shlex.quote(str(args.dir))}")
     return 1 if missing else 0
 
 
 def run_collect(args: argparse.Namespace) -> int:
-    from gpuscout.cli.runs import run_import
+    from gpuscout.cli.runs import import_file
     from gpuscout.cloud.launch import exported_files
     from gpuscout.store.exchange import iter_runs
 
-    files = exported_files(args.dir)
+    files = exported_files(args.dir)  # regular files only
     # Every file is read and checked before any is stored: a bad one stores none of them.
     counts = [sum(1 for _ in iter_runs(path)) for path in files]
+    new = skipped = 0
     for path, count in zip(files, counts, strict=True):
-        run_import(argparse.Namespace(file=str(path), db=args.db, yes=False, json=False))
-        print(f"  {count} run(s) from candidate {path.stem}")
-    total = sum(counts)
-    print(f"collected {total} run(s); see them with 'gpuscout runs list', compare with "
-          "'runs compare', and 'calibrate' / 'report' use them")  # fmt: skip
+        # each run once (its content hash): collected again, or again after an
+        # interruption, a folder stores what it did not yet store, and nothing twice
+        got = import_file(str(path), args.db, adopt=False)
+        new, skipped = new + got.count, skipped + got.skipped
+        already = f", {got.skipped} already stored" if got.skipped else ""
+        print(f"  {count} run(s) from candidate {path.stem}: {got.count} new{already}")
+    already = f" ({skipped} more were already stored)" if skipped else ""
+    print(f"collected {new} new run(s){already}; see them with 'gpuscout runs list', compare "
+          "with 'runs compare', and 'calibrate' / 'report' use them")  # fmt: skip
     return 0
 
 

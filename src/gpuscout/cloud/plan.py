@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuscout.catalog import Catalog, Gpu
+from gpuscout.cloud.inputs import REMOTE_INPUTS, Shipped
 from gpuscout.cloud.names import Overheads, SkyName
 from gpuscout.price.instances import Rental, cheapest_rental
 
 REMOTE_HOME = "$HOME/gpuscout-cloud"  # on each node: the run's database and its export
-REMOTE_INPUTS = "/tmp/gpuscout-inputs"  # your model and data files, mounted by SkyPilot
 EXPORT_ENV = "GPUSCOUT_CLOUD_EXPORT"
 IDLE_ENV = "GPUSCOUT_CLOUD_IDLE_MINUTES"
 KILL_AFTER_S = 30  # timeout's grace after its SIGTERM (bench stores the interrupted run)
@@ -41,8 +41,14 @@ class Bench:
     args: tuple[str, ...]  # after 'bench', paths of your files already made remote
     measure_s: float  # bench's own time budget, in all (every --scaling count)
     measure_how: str  # how that was reached, printed
-    mounts: dict[str, str] = field(default_factory=dict)  # remote path -> local file
+    shipped: tuple[Shipped, ...] = ()  # the folders of your --model and --data files
     backend: str = "tensorflow"
+    counts: tuple[int, ...] = ()  # bench --scaling's device counts, each in one machine
+
+    @property
+    def mounts(self) -> dict[str, str]:
+        """The task's ``file_mounts``: remote folder -> local folder."""
+        return {s.remote: str(s.local) for s in self.shipped}
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,10 @@ def task(
     db = f'--db "{REMOTE_HOME}/runs.sqlite"'
     extra = ["--cluster", "skypilot"] if c.nodes > 1 else []
     command = " ".join(shlex.quote(a) for a in ("gpuscout", "bench", *bench.args, *extra))
+    # your files' folders first on the path: a model's neighbouring modules import there
+    path = ":".join(s.remote for s in bench.shipped)
     run = "\n".join([
+        *([f'export PYTHONPATH="{path}${{PYTHONPATH:+:$PYTHONPATH}}"'] if path else []),
         f'mkdir -p "{REMOTE_HOME}"',
         f"timeout --kill-after={KILL_AFTER_S} {c.run_cap_s}s {command} {db}",
         "status=$?  # 124: the cap stopped it; the interrupted run is stored all the same",
@@ -189,5 +198,6 @@ def yaml_text(data: dict[str, object], comments: list[str]) -> str:
 
 
 __all__ = [
-    "Bench", "Candidate", "checkout", "install_line", "plan_candidate", "task", "yaml_text",
+    "REMOTE_INPUTS", "Bench", "Candidate", "checkout", "install_line", "plan_candidate", "task",
+    "yaml_text",
 ]  # fmt: skip
