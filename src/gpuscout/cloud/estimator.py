@@ -32,6 +32,7 @@ from gpuscout.catalog import Catalog
 from gpuscout.cloud.names import catalog_id
 from gpuscout.errors import UserError
 from gpuscout.predict.job import Job, JobSpec, resolve_job
+from gpuscout.predict.scaling import max_per_machine
 from gpuscout.predict.session import Session
 
 
@@ -65,6 +66,10 @@ class TimeEstimator:
         key = (gpu_id, int(count))
         if key not in self._cache:
             gpu = self.model.catalog.gpus[gpu_id]
+            most, why = max_per_machine(gpu)  # what 'cloud plan' allows one machine
+            if count > most:
+                return self._unknown(f"{name}:{count:g}: one {gpu_id} machine holds at most "
+                                     f"{most} ({why})")  # fmt: skip
             try:
                 rows, _ = self.model.predict(self.job.profile, [gpu], [(self.nodes, int(count))])
             except UserError as exc:  # more GPUs than one machine holds
