@@ -18,7 +18,7 @@ from tests.conftest import run_in_process
 from tests.store.test_store import _result
 
 
-def _import(path: Path, db: Path) -> str:
+def _import(path: Path, db: Path | str) -> str:
     r = run_in_process("runs", "import", str(path), "--db", str(db))
     assert r.code == 0, r.err
     return r.out
@@ -82,4 +82,14 @@ def test_bench_saves_every_run_even_when_two_are_alike(tmp_path: Path) -> None:
     """Only an import skips stored runs: a measurement is stored as made."""
     with Store(tmp_path / "b.sqlite") as store:
         store.save_many([_result(0), _result(0)])
+        assert store.count() == 2
+
+
+def test_a_postgresql_store_also_stores_an_imported_run_once(tmp_path: Path, pg_url: str) -> None:
+    """The team store: the same file imported twice (two members collecting one plan)."""
+    export = tmp_path / "e.json"
+    export.write_text(export_json([_result(0), _result(1)]))
+    assert "imported 2 run(s)" in _import(export, pg_url)
+    assert "its 2 run(s) are already stored" in _import(export, pg_url)
+    with Store(pg_url, readonly=True) as store:
         assert store.count() == 2
