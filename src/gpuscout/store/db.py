@@ -297,18 +297,19 @@ class Store:
 
         def store(conn: Any, batch: list[RunResult]) -> None:
             nonlocal count, first, last
+            digests = [content_hash(r) for r in batch]
             if once:
-                keyed = [(content_hash(r), r) for r in batch]
-                stored = stored_hashes(conn, [h for h, _ in keyed]) if keyed else set()
-                batch = []
-                for h, r in keyed:
+                stored = stored_hashes(conn, digests) if digests else set()
+                keep = []
+                for h, r in zip(digests, batch, strict=True):
                     if h in stored or h in seen:
                         if on_skipped:
                             on_skipped(r)
                         continue
                     seen.add(h)
-                    batch.append(r)
-            for saved in insert_batch(conn, batch):
+                    keep.append((h, r))
+                digests, batch = [h for h, _ in keep], [r for _, r in keep]
+            for saved in insert_batch(conn, batch, digests):
                 count, first, last = count + 1, first or saved.id, saved.id
                 if on_saved:
                     on_saved(saved)

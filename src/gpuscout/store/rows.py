@@ -34,8 +34,9 @@ class RunRow:
     backend: str = "tensorflow"
 
 
-def _row(result: RunResult, run_id: int | None) -> dict[str, Any]:
-    """The runs table's values for a run; its JSON holds ``run_id`` when it is known."""
+def _row(result: RunResult, run_id: int | None, digest: str | None = None) -> dict[str, Any]:
+    """The runs table's values for a run; its JSON holds ``run_id`` when it is known;
+    ``digest``: its content hash, when the caller has it already."""
     sps = result.samples_per_second.median if result.samples_per_second else None
     saved = result if run_id is None else result.model_copy(update={"id": run_id})
     return {
@@ -55,7 +56,7 @@ def _row(result: RunResult, run_id: int | None) -> dict[str, Any]:
         "result_json": "{}" if run_id is None else json.dumps(saved.to_json_dict()),
         "step_times_json": json.dumps(result.step_times_s),
         "monitor_json": json.dumps(result.monitor_timeline),
-        "content_hash": content_hash(result),
+        "content_hash": digest or content_hash(result),
     }
 
 
@@ -65,20 +66,26 @@ def stored_hashes(conn: Connection, hashes: Sequence[str]) -> set[str]:
     return {row[0] for row in conn.execute(select(h).where(h.in_(list(hashes))))}
 
 
-def insert_batch(conn: Connection, batch: Sequence[RunResult]) -> list[RunResult]:
+def insert_batch(
+    conn: Connection, batch: Sequence[RunResult], digests: Sequence[str] | None = None
+) -> list[RunResult]:
     """Insert runs, with their ids in their JSON. On SQLite, whose BEGIN IMMEDIATE holds the
     write lock for the whole transaction, the ids are the next ones after the largest, and
     the batch is one executemany (an import of 10,000 runs: seconds, not a minute); elsewhere
-    the database's sequence gives each id, one insert at a time."""
+    the database's sequence gives each id, one insert at a time. ``digests``: the runs'
+    content hashes, where the caller computed them already (an import that skips stored
+    runs)."""
+    hashes = list(digests) if digests is not None else [content_hash(r) for r in batch]
     if conn.dialect.name != "sqlite" or not batch:
-        return [insert(conn, r) for r in batch]
+        return [insert(conn, r, h) for r, h in zip(batch, hashes, strict=True)]
     top = conn.execute(select(func.max(schema.runs.c.id))).scalar() or 0
     ids = range(int(top) + 1, int(top) + 1 + len(batch))
-    conn.execute(schema.runs.insert(), [_row(r, i) for r, i in zip(batch, ids, strict=True)])
+    rows = [_row(r, i, h) for r, i, h in zip(batch, ids, hashes, strict=True)]
+    conn.execute(schema.runs.insert(), rows)
     return [r.model_copy(update={"id": i}) for r, i in zip(batch, ids, strict=True)]
 
 
-def insert(conn: Connection, result: RunResult) -> RunResult:
+def insert(conn: Connection, result: RunResult, digest: str | None = None) -> RunResult:
     sps = result.samples_per_second.median if result.samples_per_second else None
     inserted = conn.execute(
         schema.runs.insert().values(
@@ -97,7 +104,7 @@ def insert(conn: Connection, result: RunResult) -> RunResult:
             result_json="{}",
             step_times_json=json.dumps(result.step_times_s),
             monitor_json=json.dumps(result.monitor_timeline),
-            content_hash=content_hash(result),
+            content_hash=digest or content_hash(result),
         )
     ).inserted_primary_key
     assert inserted is not None
