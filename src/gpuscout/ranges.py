@@ -10,7 +10,44 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import Any
+
+# ASCII digits only. ``str.isdigit()`` is true for '²' and '٣', and ``int()`` takes '٣', '1_000'
+# and ' +7 ': a value from the environment or the command line is read by this pattern alone.
+_DIGITS = re.compile(r"[0-9]+")
+
+
+class NotWhole(ValueError):
+    """What :func:`whole` refuses; ``out_of_range``: the digits were fine, the value was not
+    (the callers say "must be ... got X" then, and "'X' is not a whole number" otherwise)."""
+
+    def __init__(self, text: str, bounds: str, out_of_range: bool) -> None:
+        self.text, self.bounds, self.out_of_range = text, bounds, out_of_range
+        why = f"must be a whole number {bounds}" if out_of_range else "is not a whole number"
+        super().__init__(why)
+
+
+def whole(text: str, low: int, high: int) -> int:
+    """``text`` as a whole number from ``low`` to ``high`` (both >= 0), or :class:`NotWhole`.
+
+    The one parser of every count, rank, index and port that comes from outside (options,
+    environment variables, stored text): ASCII digits, surrounding blanks allowed, nothing
+    else (no sign, no '_', no superscript or other script's digits). The bounds are checked on
+    the digits' length before ``int()`` runs, so a 100,000-digit value costs nothing and no
+    caller builds anything from a number it has not bounded.
+    """
+    assert 0 <= low <= high
+    bounds = f"at least {low:,} and at most {high:,}"
+    digits = text.strip()
+    if not _DIGITS.fullmatch(digits.removeprefix("-")):
+        raise NotWhole(text, bounds, out_of_range=False)
+    if digits.startswith("-"):  # a whole number, below every range here
+        raise NotWhole(text, bounds, out_of_range=True)
+    significant = digits.lstrip("0") or "0"
+    if len(significant) > len(str(high)) or not low <= int(significant) <= high:
+        raise NotWhole(text, bounds, out_of_range=True)
+    return int(significant)
 
 
 class Range:
@@ -87,12 +124,11 @@ class IntRange(Range):
 
     def __call__(self, text: str) -> int:
         try:
-            value = int(text)
-        except ValueError:  # also 'inf', '1e3' and numbers of more than 4300 digits
+            return whole(text, self.low, self.high)
+        except NotWhole as exc:  # also 'inf', '1e3', '²', '1_000' and 300-digit numbers
+            if exc.out_of_range:
+                raise argparse.ArgumentTypeError(f"{exc}, got {text}") from None
             raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-        if not self.low <= value <= self.high:
-            raise argparse.ArgumentTypeError(f"must be a whole number {self.bounds()}, got {text}")
-        return value
 
 
 def float_in(

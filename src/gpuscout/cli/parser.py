@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 from gpuscout import limits
 from gpuscout.errors import UserError
 from gpuscout.limits import MAX_DEVICES
-from gpuscout.ranges import FloatRange, IntRange, Range, float_in, int_in
+from gpuscout.ranges import FloatRange, IntRange, NotWhole, Range, float_in, int_in, whole
 from gpuscout.ranges import finite as _finite
 
 
@@ -84,26 +84,33 @@ class GpuCounts(Range):
         for item in items:
             nodes, _, per = item.rpartition("x")
             try:
-                pair = (int(nodes) if nodes else 1, int(per))
-            except ValueError:
+                machines = whole(nodes, self.machines.low, self.machines.high) if nodes else 1
+            except NotWhole as exc:
+                if not exc.out_of_range:
+                    raise self._not_counts(item) from None
                 raise argparse.ArgumentTypeError(
-                    f"'{item}' is not a GPU count (8) or machines x GPUs (2x8)"
+                    f"machines in '{item}' {exc}, got {nodes.strip()}"
                 ) from None
-            if not self.machines.low <= pair[0] <= self.machines.high:
+            try:
+                gpus = whole(per, self.per_machine.low, self.per_machine.high)
+            except NotWhole as exc:
+                if not exc.out_of_range:
+                    raise self._not_counts(item) from None
+                too_many = per.strip().lstrip("0") and not per.strip().startswith("-")
+                several = " (several machines: MACHINESxGPUS, e.g. 16x8)" if too_many else ""
                 raise argparse.ArgumentTypeError(
-                    f"machines in '{item}' must be a whole number {self.machines.bounds()}, "
-                    f"got {pair[0]}"
-                )
-            if not self.per_machine.low <= pair[1] <= self.per_machine.high:
-                several = " (several machines: MACHINESxGPUS, e.g. 16x8)" if pair[1] > 1 else ""
-                raise argparse.ArgumentTypeError(
-                    f"GPUs in one machine must be a whole number {self.per_machine.bounds()}, "
-                    f"got {pair[1]} in '{item}'{several}"
-                )
-            out.append(pair)
+                    f"GPUs in one machine {exc}, got {per.strip()} in '{item}'{several}"
+                ) from None
+            out.append((machines, gpus))
         if not out:
             raise argparse.ArgumentTypeError("give at least one GPU count, e.g. 1,4,8")
         return out
+
+    @staticmethod
+    def _not_counts(item: str) -> argparse.ArgumentTypeError:
+        return argparse.ArgumentTypeError(
+            f"'{item}' is not a GPU count (8) or machines x GPUs (2x8)"
+        )
 
 
 class HoursRange(Range):
@@ -191,7 +198,7 @@ def cost_option(text: str) -> str:
 
 def devices(text: str) -> str:
     """--devices: a count of devices (in range) or a list of device names."""
-    if text.strip().isdigit():
+    if text.strip().isascii() and text.strip().isdigit():  # a count; names go to the plan
         try:
             DEVICE_COUNT(text.strip())
         except argparse.ArgumentTypeError as exc:

@@ -28,6 +28,8 @@ import sys
 import threading
 import time
 
+from gpuscout.ranges import NotWhole, whole
+
 PARENT_ENV = "GPUSCOUT_DIE_WITH_PID"
 _POLL_S = 1.0
 
@@ -58,5 +60,9 @@ def from_environment() -> None:
     grandparent's pid: each of them gets its own parent's (see ``measure.child``).
     """
     text = os.environ.pop(PARENT_ENV, None)
-    if text and text.isdigit():
-        die_with_parent(int(text))
+    try:  # a pid: ASCII digits ('²' passes isdigit() and then fails int())
+        parent = whole(text, 1, 2**31 - 1) if text else None
+    except NotWhole:
+        parent = None  # not one gpuscout launch wrote: nothing to die with
+    if parent is not None:
+        die_with_parent(parent)

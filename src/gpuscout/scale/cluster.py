@@ -18,6 +18,7 @@ use ``port_base``. Anything malformed is one line naming the variable and its va
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections import Counter
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 
 from gpuscout.errors import UserError
 from gpuscout.limits import check_workers
+from gpuscout.ranges import NotWhole, whole
+from gpuscout.text import is_printable
 
 KINDS = ("auto", "slurm", "skypilot", "tf-config", "manual")
 # auto tries these in this order: TF_CONFIG is the most specific (Ray Train or a Kubernetes
@@ -40,6 +43,9 @@ MIN_PORT = 1024  # below: privileged ports, which a training job should not need
 MAX_PORT = 65535
 # The --task-index range (cli/parser.py TASK_INDEX): ten thousand workers in one run.
 MAX_CLUSTER_WORKERS = 10_000
+# The most a count variable may say before it is compared with the lists it counts: nine digits,
+# as Slurm's own 32-bit counters (a larger value is refused as malformed, not as too many).
+MAX_COUNT = 999_999_999
 SRUN_FIX = "start every task with srun (srun gpuscout bench --cluster slurm ...), which sets them"
 
 
@@ -180,6 +186,21 @@ def _manual(workers: list[str], task_index: int | None) -> Cluster:
 def _slurm(env: Mapping[str, str], base: int, expand: Callable[[str], list[str]]) -> Cluster:
     rank_text = _need(env, "SLURM_PROCID")  # first: unset, this is no task of a job step
     name, text = _first(env, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
+    nt_name, nt_text = _first(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS")
+    ntasks = _whole(nt_name, nt_text, 1)
+    rank = _whole("SLURM_PROCID", rank_text, 0)
+    # Every bound before anything is expanded: each node runs a task at least, so a node list
+    # naming more nodes than one run may have workers is refused from its text alone.
+    if ntasks > MAX_CLUSTER_WORKERS:
+        raise UserError(f"{nt_name}={ntasks}: over the {MAX_CLUSTER_WORKERS:,} workers one run "
+                        "may have.", "run fewer tasks.")  # fmt: skip
+    named = count_nodelist(text)
+    if named is not None and named > MAX_CLUSTER_WORKERS:
+        raise UserError(
+            f"{name} names {named:,} nodes, over the {MAX_CLUSTER_WORKERS:,} workers one run "
+            "may have (counted from its ranges, before any is expanded).",
+            "run on fewer nodes.",
+        )
     try:
         nodes = expand(text)
     except ValueError as exc:
@@ -189,12 +210,6 @@ def _slurm(env: Mapping[str, str], base: int, expand: Callable[[str], list[str]]
         ) from None
     if not nodes:
         raise UserError(f"{name}={text!r} names no node.", SRUN_FIX + ".")
-    nt_name, nt_text = _first(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS")
-    ntasks = _whole(nt_name, nt_text, 1)
-    if ntasks > MAX_CLUSTER_WORKERS:  # before a list of that many is built
-        raise UserError(f"{nt_name}={ntasks}: over the {MAX_CLUSTER_WORKERS:,} workers one run "
-                        "may have.", "run fewer tasks.")  # fmt: skip
-    rank = _whole("SLURM_PROCID", rank_text, 0)
     if rank >= ntasks:
         raise UserError(f"SLURM_PROCID={rank} with {nt_name}={ntasks}.", SRUN_FIX + " together.")
     per_node, tpn = _tasks_per_node(env, len(nodes), ntasks)
@@ -221,17 +236,9 @@ def _slurm(env: Mapping[str, str], base: int, expand: Callable[[str], list[str]]
 
 def _tasks_per_node(env: Mapping[str, str], nodes: int, ntasks: int) -> tuple[list[int], str]:
     """Tasks on each node, and the variable that said so (as shown in errors)."""
-    import hostlist
-
     name, text = _first(env, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", need=False)
     if text:
-        try:
-            counts = [int(c) for c in hostlist.parse_slurm_tasks_per_node(text)]
-        except hostlist.BadHostlist:
-            raise UserError(
-                f"{name}={text!r} is not a Slurm task count list.",
-                "set it as Slurm writes it, e.g. 2(x3),1 (or " + SRUN_FIX + ").",
-            ) from None
+        counts = _task_counts(name, text, nodes)
         return counts, f"{name}={text}"
     if text := env.get("SLURM_NTASKS_PER_NODE", "").strip():
         each = _whole("SLURM_NTASKS_PER_NODE", text, 1)
@@ -243,6 +250,70 @@ def _tasks_per_node(env: Mapping[str, str], nodes: int, ntasks: int) -> tuple[li
         f"on {nodes} nodes.",
         SRUN_FIX + ".",
     )
+
+
+# One item of a Slurm task count list: "2", or "2(x3)" for three nodes of two tasks each.
+_GROUP = re.compile(r"\[([^\[\]]*)\]")  # a bracket group of a node list: [01-04,07]
+_TASK_COUNT = re.compile(r"\s*([0-9]+)\s*(?:\(\s*x\s*([0-9]+)\s*\))?\s*")
+
+
+def _task_counts(name: str, text: str, nodes: int) -> list[int]:
+    """``2(x3),1`` -> [2, 2, 2, 1], as Slurm writes SLURM_TASKS_PER_NODE; each repeat bounded
+    by the ``nodes`` of the node list before it is expanded (``1(x999999999)`` would be a
+    billion-item list), so a list longer than the node list stops at the first node too many
+    (the caller then names the mismatch)."""
+    counts: list[int] = []
+    for item in text.split(","):
+        m = _TASK_COUNT.fullmatch(item)
+        if m is None:
+            raise UserError(
+                f"{name}={text!r} is not a Slurm task count list.",
+                "set it as Slurm writes it, e.g. 2(x3),1 (or " + SRUN_FIX + ").",
+            )
+        each = _whole(name, m.group(1), 1)
+        times = _whole(name, m.group(2), 1) if m.group(2) else 1
+        counts.extend([each] * min(times, nodes + 1 - len(counts)))
+        if len(counts) > nodes:
+            break
+    return counts
+
+
+def count_nodelist(text: str) -> int | None:
+    """How many hosts a Slurm node list names, read from its ranges without expanding any
+    (``n1x[1-99999]`` is 99,999); None where it is not the bracket syntax counted here (the
+    expander then says what is wrong with it)."""
+    total = 0
+    for item in _top_level(text):
+        if "[" in _GROUP.sub("", item) or "]" in _GROUP.sub("", item):
+            return None  # unbalanced or nested brackets
+        names = 1
+        for group in _GROUP.findall(item):
+            size = 0
+            for part in group.split(","):
+                low, dash, high = part.partition("-")
+                try:
+                    first = whole(low, 0, 10**18)
+                    last = whole(high, 0, 10**18) if dash else first
+                except NotWhole:
+                    return None
+                if last < first:
+                    return None
+                size += last - first + 1
+            names *= size
+        total += names
+    return total
+
+
+def _top_level(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets (a node list's hosts and host ranges)."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [item for item in items if item.strip()]
 
 
 def _check_place(env: Mapping[str, str], rank: int, node: int, local: int, host: str) -> None:
@@ -336,10 +407,22 @@ def _tf_config(env: Mapping[str, str]) -> Cluster:
 
 
 def _addresses_ok(items: object) -> bool:
-    return isinstance(items, list) and all(
-        isinstance(a, str) and a.rpartition(":")[0] and a.rpartition(":")[2].isdigit()
-        for a in items
-    )
+    """A list of ``host:port``: a host of visible characters (no blank, no escape sequence)
+    and a port of ASCII digits from 1 to 65535."""
+    return isinstance(items, list) and all(_address_ok(a) for a in items)
+
+
+def _address_ok(address: object) -> bool:
+    if not isinstance(address, str):
+        return False
+    host, _, port = address.rpartition(":")
+    if not host or not is_printable(host) or any(c.isspace() for c in host):
+        return False
+    try:
+        whole(port, 1, MAX_PORT)
+    except NotWhole:
+        return False
+    return port.strip() == port
 
 
 def _addresses(hosts: list[str], base: int) -> tuple[str, ...]:
@@ -390,10 +473,14 @@ def _need(env: Mapping[str, str], name: str) -> str:
 
 
 def _whole(name: str, text: str, least: int) -> int:
-    """``text`` (the value of variable ``name``) as a whole number >= ``least``."""
-    if not text.strip().isdigit() or int(text) < least or len(text.strip()) > 9:
+    """``text`` (the value of variable ``name``) as a whole number from ``least`` to
+    :data:`MAX_COUNT`, by the one strict parser (:func:`gpuscout.ranges.whole`: ASCII digits
+    only, so ``SLURM_PROCID=²`` is refused here rather than end in ``int()``'s traceback)."""
+    try:
+        return whole(text, least, MAX_COUNT)
+    except NotWhole:
         raise UserError(
-            f"{name}={text!r} is not a whole number of at least {least}.",
+            f"{name}={text!r} is not a whole number of at least {least} (ASCII digits 0-9, "
+            f"at most {MAX_COUNT:,}).",
             "set it as the cluster manager does, or pick another --cluster.",
-        )
-    return int(text)
+        ) from None

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from gpuscout.comparison import ratio
 from gpuscout.errors import UserError
 from gpuscout.limits import MAX_DEVICES
+from gpuscout.ranges import NotWhole, whole
 from gpuscout.records import BenchConfig, Distribution, Interval
+from gpuscout.text import is_printable, printable
 
 MIRRORED = "MirroredStrategy"
 MULTI_WORKER = "MultiWorkerMirroredStrategy"
@@ -57,10 +59,14 @@ class Plan:
 def parse_devices(text: str) -> int | tuple[str, ...]:
     """``"2"`` -> 2; ``"GPU:0,GPU:1"`` -> the names, upper-cased; UserError otherwise."""
     text = text.strip()
-    if text.isdigit():
-        if int(text) < 1:
-            raise UserError("--devices 0: no device to train on.", "pass --devices 1 or more.")
-        return int(text)
+    if text.isascii() and text.isdigit():
+        try:
+            return whole(text, 1, MAX_DEVICES)
+        except NotWhole as exc:
+            problem = "no device to train on" if text.strip("0") == "" else f"{exc}"
+            raise UserError(
+                f"--devices {text}: {problem}.", f"pass --devices 1 to {MAX_DEVICES:,}."
+            ) from None
     names = tuple(n.strip().upper() for n in text.split(",") if n.strip())
     bad = [n for n in names if not _device_name(n)]
     if not names or bad:
@@ -91,17 +97,28 @@ def device_index(name: str) -> int:
 
 def _device_name(name: str) -> bool:
     kind, _, index = name.partition(":")
-    return kind in ("CPU", "GPU") and index.isdigit()
+    try:
+        whole(index, 0, 10**9)  # the MAX_DEVICES bound has its own message in parse_devices
+    except NotWhole:
+        return False
+    return kind in ("CPU", "GPU") and index == index.strip()
 
 
 def parse_address(text: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:port`` for IPv6) -> (host, port): the port by the one strict
+    parser (ASCII digits, 1 to 65535), the host visible characters only (no blank, no escape
+    sequence: it is printed and handed to the runtime's resolver)."""
     host, _, port = text.strip().rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+    try:
+        number = whole(port, 1, 65535) if port == port.strip() else 0
+    except NotWhole:
+        number = 0
+    if not host or not number or not is_printable(host) or any(c.isspace() for c in host):
         raise UserError(
-            f"--workers entry '{text}' is not host:port.",
+            f"--workers entry {printable(text)!r} is not host:port.",
             "list every worker as host:port, e.g. --workers 10.0.0.1:12345,10.0.0.2:12345.",
         )
-    return host.strip("[]"), int(port)
+    return host.strip("[]"), number
 
 
 def plan(config: BenchConfig) -> Plan:
@@ -340,8 +357,8 @@ def efficiency(base: Interval, base_n: int, run: Interval, n: int) -> Interval:
 def parse_counts(text: str) -> list[int]:
     """``"1,2,4"`` -> [1, 2, 4] (sorted, distinct); UserError otherwise."""
     try:
-        counts = sorted({int(c) for c in text.split(",") if c.strip()})
-    except ValueError:
+        counts = sorted({whole(c, 1, MAX_DEVICES) for c in text.split(",") if c.strip()})
+    except NotWhole:
         counts = []
     if not counts or counts[0] < 1:
         raise UserError(

@@ -27,6 +27,8 @@ from sqlalchemy import (
     select,
 )
 
+from gpuscout.ranges import NotWhole, whole
+
 metadata = MetaData()
 
 meta = Table(
@@ -163,10 +165,10 @@ def current_version(conn: Connection) -> int:
     value = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
     if value is None:
         return 0
-    text = str(value).strip()
-    if not text.isascii() or not text.isdigit() or len(text) > 9:
-        raise BadVersion(value)
-    return int(text)
+    try:
+        return whole(str(value), 0, 999_999_999)
+    except NotWhole:
+        raise BadVersion(value) from None
 
 
 def other_tables(conn: Connection) -> list[str]:
