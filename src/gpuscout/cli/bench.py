@@ -32,6 +32,7 @@ from gpuscout.cli.parser import (
 )
 from gpuscout.errors import UserError
 from gpuscout.run_settings import LOOPS, PRECISIONS, TF32_HELP
+from gpuscout.text import printable
 from gpuscout.workloads.llm import LORA_RANK as LLM_LORA_RANK
 
 if TYPE_CHECKING:
@@ -326,14 +327,24 @@ def show(result: RunResult, args: argparse.Namespace) -> int:
     else:
         sps = result.samples_per_second
         print(
-            f"run {result.id}: {result.status}" + (f", {sps.median:.4g} samples/s" if sps else "")
+            f"{_which(result)}: {result.status}" + (f", {sps.median:.4g} samples/s" if sps else "")
         )
     if result.status != "ok":
         print(
-            f"gpuscout: run {result.id} failed ({result.status}): {result.message}", file=sys.stderr
+            f"gpuscout: {_which(result)} failed ({result.status}): {printable(result.message)}",
+            file=sys.stderr,
         )
         return 1
     return 0
+
+
+def _which(result: RunResult) -> str:
+    """What a line names: "run 12", or for a worker whose row went to the chief (it stores
+    nothing, so it has no run id: "run None" said nothing) what it did: "worker 1 (stored in
+    the chief's run)"."""
+    if result.id is None and result.distribution is not None and result.distribution.row_sent:
+        return f"worker {result.config.task_index} (stored in the chief's run)"
+    return f"run {result.id}"
 
 
 def _sweep(args: argparse.Namespace, config: BenchConfig, store: Store, progress: Any) -> int:
@@ -357,5 +368,5 @@ def _sweep(args: argparse.Namespace, config: BenchConfig, store: Store, progress
         print_sweep(results, stdout_console())
     failed = [r for r in results if r.status != "ok"]
     for r in failed:
-        print(f"gpuscout: run {r.id} failed ({r.status}): {r.message}", file=sys.stderr)
+        print(f"gpuscout: run {r.id} failed ({r.status}): {printable(r.message)}", file=sys.stderr)
     return 1 if failed else 0

@@ -53,11 +53,12 @@ def resolve_cluster(args: argparse.Namespace, say: bool) -> None:
 
     from gpuscout.limits import usable_cores
     from gpuscout.scale import cluster
+    from gpuscout.text import printable
 
     workers = [w.strip() for w in args.workers.split(",") if w.strip()] if args.workers else None
     found = cluster.resolve(args.cluster, os.environ, args.port_base, workers, args.task_index)
     cluster.check_size(found, psutil.virtual_memory().available, usable_cores())
     args.workers = ",".join(found.workers) or None
     args.task_index = found.rank
-    if say:
-        print(f"cluster: {found.line}", file=sys.stderr)
+    if say:  # the line holds the manager's values (host names, a node list): shown escaped
+        print(f"cluster: {printable(found.line)}", file=sys.stderr)

@@ -314,13 +314,18 @@ def check_port_free(address: str) -> None:
     """UserError when this worker's own port, on this machine, is already taken.
 
     TensorFlow would otherwise fail deep inside its gRPC server start, or wait. Addresses of
-    other machines are not checked: they are the other workers' business.
+    other machines are not checked: they are the other workers' business. The probe binds as
+    the real server will (gRPC, TensorFlow's and JAX's coordinator, sets ``SO_REUSEADDR``): a
+    connection of the previous run still in TIME_WAIT on this port does not stop the server,
+    so it must not stop the check either (two cluster runs back to back on one machine); a
+    socket listening there still does, ``SO_REUSEADDR`` or not.
     """
     host, port = parse_address(address)
     if host not in LOCAL_HOSTS and host != socket.gethostname():
         return
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("" if host == "0.0.0.0" else host, port))
         except OSError as exc:
