@@ -210,6 +210,9 @@ def _slurm(env: Mapping[str, str], base: int, expand: Callable[[str], list[str]]
         ) from None
     if not nodes:
         raise UserError(f"{name}={text!r} names no node.", SRUN_FIX + ".")
+    if bad := next((n for n in nodes if not _host_ok(n)), None):
+        raise UserError(f"{name}={text!r} names the host {bad!r}, which is no host name.",
+                        "set it as Slurm writes it, e.g. host[01-04,07].")  # fmt: skip
     if rank >= ntasks:
         raise UserError(f"SLURM_PROCID={rank} with {nt_name}={ntasks}.", SRUN_FIX + " together.")
     per_node, tpn = _tasks_per_node(env, len(nodes), ntasks)
@@ -332,7 +335,7 @@ def _check_place(env: Mapping[str, str], rank: int, node: int, local: int, host:
 def _skypilot(env: Mapping[str, str], base: int) -> Cluster:
     text = _need(env, "SKYPILOT_NODE_IPS")
     ips = [line.strip() for line in text.splitlines() if line.strip()]
-    if any(" " in ip or "," in ip for ip in ips):
+    if any("," in ip or not _host_ok(ip) for ip in ips):
         raise UserError(
             f"SKYPILOT_NODE_IPS={text!r} is not one IP per line.",
             "set it as SkyPilot does: each node's IP on its own line.",
@@ -416,13 +419,19 @@ def _address_ok(address: object) -> bool:
     if not isinstance(address, str):
         return False
     host, _, port = address.rpartition(":")
-    if not host or not is_printable(host) or any(c.isspace() for c in host):
+    if not _host_ok(host):
         return False
     try:
         whole(port, 1, MAX_PORT)
     except NotWhole:
         return False
     return port.strip() == port
+
+
+def _host_ok(host: str) -> bool:
+    """A host name or address as a manager writes one: visible characters, no blank (an escape
+    sequence or a line break in one would be printed and handed to the runtime's resolver)."""
+    return bool(host) and is_printable(host) and not any(c.isspace() for c in host)
 
 
 def _addresses(hosts: list[str], base: int) -> tuple[str, ...]:
