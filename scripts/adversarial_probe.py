@@ -46,8 +46,10 @@ def probe(case: Case) -> list[str]:
             (tmp / name).write_text(text)
         if case.setup:
             case.setup(tmp)
-        env = {**os.environ, "GPUSCOUT_DB": str(tmp / "runs.sqlite"), "COLUMNS": "200",
-               "CUDA_VISIBLE_DEVICES": ""}  # fmt: skip
+        env = {**os.environ, **case.env, "GPUSCOUT_DB": str(tmp / "runs.sqlite"),
+               "COLUMNS": "200", "CUDA_VISIBLE_DEVICES": ""}  # fmt: skip
+        for name in [n for n, v in case.env.items() if not v]:  # "": unset (Case.env)
+            env.pop(name, None)
         args = [a.replace("{tmp}", str(tmp)) for a in case.args]
         proc = subprocess.run(
             [sys.executable, "-c", CLI, *args], capture_output=True, text=True, env=env,

@@ -26,7 +26,9 @@ class Case:
     """``gpuscout ARGS`` must exit with ``code`` and say ``says`` (on stderr, or stdout if 0).
 
     ``{tmp}`` in an argument is this row's own temporary folder; ``files`` are written there
-    first (name -> text). ``one_line``: the error is exactly one line (refusals).
+    first (name -> text). ``one_line``: the error is exactly one line (refusals). ``env``: the
+    environment variables the row runs with (name -> value; "" unsets one), e.g. what a
+    cluster manager would have set.
     """
 
     args: tuple[str, ...]
@@ -35,6 +37,7 @@ class Case:
     files: dict[str, str] = field(default_factory=dict)
     one_line: bool = True
     setup: Callable[[Path], None] | None = None
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -50,6 +53,11 @@ def run_case(case: Case, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Outcome:
         (tmp / name).write_text(text)
     if case.setup:
         case.setup(tmp)
+    for name, value in case.env.items():
+        if value:
+            monkeypatch.setenv(name, value)
+        else:
+            monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GPUSCOUT_DB", str(tmp / "runs.sqlite"))
     monkeypatch.setenv("COLUMNS", "200")
     args = [a.replace("{tmp}", str(tmp)) for a in case.args]

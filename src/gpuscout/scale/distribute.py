@@ -115,7 +115,7 @@ def parse_address(text: str) -> tuple[str, int]:
         number = 0
     if not host or not number or not is_printable(host) or any(c.isspace() for c in host):
         raise UserError(
-            f"--workers entry {printable(text)!r} is not host:port.",
+            f"--workers entry '{printable(text)}' is not host:port.",
             "list every worker as host:port, e.g. --workers 10.0.0.1:12345,10.0.0.2:12345.",
         )
     return host.strip("[]"), number
