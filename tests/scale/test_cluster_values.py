@@ -21,6 +21,8 @@ import psutil
 import pytest
 
 from gpuscout.errors import UserError
+from gpuscout.measure.lifeline import PARENT_ENV
+from gpuscout.measure.nvml import nvml_indices
 from gpuscout.ranges import NotWhole, int_in, whole
 from gpuscout.scale.cluster import (
     MAX_CLUSTER_WORKERS,
@@ -249,3 +251,28 @@ def test_a_port_something_listens_on_is_still_in_use() -> None:
         port = server.getsockname()[1]
         with pytest.raises(UserError, match=f"port {port} of worker 127.0.0.1:{port} is already"):
             check_port_free(f"127.0.0.1:{port}")
+
+
+# Other readers of outside numbers: the same parser.
+
+
+def test_a_cuda_visible_devices_entry_that_is_not_ascii_digits_watches_every_gpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "²,0")
+    assert nvml_indices("GPU:0") is None  # was int('²'): a ValueError in the monitor
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    assert nvml_indices("GPU:0,GPU:1") == [3, 1]
+
+
+def test_a_launcher_pid_that_is_not_ascii_digits_is_ignored() -> None:
+    """``GPUSCOUT_DIE_WITH_PID=²`` (read by every command first) ended in int()'s traceback."""
+    env = {**os.environ, PARENT_ENV: "²"}
+    done = subprocess.run(
+        [sys.executable, "-c", MAIN, "specs", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

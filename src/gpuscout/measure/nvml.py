@@ -17,6 +17,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from gpuscout.limits import MAX_DEVICES
+from gpuscout.ranges import NotWhole, whole
+
 # Clock-event ("throttle") reasons: NVML's bit values (nvml.h, nvmlClocksEventReason*).
 CLOCK_EVENT_BITS: dict[int, str] = {
     0x1: "idle",
@@ -242,12 +245,15 @@ def nvml_indices(device: str | None) -> list[int] | None:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     order = [v.strip() for v in visible.split(",")] if visible else None
     indices = []
-    for name in names:
-        tf_index = int(name.split(":")[1])
-        if order is None:
-            indices.append(tf_index)
-        elif tf_index < len(order) and order[tf_index].isdigit():
-            indices.append(int(order[tf_index]))
-        else:
-            return None
+    try:  # by the one strict parser: CUDA_VISIBLE_DEVICES=² passed isdigit() and failed int()
+        for name in names:
+            tf_index = whole(name.split(":")[1], 0, MAX_DEVICES - 1)
+            if order is None:
+                indices.append(tf_index)
+            elif tf_index < len(order):
+                indices.append(whole(order[tf_index], 0, MAX_DEVICES - 1))
+            else:
+                return None
+    except NotWhole:  # a UUID (GPU-8f3c...), MIG-..., or no index at all: watch every GPU
+        return None
     return indices
