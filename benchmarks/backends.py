@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpuscout.comparison import compare
-from gpuscout.records import RunResult
+from gpuscout.core.comparison import compare
+from gpuscout.core.records import RunResult
 
 WORKLOADS = {  # workload: extra bench arguments (batch sizes for a 2-core CPU)
     "mlp": ["--batch-size", "256"],

@@ -34,9 +34,9 @@ tf.config.threading.set_inter_op_parallelism_threads(1)
 
 import numpy as np  # noqa: E402
 
+from gpuscout.core.records import BenchConfig, RunResult  # noqa: E402
 from gpuscout.measure import bench  # noqa: E402
 from gpuscout.measure.backends.keras.models import BUILDERS  # noqa: E402
-from gpuscout.records import BenchConfig, RunResult  # noqa: E402
 from gpuscout.workloads import WORKLOADS  # noqa: E402
 
 WORKLOAD_BATCH = {"mlp": 256, "cnn-small": 64}

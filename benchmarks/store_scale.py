@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gpuscout.records import SCHEMA_VERSION
+from gpuscout.core.records import SCHEMA_VERSION
 
 WORKLOADS = ("mlp", "cnn-small", "resnet50", "bert-base", "gpt2-small")
 DEVICES = ("GPU:0", "GPU:1", "CPU:0")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuscout import articles
 from gpuscout.advise.checklist import QUESTIONS
+from gpuscout.core import articles
 from gpuscout.workloads import WORKLOADS
 
 SRC = Path(articles.__file__).parent

@@ -3,18 +3,19 @@
 The rule: gpuscout is a pipeline, catalog → measure → store → predict → price → advise → report,
 and a stage imports only stages to its left. The side stages sit at a place in that order:
 ``diagnose``, ``scale`` and ``publish`` are built on measure and store (after store);
-``audit`` checks claims with predict (beside price). Shared leaf modules (records, units,
-errors, workloads, ...) may be imported by anyone and import no stage. Orchestrators (cli,
-scout, assemble, and the entry points) may import anything. Every import is read with ``ast``,
-function-level ones included (the project imports lazily); imports under ``if TYPE_CHECKING:``
-are left out (they do not run). What breaks the rule on purpose is in ``EXCEPTIONS``, each
-with its reason: any other import against the order fails, so a new one is a decision to write
-down here, not an accident.
+``audit`` checks claims with predict (beside price); ``cloud`` beside advise. The ground floor
+(``core``: records, units, errors, ranges, ...; and ``workloads``) may be imported by anyone
+and imports no stage. Orchestrators (cli, scout, assemble, and the entry points) may import
+anything. Every import is read with ``ast``, function-level ones included (the project imports
+lazily); imports under ``if TYPE_CHECKING:`` are left out (they do not run). What breaks the
+rule on purpose is in ``EXCEPTIONS``, each with its reason: any other import against the order
+fails, so a new one is a decision to write down here, not an accident.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "gpuscout"
@@ -35,11 +36,7 @@ RANK = {
     "report": 7,
 }
 # Imported by anyone; they import only each other (and, for type hints only, a stage).
-SHARED = {
-    "gpuscout", "records", "units", "errors", "workloads", "run_settings", "text", "limits",
-    "ranges", "lazy", "interrupts", "comparison", "articles", "step_ir", "record_base",
-    "device_records",
-}  # fmt: skip
+SHARED = {"gpuscout", "core", "workloads"}
 # May import any stage: they compose the pipeline.
 ORCHESTRATORS = {"cli", "scout", "assemble", "__main__", "keras"}
 
@@ -174,8 +171,33 @@ def test_the_walk_catches_a_planted_violation() -> None:
     fine = "from gpuscout.catalog import load_catalog\nfrom typing import TYPE_CHECKING\n"
     fine += "if TYPE_CHECKING:\n    from gpuscout.report import terminal\n"
     assert violations("gpuscout.predict.roofline", imports("gpuscout.predict.x", fine, False)) == []
-    shared = imports("gpuscout.units", "from gpuscout.store import Store\n", is_package=False)
-    assert violations("gpuscout.units", shared) == ["gpuscout.units imports gpuscout.store"]
+    shared = imports("gpuscout.core.units", "from gpuscout.store import Store\n", is_package=False)
+    assert violations("gpuscout.core.units", shared) == [
+        "gpuscout.core.units imports gpuscout.store"
+    ]
+
+
+ARCHITECTURE = SRC.parents[1] / "docs" / "architecture.md"
+
+
+def test_the_architecture_page_names_the_same_order_and_exceptions() -> None:
+    """docs/architecture.md is what a reader trusts: its order line is this test's ``RANK``
+    (steps left to right, side-by-side stages on one step), it lists exactly these exceptions,
+    and it names every orchestrator and the ground floor's folders."""
+    text = ARCHITECTURE.read_text()
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("catalog → ")]
+    steps = [{s.strip() for s in step.split(",")} for step in line.split("→")]
+    by_rank: dict[int, set[str]] = {}
+    for stage, rank in RANK.items():
+        by_rank.setdefault(rank, set()).add(stage)
+    assert steps == [by_rank[r] for r in sorted(by_rank)], line
+    listed = set(_EXCEPTION_LINE.findall(text))
+    assert listed == set(EXCEPTIONS), "the page and EXCEPTIONS differ"
+    for name in (*ORCHESTRATORS, "core/", "workloads/"):
+        assert name in text, name
+
+
+_EXCEPTION_LINE = re.compile(r"^- `(gpuscout[\w.]*)` → `(gpuscout[\w.]*)`:", re.MULTILINE)
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -7,17 +7,17 @@ and never imports TensorFlow.
 
 from __future__ import annotations
 
-from gpuscout.lazy import lazy_getattr
+from gpuscout.core.lazy import lazy_getattr
 
 _EXPORTS = {
-    "SCHEMA_VERSION": "gpuscout.records",
-    "BenchConfig": "gpuscout.records",
+    "SCHEMA_VERSION": "gpuscout.core.records",
+    "BenchConfig": "gpuscout.core.records",
     "DoctorConfig": "gpuscout.diagnose.records",
-    "GpuscoutError": "gpuscout.errors",
-    "RunResult": "gpuscout.records",
+    "GpuscoutError": "gpuscout.core.errors",
+    "RunResult": "gpuscout.core.records",
     "SoakConfig": "gpuscout.diagnose.records",
     "Store": "gpuscout.store",
-    "UserError": "gpuscout.errors",
+    "UserError": "gpuscout.core.errors",
     "bench": "gpuscout.measure.benchmark",
     "build_report": "gpuscout.report.document",
     "render_html": "gpuscout.report.html",

@@ -20,13 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gpuscout import articles
 from gpuscout.catalog import Catalog
-from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.core import articles
+from gpuscout.core.errors import GpuscoutError, UserError
+from gpuscout.core.records import FIT_PREFIX, RunResult
 from gpuscout.predict.job import MODEL_BATCH, Job, JobSpec, resolve_job
 from gpuscout.predict.session import Session
 from gpuscout.price import Assumptions
-from gpuscout.records import FIT_PREFIX, RunResult
 from gpuscout.report.document import Report, build_report
 from gpuscout.report.ranking import PREDICT_PRECISION, Traced
 from gpuscout.report.summary import Summary

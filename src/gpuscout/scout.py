@@ -18,19 +18,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuscout import articles
 from gpuscout.assemble import JobChoice, choose_job, report_on
 from gpuscout.catalog import Catalog
-from gpuscout.errors import UserError
+from gpuscout.core import articles
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import Backend, BenchConfig, RunResult
+from gpuscout.core.run_settings import TRAINING_PRECISION, Precision
 from gpuscout.predict.job import JobSpec
 from gpuscout.predict.session import Session, session
-from gpuscout.records import Backend, BenchConfig, RunResult
 from gpuscout.report.document import Report
-from gpuscout.run_settings import TRAINING_PRECISION, Precision
 from gpuscout.store import Store
 
 # Article 001's benchmark (ResNet-50) for the ranking, then article 000's seed model (the MLP);
-# see gpuscout.articles. The first is the job priced and advised.
+# see gpuscout.core.articles. The first is the job priced and advised.
 DEFAULT_PLAN = ((articles.BENCHMARK_WORKLOAD, 60.0), ("mlp", 15.0))
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.records import RunResult
+from gpuscout.core.records import RunResult
 from tests.adversarial.table import Case, cases
 from tests.conftest import leftovers, run_cli
 from tests.measure.test_child_group import left_running

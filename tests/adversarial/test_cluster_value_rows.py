@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.text import is_printable
+from gpuscout.core.text import is_printable
 from tests.adversarial.table import Case, cases, run_case
 
 BENCH = ("bench", "--workload", "mlp", "--steps", "5")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.records import Interval, StepTimes, Warmup
+from gpuscout.core.records import Interval, StepTimes, Warmup
 from gpuscout.store import Store
 from tests.adversarial.table import Case, cases, run_case
 from tests.conftest import run_cli

@@ -26,7 +26,7 @@ def _model_and_link(tmp: Path) -> None:
 
 def _fp32_run(tmp: Path) -> None:
     """A stored fp32 run of the MLP (a shipped profile at every precision: nothing traced)."""
-    from gpuscout.records import BenchConfig, Interval, RunResult
+    from gpuscout.core.records import BenchConfig, Interval, RunResult
     from gpuscout.store import Store
 
     run = RunResult(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes
+from gpuscout.core.records import BenchConfig, Interval, RunResult, StepTimes
 from gpuscout.store import Store
 from gpuscout.store.exchange import export_json
 from tests.adversarial.table import Case, cases, run_case

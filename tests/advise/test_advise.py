@@ -11,7 +11,7 @@ from gpuscout.advise import Request, Transformer, advise, memory_fit, quick, tra
 from gpuscout.advise.checklist import parse_answers
 from gpuscout.advise.pareto import front
 from gpuscout.catalog import load_catalog
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict.calibrate import fit_calibration
 from gpuscout.predict.calibration_points import published_points
 from gpuscout.predict.profile import cached

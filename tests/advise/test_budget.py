@@ -9,7 +9,7 @@ import pytest
 from gpuscout.advise import Request, advise
 from gpuscout.advise.recommend import Advice
 from gpuscout.catalog import load_catalog
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict.calibrate import fit_calibration
 from gpuscout.predict.calibration_points import published_points
 from gpuscout.predict.profile import Profile, cached

@@ -14,10 +14,10 @@ from gpuscout.advise.checklist import LORA_7B, MISSED, lora_sentence, quick, rul
 from gpuscout.advise.headline import TRIVIAL_HOURS, headline, no_option, reasons
 from gpuscout.advise.recommend import Advice, Candidate
 from gpuscout.catalog import load_catalog
+from gpuscout.core.units import fmt_hours
 from gpuscout.predict.profile import cached
 from gpuscout.predict.session import session
 from gpuscout.price import Assumptions
-from gpuscout.units import fmt_hours
 from tests.conftest import run_cli
 
 

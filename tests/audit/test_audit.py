@@ -11,7 +11,7 @@ import pytest
 from gpuscout.audit import SpecClaim, SpeedClaim, audit, audit_spec, audit_speed, read_claims
 from gpuscout.audit.flops import FALLBACK, workload_flops
 from gpuscout.catalog import Catalog, load_catalog
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "article_claims.csv"
 

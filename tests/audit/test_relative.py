@@ -20,7 +20,7 @@ from gpuscout.audit.relative import (
     ratio_band,
 )
 from gpuscout.catalog import Catalog, load_catalog
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict import uncertainty
 from gpuscout.predict.out_of_sample import shipped
 from gpuscout.predict.request import PredictRequest, predict_for

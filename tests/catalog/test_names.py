@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gpuscout.catalog import Catalog, load_catalog
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from gpuscout.catalog import Catalog, load_catalog
 from gpuscout.catalog.catalog import data_dir
 from gpuscout.catalog.plausible import FLOP_PER_BYTE, RANGES, WARN_FACTOR
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from tests.conftest import run_cli, run_in_process
 
 

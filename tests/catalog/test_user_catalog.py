@@ -11,7 +11,7 @@ import pytest
 
 from gpuscout.catalog import load_catalog
 from gpuscout.catalog.catalog import data_dir
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 
 def _shipped_row(gpu_id: str) -> dict[str, str]:

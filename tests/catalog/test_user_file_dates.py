@@ -10,7 +10,7 @@ import pytest
 
 from gpuscout.catalog.files import check_dates
 from gpuscout.catalog.models import Price
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 TODAY = dt.date(2026, 12, 6)
 

@@ -13,7 +13,7 @@ import pytest
 
 from gpuscout.catalog import load_catalog
 from gpuscout.catalog.catalog import data_dir
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 PUBLISHED_HEADER = (data_dir() / "published_training.csv").read_text().splitlines()[0]
 PUBLISHED_ROW = "{src},me,keras,,resnet50,,fp32,RTX 4090,rtx-4090,1,64,{tput},images/s,,2026-01-01"

@@ -19,9 +19,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpuscout.errors import UserError
-from gpuscout.limits import MAX_WORKERS, WORKER_BYTES, activation_floor, check_workers
-from gpuscout.records import RunResult
+from gpuscout.core.errors import UserError
+from gpuscout.core.limits import MAX_WORKERS, WORKER_BYTES, activation_floor, check_workers
+from gpuscout.core.records import RunResult
 from tests.conftest import PATIENCE_S, assert_user_errors, leftovers, run_in_process
 
 BARE = Path(__file__).parent.parent / "data" / "bare_builders.py"

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from gpuscout.cloud import time_estimator
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict.job import JobSpec
 from gpuscout.store import Store
 from tests.conftest import run_in_process

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gpuscout.cli.parser import comma_items
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from tests.conftest import assert_user_errors, run_in_process
 
 LLM = ("--params", "7e9", "--layers", "32", "--hidden", "4096", "--heads", "32")

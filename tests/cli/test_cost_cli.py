@@ -54,8 +54,8 @@ def test_bad_input() -> None:
 
 def test_the_articles_cost_table_is_sourced_data() -> None:
     """The table lives in the catalog's data files, every row with its source and date."""
-    from gpuscout.articles import COST_EXAMPLE_GPU_HOURS
     from gpuscout.catalog.articles_cost import articles_cost
+    from gpuscout.core.articles import COST_EXAMPLE_GPU_HOURS
 
     rows = articles_cost()
     assert [(r.gpu_id, r.count) for r in rows] == [

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from gpuscout.catalog import load_catalog
-from gpuscout.records import BenchConfig, Interval, RunResult
+from gpuscout.core.records import BenchConfig, Interval, RunResult
+from gpuscout.core.units import fmt_rate
 from gpuscout.store import Store
-from gpuscout.units import fmt_rate
 from tests.conftest import run_cli, run_in_process
 
 GPUS = ("a100-40gb-sxm", "h100-sxm")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from gpuscout.catalog import load_catalog
+from gpuscout.core.records import BenchConfig, Interval, RunResult
 from gpuscout.predict.job import JobSpec, resolve_job
-from gpuscout.records import BenchConfig, Interval, RunResult
 from gpuscout.store import Store
 from tests.conftest import assert_user_errors, run_cli, run_in_process
 

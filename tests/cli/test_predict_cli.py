@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuscout.records import BenchConfig, Distribution, Interval, RunResult, Scaling
+from gpuscout.core.records import BenchConfig, Distribution, Interval, RunResult, Scaling
 from gpuscout.store import Store
 from tests.conftest import assert_user_errors, run_cli
 

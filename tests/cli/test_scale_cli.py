@@ -23,7 +23,7 @@ import psutil
 import pytest
 from rich.console import Console
 
-from gpuscout.records import RunResult
+from gpuscout.core.records import RunResult
 from gpuscout.report.scaling_table import print_sweep
 from gpuscout.store import Store
 from tests.conftest import (

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from gpuscout.comparison import compare
-from gpuscout.records import BenchConfig, Interval, RunResult
-from gpuscout.run_settings import TF32_OFF, TF32_ON, tf32_prediction_note, tf32_run_note
+from gpuscout.core.comparison import compare
+from gpuscout.core.records import BenchConfig, Interval, RunResult
+from gpuscout.core.run_settings import TF32_OFF, TF32_ON, tf32_prediction_note, tf32_run_note
 from gpuscout.store import Store
 from tests.conftest import run_cli, run_in_process
 

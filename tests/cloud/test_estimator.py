@@ -8,7 +8,7 @@ import json
 import pytest
 
 from gpuscout.cloud import time_estimator
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict.job import JobSpec
 from tests.conftest import run_in_process
 

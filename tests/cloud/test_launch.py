@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gpuscout.cloud.launch import launch, read_tasks
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 
 def _task_file(folder: Path, name: str = "gpuscout-l4-1x1", export: str | None = None,

@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from gpuscout.core.records import BenchConfig
 from gpuscout.measure import runner
 from gpuscout.measure.runner import run_isolated
-from gpuscout.records import BenchConfig
 from tests.conftest import leftovers
 
 MODELS = Path(__file__).parent.parent / "data" / "forking_models.py"

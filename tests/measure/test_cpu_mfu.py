@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gpuscout.core.records import BenchConfig, RunResult
 from gpuscout.measure import peaks
 from gpuscout.measure.protocol import Outcome
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.stats import summarize
-from gpuscout.records import BenchConfig, RunResult
 from gpuscout.report.terminal import flops_rows
 
 

@@ -7,9 +7,9 @@ import socket
 
 import pytest
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import BenchConfig, Interval, RunResult, WorkerRun
 from gpuscout.measure.nvml import nvml_indices
-from gpuscout.records import BenchConfig, Interval, RunResult, WorkerRun
 from gpuscout.scale import distribute
 from gpuscout.scale.launch import combine
 from gpuscout.scale.sweep import sweep_configs

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from gpuscout.core.records import BenchConfig, Energy, RunResult, StepTimes, Warmup
 from gpuscout.measure.energy import NVML_COUNTER, NVML_POWER, integral, step_end
 from gpuscout.measure.monitor import Monitor, attach
 from gpuscout.measure.rapl import AMD_ENERGY, RAPL_PACKAGE, PackageMeter, open_rapl
-from gpuscout.records import BenchConfig, Energy, RunResult, StepTimes, Warmup
 from gpuscout.report.terminal import energy_text, result_table
 from tests.measure.fake_nvml import RECORDING, FakeNvml, NoDriver
 from tests.store.test_store import _result

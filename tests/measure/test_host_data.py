@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.measure import host_data
 from gpuscout.measure.pipelines import Knobs, demo_preprocess
 from gpuscout.measure.synthetic import arrays

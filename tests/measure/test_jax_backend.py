@@ -274,7 +274,7 @@ def test_a_missing_jax_is_one_line_with_the_install_command() -> None:
 
 
 def test_older_runs_read_as_tensorflow() -> None:
-    from gpuscout.records import RunResult
+    from gpuscout.core.records import RunResult
     from tests.report.runs import report_runs
 
     run = report_runs()[0]
@@ -289,8 +289,8 @@ def test_runs_that_differ_only_in_backend_are_ranked_with_a_ratio() -> None:
     """A TensorFlow and a JAX run of the same workload, precision and batch: the backend is the
     question, so they are ranked, with b/a and its interval; XLA and the framework versions go
     with the backend. Two JAX runs with different XLA settings or versions still are not."""
-    from gpuscout.comparison import compare
-    from gpuscout.records import Interval
+    from gpuscout.core.comparison import compare
+    from gpuscout.core.records import Interval
     from tests.report.runs import report_runs
 
     tf_run = next(r for r in report_runs() if r.status == "ok" and r.samples_per_second)

@@ -75,7 +75,7 @@ def test_doctor_on_jax_calls_the_demo_input_bound_and_measures_jax_fixes() -> No
 def test_doctor_on_jax_reads_your_pydataset_and_applies_the_fixes_from_outside() -> None:
     """A keras.utils.PyDataset with no keyword arguments: gpuscout loads its batches in threads
     and caches them itself, and says how in the fix's note; its 64 samples bound the batch
-    search (up to 72: the bisection below 128 is tests/measure/test_diagnose's); no TensorFlow
+    search (up to 72: the bisection below 128 is tests/diagnose/test_diagnose's); no TensorFlow
     in the files."""
     r = run_in_process("doctor", "--backend", "jax", "--model", f"{NUMPY_DATA}:classifier",
                        "--data", f"{NUMPY_DATA}:sequence", "--steps", "4", "--skip",

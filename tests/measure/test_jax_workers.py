@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.records import BenchConfig, RunResult
+from gpuscout.core.records import BenchConfig, RunResult
 from gpuscout.scale import distribute
 from tests.conftest import leftovers, run_cli
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuscout.comparison import compare
+from gpuscout.core.comparison import compare
+from gpuscout.core.records import BenchConfig
 from gpuscout.measure.latency import best, devices_needed, inference_result, point, quantile
-from gpuscout.records import BenchConfig
 from gpuscout.report.latency_table import latency_table
 from tests.store.test_store import _result
 

@@ -14,8 +14,8 @@ import sys
 import numpy as np
 import pytest
 
-from gpuscout.errors import UserError
-from gpuscout.limits import check_fits_host
+from gpuscout.core.errors import UserError
+from gpuscout.core.limits import check_fits_host
 from gpuscout.workloads import WORKLOADS, get_workload, run_shape
 from gpuscout.workloads.llm import (
     LORA_RANK,

@@ -17,7 +17,7 @@ from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.measure.nvml import Nvml, open_nvml
 from tests.conftest import PATIENCE_S
 from tests.measure.fake_nvml import UNKNOWN, FakeNvml, NoDriver
-from tests.measure.test_diagnose import STEADY, _raw
+from tests.diagnose.test_diagnose import STEADY, _raw
 from tests.store.test_store import _result
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from gpuscout.core.records import BenchConfig
 from gpuscout.measure.runner import run_isolated
-from gpuscout.records import BenchConfig
 from tests.conftest import leftovers
 
 DATA = Path(__file__).parent.parent / "data"

@@ -21,10 +21,10 @@ from typing import Any
 import psutil
 import pytest
 
-from gpuscout.errors import caused_by_interrupt
+from gpuscout.core.errors import caused_by_interrupt
+from gpuscout.core.records import BenchConfig, RunResult
 from gpuscout.measure import runner
 from gpuscout.measure.benchmark import INTERRUPTED, NOT_RECORDED, NOT_RESOLVED
-from gpuscout.records import BenchConfig, RunResult
 from gpuscout.store import Store
 from tests.conftest import leftovers
 
@@ -178,7 +178,7 @@ def test_a_signal_a_library_swallowed_before_the_child_still_ends_the_command(
 
 def test_a_signal_swallowed_while_the_child_measures_interrupts_it() -> None:
     """The same, in the parent's progress display: the child is told at its next message."""
-    from gpuscout import interrupts
+    from gpuscout.core import interrupts
 
     def on_progress(_progress: object) -> None:
         if not interrupts.received:
@@ -199,8 +199,8 @@ def test_a_signal_swallowed_while_the_child_measures_interrupts_it() -> None:
 def test_an_interrupted_scout_stops_after_storing_the_run_it_interrupted(tmp_path: Path) -> None:
     """Before, a signal stopped the workload being measured and scout went on to the next
     one; now the signal on record stops it before the next child starts."""
-    from gpuscout import interrupts
     from gpuscout.catalog import load_catalog
+    from gpuscout.core import interrupts
     from gpuscout.scout import ScoutPlan, scout
 
     def on_progress(_progress: object) -> None:
@@ -404,7 +404,7 @@ def test_a_signal_inside_a_held_step_is_raised_when_the_step_ends() -> None:
     """``interrupts.held``: a real SIGTERM in the middle of a step that must not be split
     (launch starting a worker and recording it) is raised after the step, not inside it. An
     unheld SIGTERM still raises at once."""
-    from gpuscout import interrupts
+    from gpuscout.core import interrupts
 
     restore = interrupts.stop_on_signals()
     interrupts.forget()

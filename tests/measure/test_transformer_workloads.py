@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.workloads import GPT2_CONTEXT, WORKLOADS, get_workload
 
 NEW = ("bert-large", "gpt2", "gpt2-medium", "gpt2-large")
@@ -216,7 +216,7 @@ def test_hlo_of_the_train_step_does_the_analytic_flops() -> None:
     assert profile.flops["matmul"] / 4 == pytest.approx(analytic, rel=1e-3)
     assert profile.params == gpt2_params(SMALL)
     # The activation floor that refuses impossible sizes stays below what the step keeps.
-    from gpuscout.limits import activation_floor
+    from gpuscout.core.limits import activation_floor
 
     floor = activation_floor("gpt2", w.resolve(SMALL), 4, "fp32", "train")
     assert profile.saved_activation_bytes / 4 < floor <= profile.saved_activation_bytes
@@ -237,8 +237,8 @@ def test_tensorflow_graph_count_agrees() -> None:
 def test_gpt2_benches_end_to_end() -> None:
     """Through ``bench``: measured, with the analytic FLOPs behind its MFU."""
     pytest.importorskip("tensorflow")
+    from gpuscout.core.records import BenchConfig
     from gpuscout.measure import bench
-    from gpuscout.records import BenchConfig
 
     w = WORKLOADS["gpt2"]
     config = BenchConfig.model_validate(

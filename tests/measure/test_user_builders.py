@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import BenchConfig
 from gpuscout.measure import bench
-from gpuscout.records import BenchConfig
 from tests.conftest import run_cli
 
 pytest.importorskip("tensorflow")

@@ -12,10 +12,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from gpuscout.core.records import WorkerRun
 from gpuscout.measure import worker_rows
 from gpuscout.measure.protocol import Outcome
 from gpuscout.measure.stats import summarize
-from gpuscout.records import WorkerRun
 from gpuscout.scale.launch import with_sent_rows
 
 ENV = {"hostname": "node-7", "tensorflow": "2.21.0", "device": "CPU:0", "cpu_cores": 2}

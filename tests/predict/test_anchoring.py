@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from gpuscout.catalog import load_catalog
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import BenchConfig, Interval, RunResult
 from gpuscout.measure.environment import hash_parts
 from gpuscout.predict.anchoring import step_matches
 from gpuscout.predict.predictor import runs_said
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.session import Session, session
-from gpuscout.records import BenchConfig, Interval, RunResult
 from tests.cli.test_one_prediction import _a100_run
 
 V100 = "Tesla V100-SXM2-32GB"

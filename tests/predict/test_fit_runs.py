@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from gpuscout.catalog import load_catalog
+from gpuscout.core.records import RunResult
 from gpuscout.measure.fit_run import compose_fit_run, fit_rate
 from gpuscout.predict.profile import cached
 from gpuscout.predict.session import session
-from gpuscout.records import RunResult
 from gpuscout.store import Store
 from tests.conftest import run_cli
 

@@ -110,10 +110,10 @@ def test_a_loop_body_counts_once_per_trip(module: str, trips: int) -> None:
     ],
 )
 def test_an_unknown_trip_count_is_counted_once_and_marked(module: str) -> None:
+    from gpuscout.core.step_ir import StepIR
     from gpuscout.predict.hlo import loops_note
     from gpuscout.predict.profile_trace import profile_from_ir
     from gpuscout.report.predict_table import breakdown_table
-    from gpuscout.step_ir import StepIR
 
     cost = step_cost(module)
     assert cost.loop_trips == [None] and cost.flops_lower_bound

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from gpuscout.catalog import Catalog, load_catalog
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict import scaling, uncertainty
 from gpuscout.predict.anchoring import Anchors, Measured
 from gpuscout.predict.calibrate import calibration_for, fit_calibration

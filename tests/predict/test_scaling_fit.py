@@ -10,7 +10,7 @@ import random
 import pytest
 
 from gpuscout.catalog import Catalog, Published, load_catalog
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict import scaling, scaling_fit
 from gpuscout.predict.scaling import Constants, LinkKind
 from gpuscout.predict.scaling_fit import Point

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from gpuscout.catalog import load_catalog
+from gpuscout.core.records import Interval
 from gpuscout.predict.profile import cached
 from gpuscout.predict.scaling import machines_for
 from gpuscout.predict.session import session, stored_runs
-from gpuscout.records import Interval
 from gpuscout.store import Store
 from tests.cli.test_one_prediction import _a100_run
 from tests.report.runs import _run

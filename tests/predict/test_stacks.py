@@ -10,9 +10,9 @@ import pytest
 
 from gpuscout.catalog import load_catalog
 from gpuscout.cli.job_args import STACK_HELP
+from gpuscout.core.run_settings import TRAINING_PRECISION
 from gpuscout.predict.calibrate import calibration_for
 from gpuscout.predict.stacks import default_level, levels, stack_level
-from gpuscout.run_settings import TRAINING_PRECISION
 from tests.conftest import run_cli, run_in_process
 
 

@@ -16,7 +16,7 @@ from gpuscout.catalog.cost_defaults import (
     cost_defaults,
     read_cost_defaults,
 )
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.price import Assumptions
 from gpuscout.price.break_even import HOURS_PER_MONTH, break_even
 from tests.conftest import run_in_process

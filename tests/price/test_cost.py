@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuscout.catalog import load_catalog
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict.profile import cached
 from gpuscout.predict.session import session
 from gpuscout.price import Assumptions, Option, cost_options

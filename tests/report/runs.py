@@ -3,7 +3,7 @@ written by hand so the report's figures (and the golden files) never change."""
 
 from __future__ import annotations
 
-from gpuscout.records import BenchConfig, Distribution, Interval, RunResult, Scaling
+from gpuscout.core.records import BenchConfig, Distribution, Interval, RunResult, Scaling
 from tests.store.test_store import _result
 
 HOSTILE = "<script>alert(1)</script>"

@@ -16,8 +16,8 @@ from rich.console import Console
 
 from gpuscout.advise.recommend import Advice, Candidate
 from gpuscout.catalog import load_catalog
+from gpuscout.core.records import BenchConfig
 from gpuscout.predict.job import JobSpec, resolve_job
-from gpuscout.records import BenchConfig
 from gpuscout.report.charts import cost_chart, ranking_chart
 from gpuscout.report.document import Ranking, RankRow, build_report
 from gpuscout.report.scout_summary import print_answer

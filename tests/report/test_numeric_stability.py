@@ -3,7 +3,7 @@
 The calibration fit (scipy's least squares over BLAS) lands on slightly different numbers on
 different CPUs: a report once printed '50,708,086,774,116 samples' on one machine and
 '...780,726' on another. Every derived quantity is now rendered to three significant figures
-(gpuscout.units), so moving the fit by a part in a billion — more than the CPUs differ by —
+(gpuscout.core.units), so moving the fit by a part in a billion — more than the CPUs differ by —
 must not change one character of the report; and the formatting helpers are pinned here.
 """
 
@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from gpuscout.catalog import load_catalog
+from gpuscout.core.units import fmt_count, fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 from gpuscout.predict import session as prediction
 from gpuscout.predict.calibrate import Calibration, calibration_for
 from gpuscout.predict.job import JobSpec, resolve_job
 from gpuscout.report import document
 from gpuscout.report.markdown import render_markdown
 from gpuscout.store import Store
-from gpuscout.units import fmt_count, fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 from tests.report.runs import report_runs
 
 

@@ -184,9 +184,9 @@ def test_too_few_requests_and_a_missing_batch_are_said_not_shown_as_values(
 ) -> None:
     """An inference run of 100 requests a point cannot show p99.9, nor whether p99 meets the
     target; a ScoutCallback run told no batch size has none. The report says so in words."""
+    from gpuscout.core.records import BenchConfig
     from gpuscout.measure.fit_run import compose_fit_run
     from gpuscout.measure.latency import inference_result
-    from gpuscout.records import BenchConfig
 
     config = BenchConfig(mode="inference", batch_sizes=[1], slo_ms=5.0)
     few = [0.001 + 0.00001 * i for i in range(100)]

@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from gpuscout.records import StepTimes, Warmup
+from gpuscout.core.records import StepTimes, Warmup
 from gpuscout.report.terminal import print_result
 from tests.report.runs import report_runs
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuscout.text import is_printable, printable, printable_lines
+from gpuscout.core.text import is_printable, printable, printable_lines
 
 
 @pytest.mark.parametrize(

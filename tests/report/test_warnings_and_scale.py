@@ -14,8 +14,8 @@ from typing import Literal
 from rich.console import Console
 
 from gpuscout.catalog import load_catalog
+from gpuscout.core.records import Interval, RunResult
 from gpuscout.predict.job import JobSpec, resolve_job
-from gpuscout.records import Interval, RunResult
 from gpuscout.report.document import build_report
 from gpuscout.report.scout_summary import print_summary
 from gpuscout.report.summary import DETAIL_LIMIT

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from gpuscout.errors import UserError
-from gpuscout.limits import MAX_WORKERS, WORKER_BYTES
+from gpuscout.core.errors import UserError
+from gpuscout.core.limits import MAX_WORKERS, WORKER_BYTES
 from gpuscout.scale.cluster import (
     MAX_CLUSTER_WORKERS,
     Cluster,

@@ -25,13 +25,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpuscout import articles
+from gpuscout.core import articles
+from gpuscout.core.records import Distribution, RunResult
+from gpuscout.core.units import fmt_percent, fmt_seconds
 from gpuscout.measure import network
 from gpuscout.predict.scaling import allreduce_seconds
-from gpuscout.records import Distribution, RunResult
 from gpuscout.report.terminal import network_rows
 from gpuscout.store import Store
-from gpuscout.units import fmt_percent, fmt_seconds
 from tests.conftest import leftovers, run_in_process
 
 MAIN = "import sys\nfrom gpuscout.cli import main\nsys.exit(main(sys.argv[1:]))\n"

@@ -20,10 +20,11 @@ import tracemalloc
 import psutil
 import pytest
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.ranges import NotWhole, int_in, whole
+from gpuscout.core.text import is_printable
 from gpuscout.measure.lifeline import PARENT_ENV
 from gpuscout.measure.nvml import nvml_indices
-from gpuscout.ranges import NotWhole, int_in, whole
 from gpuscout.scale.cluster import (
     MAX_CLUSTER_WORKERS,
     count_nodelist,
@@ -31,7 +32,6 @@ from gpuscout.scale.cluster import (
     resolve,
 )
 from gpuscout.scale.distribute import check_port_free, parse_address, parse_devices
-from gpuscout.text import is_printable
 
 SLURM = {
     "SLURM_JOB_NODELIST": "host[01-02]",

@@ -9,9 +9,9 @@ import csv
 import io
 from pathlib import Path
 
+from gpuscout.core.text import csv_text, spreadsheet_safe
 from gpuscout.store import Store
 from gpuscout.store.exchange import export_csv
-from gpuscout.text import csv_text, spreadsheet_safe
 from tests.conftest import run_cli
 from tests.store.test_store import _result
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.comparison import compare
-from gpuscout.errors import UserError
-from gpuscout.records import Distribution, Interval, RunResult
+from gpuscout.core.comparison import compare
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import Distribution, Interval, RunResult
 from gpuscout.store import Store
 from gpuscout.store.exchange import export_csv, export_json, read_runs
 from tests.conftest import assert_user_errors, run_cli

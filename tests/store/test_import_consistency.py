@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.comparison import compare
-from gpuscout.records import Interval, StepTimes
+from gpuscout.core.comparison import compare
+from gpuscout.core.records import Interval, StepTimes
 from gpuscout.store import Store
 from gpuscout.store.consistency import contradiction
 from tests.adversarial.test_store_rows import _run

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from sqlalchemy import make_url, text
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.store import Store, deadline
 from gpuscout.store.engines import postgres_engine, postgres_timeouts, postgres_url, shown_url
 from tests.conftest import run_in_process

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.store import Store, engines
 from gpuscout.store import db as db_module
 from gpuscout.store.exchange import export_json, read_runs
@@ -166,7 +166,7 @@ def test_the_write_probe_is_a_real_write(tmp_path: Path) -> None:
     db.chmod(0o444)
     code = (
         "import sys\nfrom gpuscout.store import db as m, engines\n"
-        "from gpuscout.errors import UserError\n"
+        "from gpuscout.core.errors import UserError\n"
         "engines.writable = lambda path: True\n"
         "try:\n    m.Store(sys.argv[1])\nexcept UserError as e:\n    print(e)\n"
     )

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuscout.errors import UserError
-from gpuscout.records import BenchConfig, Interval, RunResult
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import BenchConfig, Interval, RunResult
 from gpuscout.store import Store, engines, schema
 from tests.conftest import PATIENCE_S
 

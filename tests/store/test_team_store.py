@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.store import Store, schema
 from tests.conftest import run_cli
 from tests.store.test_store import _result, _writer

@@ -1,4 +1,4 @@
-"""Advice: the articles' quick checklist (gpuscout.articles), memory fit, and a full ranked
+"""Advice: the articles' quick checklist (gpuscout.core.articles), memory fit, and a full ranked
 recommendation.
 Pure functions over the catalog, the predictor and the price model; no TensorFlow unless a
 profile must be traced."""

@@ -1,4 +1,4 @@
-"""The articles' four-question checklist (:mod:`gpuscout.articles`), exactly, and what it
+"""The articles' four-question checklist (:mod:`gpuscout.core.articles`), exactly, and what it
 leaves out.
 
 Three or more "yes" -> a data-center GPU (A100/H100 class); otherwise an RTX 4090. The rule is
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
-from gpuscout import articles
 from gpuscout.advise.memory import Transformer, memory_fit
-from gpuscout.errors import UserError
-from gpuscout.units import fmt_hours, fmt_usd
+from gpuscout.core import articles
+from gpuscout.core.errors import UserError
+from gpuscout.core.units import fmt_hours, fmt_usd
 
 QUESTIONS = articles.CHECKLIST_QUESTIONS
 # The articles' LoRA claim (article 002: "LoRA fine-tuning of a 7B model fits a 24 GB card"),
@@ -99,7 +99,7 @@ def quick(answers: list[bool]) -> QuickAnswer:
         yes_count=yes,
         recommendation=recommendation,
         rule=f"{enough} or more 'yes' -> {articles.CHECKLIST_DATACENTER}, otherwise "
-        f"{articles.CHECKLIST_DEFAULT} (articles 000 and 002, see gpuscout.articles)",
+        f"{articles.CHECKLIST_DEFAULT} (articles 000 and 002, see gpuscout.core.articles)",
         missed=list(MISSED),
     )
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from gpuscout.advise.recommend import Advice, Candidate, Request
 from gpuscout.advise.ties import limit
+from gpuscout.core.units import fmt_hours, fmt_usd
 from gpuscout.predict.uncertainty import relative_error
-from gpuscout.units import fmt_hours, fmt_usd
 
 # A job this short costs next to nothing anywhere: the choice hardly matters, and saying so is
 # the honest reason (a report once advised renting 8 GPUs for a 958 ms job).

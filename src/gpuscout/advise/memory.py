@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gpuscout.catalog.models import MEMORY_HEADROOM
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict.fit_options import SHARD_COUNTS
 from gpuscout.predict.profile import QLORA_BYTES_PER_WEIGHT
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from gpuscout.advise.candidates import Candidate, Request, dollars
 from gpuscout.catalog import Catalog
 from gpuscout.catalog.models import MEMORY_HEADROOM
+from gpuscout.core.units import fmt_gb
 from gpuscout.predict import scaling
 from gpuscout.predict.fit_options import fit_options
 from gpuscout.predict.profile import Profile
 from gpuscout.price.instances import ASSUMED_RATE, HOST_NOTE, not_sold_new, separate_instances_gbit
-from gpuscout.units import fmt_gb
 
 __all__ = ["budget_note", "fit_notes", "money_notes", "over_budget", "risk_note", "split_note"]
 

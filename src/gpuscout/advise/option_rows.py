@@ -7,10 +7,10 @@ from __future__ import annotations
 from gpuscout.advise.batch import batch_words
 from gpuscout.advise.candidates import Candidate, Request, dollars
 from gpuscout.catalog import Catalog, Gpu
+from gpuscout.core.units import fmt_gb, fmt_hours, fmt_rate, fmt_usd
 from gpuscout.predict.predictor import Prediction
 from gpuscout.price.cost import Assumptions, CostLine, Option, cost_line
 from gpuscout.price.instances import Purchase, Rental
-from gpuscout.units import fmt_gb, fmt_hours, fmt_rate, fmt_usd
 
 __all__ = ["candidate", "explain", "risks"]
 

@@ -33,7 +33,8 @@ from gpuscout.advise.option_rows import candidate, explain, risks
 from gpuscout.advise.pareto import front
 from gpuscout.advise.ties import OBJECTIVE_WORDS, Objective, key, tie_note
 from gpuscout.catalog import Catalog, Gpu
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.units import fmt_count, fmt_gb, fmt_rate
 from gpuscout.predict import scaling
 from gpuscout.predict.batch_hint import BatchHint, larger_batch
 from gpuscout.predict.batch_size import memory_at, memory_profile
@@ -51,14 +52,13 @@ from gpuscout.price.instances import (
     purchase,
     rental_ways,
 )
-from gpuscout.units import fmt_count, fmt_gb, fmt_rate
 
 __all__ = ["PRESETS", "Advice", "Candidate", "Objective", "Request", "advise", "dollars"]
 # the (GPU, batch per GPU) pairs of the first ranked options a larger batch is looked for on:
 # the rows a user reads (--top, 5 by default) and then some, not all of a catalog's options
 HINTED = 12
 PRESETS: dict[str, dict[str, Any]] = {
-    # The user segments of article 001 (gpuscout.articles), as constraints and an objective.
+    # The user segments of article 001 (gpuscout.core.articles), as constraints and an objective.
     "individual": {"objective": "cheapest", "owned": True, "require": set()},
     "sme": {"objective": "cheapest", "owned": False, "require": set()},
     "large-model": {"objective": "fastest", "owned": False, "require": {"nvlink", "ecc"}},

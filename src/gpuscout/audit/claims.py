@@ -14,8 +14,8 @@ from pathlib import Path
 
 from gpuscout.audit.spec import SpecClaim, parse_spec
 from gpuscout.audit.speed import SpeedClaim
-from gpuscout.errors import UserError, did_you_mean
-from gpuscout.run_settings import PRECISIONS
+from gpuscout.core.errors import UserError, did_you_mean
+from gpuscout.core.run_settings import PRECISIONS
 
 Claim = SpeedClaim | SpecClaim
 COLUMNS = (
@@ -117,8 +117,8 @@ _RANGES = {
 def _num(where: str, cells: dict[str, str], column: str) -> float | None:
     import argparse
 
-    from gpuscout import limits
-    from gpuscout.ranges import IntRange
+    from gpuscout.core import limits
+    from gpuscout.core.ranges import IntRange
 
     text = cells.get(column, "")
     if not text:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpuscout.catalog import Catalog, Gpu
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 if TYPE_CHECKING:
     from gpuscout.predict.profile import Profile
@@ -244,7 +244,7 @@ def _profile(
 ) -> Profile:
     """The step's shipped or cached profile: ``audit`` never traces (that needs TensorFlow),
     and refuses, as ``predict`` does, a step no catalog GPU could hold."""
-    from gpuscout.limits import check_fits_a_gpu
+    from gpuscout.core.limits import check_fits_a_gpu
     from gpuscout.predict.profile import cached
 
     check_fits_a_gpu(workload, dims, batch, precision, "train", catalog)
@@ -271,7 +271,7 @@ def _judge(
 ) -> Judged:
     """One setting: both GPUs predicted by the session, the ratio, its range and the notes
     (the predictor's, less those about several GPUs and ranking, which say nothing here)."""
-    from gpuscout.run_settings import tf32_prediction_note
+    from gpuscout.core.run_settings import tf32_prediction_note
 
     out = Judged(setting.name, setting.meaning, setting.precision, setting.tf32, "skipped")
     if setting.precision.startswith("mixed"):  # as predict refuses to: not a choice anyone makes

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from gpuscout.audit.gpus import claim_gpus
 from gpuscout.audit.verdict import ClaimVerdict
 from gpuscout.catalog import FEATURES, Catalog, Gpu
-from gpuscout.errors import UserError, did_you_mean
+from gpuscout.core.errors import UserError, did_you_mean
 
 TOLERANCE = 0.03  # datasheets round; 3 % separates rounding from a different figure
 

@@ -21,7 +21,7 @@ from gpuscout.audit.gpus import claim_gpus
 from gpuscout.audit.published import best_mfu, best_on_gpu
 from gpuscout.audit.verdict import ClaimVerdict
 from gpuscout.catalog import Catalog, Gpu, peak_tflops
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 # A claim this many times the best per-GPU result published for the same GPU and workload (any
 # precision, when the claim states none) is at least implausible. Why 2x: published results

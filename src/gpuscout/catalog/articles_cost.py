@@ -1,4 +1,4 @@
-"""The articles' cost table (article 001, see :mod:`gpuscout.articles`) as shipped data.
+"""The articles' cost table (article 001, see :mod:`gpuscout.core.articles`) as shipped data.
 
 Each row is one option of the table: its price per hour for the whole option, the speed and
 scaling the article itself gives elsewhere, and the hours and total it claims. ``gpuscout

@@ -24,7 +24,7 @@ from gpuscout.catalog.models import Busbw, Gpu, Price, Published
 from gpuscout.catalog.names import Resolved, Resolver
 from gpuscout.catalog.plausible import check_gpu, check_price, differences
 from gpuscout.catalog.skypilot import read_skypilot
-from gpuscout.errors import UserError, did_you_mean
+from gpuscout.core.errors import UserError, did_you_mean
 
 DATA_VERSION = "v1"
 ENV_VAR = "GPUSCOUT_CATALOG"

@@ -22,7 +22,7 @@ from pydantic import Field, ValidationError
 
 from gpuscout.catalog.catalog import data_dir
 from gpuscout.catalog.models import Text, _Row
-from gpuscout.errors import UserError, did_you_mean
+from gpuscout.core.errors import UserError, did_you_mean
 
 FILE = "cost_defaults.csv"
 # The names the arithmetic reads (``price.cost.Assumptions``' fields), and the reference

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from gpuscout.catalog.models import Busbw, Gpu, Price, Published
 from gpuscout.catalog.plausible import PRICE_RANGES, RANGES
-from gpuscout.errors import UserError, did_you_mean
+from gpuscout.core.errors import UserError, did_you_mean
 
 FileKind = Literal["gpus", "prices", "published", "busbw", "skypilot"]
 MODELS: dict[str, type[BaseModel]] = {

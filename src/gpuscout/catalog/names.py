@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpuscout.catalog.models import Gpu
-from gpuscout.errors import UserError, closest
+from gpuscout.core.errors import UserError, closest
 
 _NOISE = frozenset({"nvidia", "geforce", "tesla", "gpu", "card"})
 # What of a form factor names the part ("SXM4", "PCIe"): its other words ("Superchip (NVLink-C2C

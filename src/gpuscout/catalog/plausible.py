@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuscout.catalog.models import TENSOR_RATES, Gpu, Price
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 # A user's row this many times above or below the shipped row of the same GPU, on any number, is
 # worth a warning: a datasheet figure and a measured or overclocked one differ by tens of

@@ -25,7 +25,7 @@ from gpuscout.catalog.files import CLOCK_SKEW, Table
 from gpuscout.catalog.models import Price
 from gpuscout.catalog.names import Resolver
 from gpuscout.catalog.plausible import check_price
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 SKYPILOT_NAMES: dict[str, str] = {
     "A100": "a100-40gb-sxm",

@@ -11,7 +11,7 @@ from typing import Any
 from gpuscout.catalog.catalog import DATA_VERSION, Catalog
 from gpuscout.catalog.models import FEATURES, Gpu
 from gpuscout.catalog.rates import ridge_points, training_tflops
-from gpuscout.errors import UserError, did_you_mean
+from gpuscout.core.errors import UserError, did_you_mean
 
 SCHEMA_VERSION = 1
 DENSE_NOTE = (

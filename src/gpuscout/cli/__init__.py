@@ -13,7 +13,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gpuscout import interrupts
 from gpuscout.cli import advise as advise_cmd
 from gpuscout.cli import audit as audit_cmd
 from gpuscout.cli import bench as bench_cmd
@@ -29,7 +28,8 @@ from gpuscout.cli import scout as scout_cmd
 from gpuscout.cli import soak as soak_cmd
 from gpuscout.cli import specs as specs_cmd
 from gpuscout.cli.parser import OneLineParser
-from gpuscout.errors import GpuscoutError, UserError, caused_by_interrupt
+from gpuscout.core import interrupts
+from gpuscout.core.errors import GpuscoutError, UserError, caused_by_interrupt
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,12 +123,12 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         return _output_lost(exc)
     except UserError as exc:  # its text may quote a stored name or a path: shown escaped
-        from gpuscout.text import printable
+        from gpuscout.core.text import printable
 
         print(f"gpuscout: error: {printable(exc.one_line())}", file=sys.stderr)
         return exc.exit_code
     except GpuscoutError as exc:
-        from gpuscout.text import printable
+        from gpuscout.core.text import printable
 
         print(f"gpuscout: error: {printable(exc)}", file=sys.stderr)
         return 1

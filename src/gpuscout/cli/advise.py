@@ -19,8 +19,8 @@ from gpuscout.cli.parser import (
     TOP,
 )
 from gpuscout.cli.specs import add_catalog_arg
-from gpuscout.errors import UserError
-from gpuscout.run_settings import PRECISIONS
+from gpuscout.core.errors import UserError
+from gpuscout.core.run_settings import PRECISIONS
 from gpuscout.workloads import WORKLOADS
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
         "advise",
         help="which GPU: the articles' checklist, or a full recommendation",
         description="Which GPU to train a job on. --quick: the four yes/no questions of the "
-        "articles this tool started from (gpuscout.articles). Otherwise a recommendation: "
+        "articles this tool started from (gpuscout.core.articles). Otherwise a recommendation: "
         "every catalog GPU and GPU count predicted for the job (a built-in workload or your "
         "own model), priced for rent or purchase, filtered by deadline and budget, ranked.",
         epilog="e.g. gpuscout advise --model my_model.py:build --samples 1200000 --epochs 50 "
@@ -50,7 +50,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="the four-question checklist of articles 000 and 002 (gpuscout.articles)",
+        help="the four-question checklist of articles 000 and 002 (gpuscout.core.articles)",
     )
     p.add_argument(
         "--answers",
@@ -243,7 +243,7 @@ def run_memory(args: argparse.Namespace) -> int:
     gpus = list(picked.values()) if names and "all" not in names else list(catalog.gpus.values())
     _check_memory_pairs(args)
     if args.workload:
-        from gpuscout.limits import check_fits_a_gpu
+        from gpuscout.core.limits import check_fits_a_gpu
         from gpuscout.predict.predictor import memory_parts
         from gpuscout.predict.profile_trace import get_profile
         from gpuscout.workloads import get_workload, run_shape

@@ -17,8 +17,8 @@ from gpuscout.cli.parser import (
     SEQ_LEN,
 )
 from gpuscout.cli.specs import add_catalog_arg
-from gpuscout.errors import UserError
-from gpuscout.run_settings import PRECISIONS
+from gpuscout.core.errors import UserError
+from gpuscout.core.run_settings import PRECISIONS
 
 DESCRIPTION = (
     "Check a published claim. A speed claim (--gpu, --workload, --epoch-seconds or "

@@ -30,13 +30,13 @@ from gpuscout.cli.parser import (
     model_spec,
     precision_help,
 )
-from gpuscout.errors import UserError
-from gpuscout.run_settings import LOOPS, PRECISIONS, TF32_HELP
-from gpuscout.text import printable
+from gpuscout.core.errors import UserError
+from gpuscout.core.run_settings import LOOPS, PRECISIONS, TF32_HELP
+from gpuscout.core.text import printable
 from gpuscout.workloads.llm import LORA_RANK as LLM_LORA_RANK
 
 if TYPE_CHECKING:
-    from gpuscout.records import BenchConfig, RunResult
+    from gpuscout.core.records import BenchConfig, RunResult
     from gpuscout.store import Store
 
 DEFAULT_SECONDS = 60.0
@@ -240,7 +240,7 @@ def noted(result: RunResult, note: str | None) -> RunResult:
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
-    from gpuscout.records import BenchConfig
+    from gpuscout.core.records import BenchConfig
 
     if args.mode == "inference" and args.scaling:
         raise UserError("--mode inference does not take --scaling.", "drop --scaling.")

@@ -12,8 +12,8 @@ from gpuscout.cli.job_args import add_job_size, add_job_source, add_stack_option
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import comma_items
 from gpuscout.cli.specs import add_catalog_arg
-from gpuscout.errors import UserError
-from gpuscout.ranges import float_in, int_in
+from gpuscout.core.errors import UserError
+from gpuscout.core.ranges import float_in, int_in
 from gpuscout.workloads import WORKLOADS
 
 if TYPE_CHECKING:
@@ -298,7 +298,7 @@ def _money(c: Candidate, seconds: float) -> str:
 
 def _summary(c: Candidate, bench: Bench, path: Path | None) -> str:
     from gpuscout.cloud.names import overheads
-    from gpuscout.units import fmt_seconds
+    from gpuscout.core.units import fmt_seconds
 
     o, r = overheads(), c.rental
     price = (f" at {r.provider} ${r.usd_per_hour:g}/h a node ({r.how}; price {c.price_date})"
@@ -410,7 +410,7 @@ def run_estimator(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
-    from gpuscout.units import fmt_seconds
+    from gpuscout.core.units import fmt_seconds
 
     print(f"{est.job.label}, on {args.nodes} node(s) x {args.count} GPU(s):")
     for r in rows:

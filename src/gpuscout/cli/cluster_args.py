@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from gpuscout.ranges import int_in
+from gpuscout.core.ranges import int_in
 from gpuscout.scale.cluster import DEFAULT_PORT_BASE, KINDS, MAX_PORT, MIN_PORT
 
 PORT_BASE = int_in(MIN_PORT, MAX_PORT)  # no privileged port (below 1024)
@@ -40,7 +40,7 @@ def resolve_cluster(args: argparse.Namespace, say: bool) -> None:
     """Replace ``args.cluster`` by the ``args.workers``/``args.task_index`` it resolves to;
     print what was read on stderr when ``say``. UserError for a malformed environment, a
     contradiction, or more workers than this host can take."""
-    from gpuscout.errors import UserError
+    from gpuscout.core.errors import UserError
 
     if args.cluster is None:
         if args.port_base is not None:
@@ -51,9 +51,9 @@ def resolve_cluster(args: argparse.Namespace, say: bool) -> None:
         return
     import psutil
 
-    from gpuscout.limits import usable_cores
+    from gpuscout.core.limits import usable_cores
+    from gpuscout.core.text import printable
     from gpuscout.scale import cluster
-    from gpuscout.text import printable
 
     workers = [w.strip() for w in args.workers.split(",") if w.strip()] if args.workers else None
     found = cluster.resolve(args.cluster, os.environ, args.port_base, workers, args.task_index)

@@ -6,7 +6,6 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from gpuscout.articles import COST_EXAMPLE_GPU_HOURS, REFERENCE_GPU
 from gpuscout.cli.job_args import (
     JOB_OPTIONS,
     add_job_size,
@@ -32,7 +31,8 @@ from gpuscout.cli.parser import (
     cost_option,
 )
 from gpuscout.cli.specs import add_catalog_arg
-from gpuscout.errors import UserError
+from gpuscout.core.articles import COST_EXAMPLE_GPU_HOURS, REFERENCE_GPU
+from gpuscout.core.errors import UserError
 from gpuscout.workloads import WORKLOADS
 
 DEFAULT_OPTIONS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"
@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--example", choices=("articles",),
-        help="the cost table of article 001 (see gpuscout.articles), with its own speed and "
+        help="the cost table of article 001 (see gpuscout.core.articles), with its own speed and "
         "scaling figures",
     )  # fmt: skip
     job = p.add_argument_group(
@@ -260,9 +260,10 @@ def _job(args: argparse.Namespace, spec: Any, model: Any, reference: Any) -> Any
 
 
 def run_cost(args: argparse.Namespace) -> int:
-    from gpuscout.articles import BY_KEY
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.job_args import job_spec, prediction_session
+    from gpuscout.core.articles import BY_KEY
+    from gpuscout.core.units import fmt_hours, fmt_usd
     from gpuscout.price import cost_all
     from gpuscout.price.options import (
         build_options,
@@ -270,7 +271,6 @@ def run_cost(args: argparse.Namespace) -> int:
         parse_pairs,
         scaling_assumption,
     )
-    from gpuscout.units import fmt_hours, fmt_usd
 
     check_pairs(args)
     catalog = load_catalog(args.catalog)

@@ -17,7 +17,7 @@ from gpuscout.cli.parser import (
     model_spec,
     precision_help,
 )
-from gpuscout.run_settings import PRECISIONS
+from gpuscout.core.run_settings import PRECISIONS
 from gpuscout.workloads import WORKLOADS
 
 

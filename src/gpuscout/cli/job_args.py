@@ -26,8 +26,8 @@ from gpuscout.cli.parser import (
     comma_items,
     model_spec,
 )
-from gpuscout.errors import UserError
-from gpuscout.run_settings import PRECISIONS
+from gpuscout.core.errors import UserError
+from gpuscout.core.run_settings import PRECISIONS
 from gpuscout.workloads.llm import LORA_RANK as LLM_LORA_RANK
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ from typing import Any
 
 from gpuscout.cli.bench import add_note_arg
 from gpuscout.cli.parser import WORKERS
-from gpuscout.errors import UserError
-from gpuscout.limits import (
+from gpuscout.core.errors import UserError
+from gpuscout.core.limits import (
     MAX_WORKERS,
     WORKER_BYTES,
     WORKERS_PER_CORE,

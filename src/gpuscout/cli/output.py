@@ -55,7 +55,7 @@ def write_text(text: str) -> None:
     byte for byte; escaped (line feeds kept) when stdout is a terminal, where a person reads
     it and an ESC in a cell would be obeyed, not shown."""
     if sys.stdout.isatty():
-        from gpuscout.text import printable_lines
+        from gpuscout.core.text import printable_lines
 
         text = printable_lines(text)
     sys.stdout.write(text)

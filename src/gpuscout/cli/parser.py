@@ -8,11 +8,11 @@ import re
 import sys
 from typing import Any, NoReturn
 
-from gpuscout import limits
-from gpuscout.errors import UserError
-from gpuscout.limits import MAX_DEVICES
-from gpuscout.ranges import FloatRange, IntRange, NotWhole, Range, float_in, int_in, whole
-from gpuscout.ranges import finite as _finite
+from gpuscout.core import limits
+from gpuscout.core.errors import UserError
+from gpuscout.core.limits import MAX_DEVICES
+from gpuscout.core.ranges import FloatRange, IntRange, NotWhole, Range, float_in, int_in, whole
+from gpuscout.core.ranges import finite as _finite
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -322,7 +322,7 @@ def positive_float(text: str) -> float:
 
 def add_backend_option(group: Any, what: str) -> None:
     """``--backend tensorflow|jax``, the same on every command that measures."""
-    from gpuscout.records import BACKENDS
+    from gpuscout.core.records import BACKENDS
 
     group.add_argument(
         "--backend",

@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 
 def check_output_file(path: Path, flag: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gpuscout.articles import REFERENCE_GPU
 from gpuscout.cli.job_args import add_stack_option
 from gpuscout.cli.output import print_json
 from gpuscout.cli.parser import (
@@ -22,8 +21,9 @@ from gpuscout.cli.parser import (
     precision_help,
 )
 from gpuscout.cli.specs import add_catalog_arg
-from gpuscout.errors import UserError
-from gpuscout.run_settings import PRECISIONS, TF32_HELP, TRAINING_PRECISION
+from gpuscout.core.articles import REFERENCE_GPU
+from gpuscout.core.errors import UserError
+from gpuscout.core.run_settings import PRECISIONS, TF32_HELP, TRAINING_PRECISION
 from gpuscout.workloads.llm import LORA_RANK as LLM_LORA_RANK
 
 DEFAULT_GPUS = "rtx-3090,rtx-4090,a100-40gb-sxm,a100-80gb-sxm,h100-sxm"

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuscout import articles
 from gpuscout.cli.job_args import (
     add_advice_options,
     add_job_size,
@@ -20,7 +19,8 @@ from gpuscout.cli.job_args import (
 )
 from gpuscout.cli.runs import parse_ids
 from gpuscout.cli.specs import add_catalog_arg
-from gpuscout.errors import UserError
+from gpuscout.core import articles
+from gpuscout.core.errors import UserError
 
 if TYPE_CHECKING:
     from gpuscout.report.summary import Summary
@@ -160,7 +160,7 @@ def run_report(args: argparse.Namespace) -> int:
     from gpuscout.assemble import JobChoice, choose_job, report_on
     from gpuscout.catalog import load_catalog
     from gpuscout.cli.paths import check_output_files
-    from gpuscout.text import printable
+    from gpuscout.core.text import printable
 
     # before reading the runs; never the results database itself, nor a file the report reads
     check_job_options(args, [(args.html, "--html"), (args.md, "--md")])

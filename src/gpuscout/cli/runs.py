@@ -11,8 +11,8 @@ from typing import Any
 
 from gpuscout.cli.output import print_json, write_text
 from gpuscout.cli.parser import RUN_ID, RUN_IDS
-from gpuscout.errors import UserError
-from gpuscout.ranges import int_in
+from gpuscout.core.errors import UserError
+from gpuscout.core.ranges import int_in
 
 # Rows ``runs list`` shows unless told: a team store holds thousands, and a table of thousands
 # is neither read nor quick (rendering 10,000 rows took 9 s). --json lists all by default.
@@ -261,7 +261,7 @@ def _close_unfilled(store: Any, count: int) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from gpuscout.comparison import compare
+    from gpuscout.core.comparison import compare
     from gpuscout.store import Store
 
     with Store(args.db, readonly=True) as store:

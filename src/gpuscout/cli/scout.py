@@ -11,7 +11,7 @@ from gpuscout.cli.bench import add_note_arg, add_publish_args
 from gpuscout.cli.parser import MEASURE_PLAN, SECONDS, add_backend_option
 from gpuscout.cli.report import add_job_args
 from gpuscout.cli.specs import add_catalog_arg
-from gpuscout.records import BenchConfig
+from gpuscout.core.records import BenchConfig
 from gpuscout.workloads.llm import LLAMA_NAMES
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def run_scout(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)
     spec = job_spec(args, args.backend)
     if args.seconds is not None and spec.model is None:
-        from gpuscout.errors import UserError
+        from gpuscout.core.errors import UserError
 
         raise UserError(
             "--seconds is how long to measure your model: it needs --model.",
@@ -131,7 +131,7 @@ def run_scout(args: argparse.Namespace) -> int:
         print(f"report: {path.resolve()}")
     failed = [r for r in result.runs if r.status != "ok"]
     for r in failed:
-        from gpuscout.text import printable
+        from gpuscout.core.text import printable
 
         print(f"gpuscout: run {r.id} failed ({r.status}): {printable(r.message)}", file=sys.stderr)
     return 1 if failed else 0

@@ -7,7 +7,7 @@ from typing import Any
 
 from gpuscout.cli.output import print_json, write_text
 from gpuscout.cli.parser import MIN_MEMORY_GB, comma_items
-from gpuscout.text import csv_text
+from gpuscout.core.text import csv_text
 
 CATALOG_HELP = "your own catalog CSV or folder (GPUs, prices, or a SkyPilot catalog); repeatable"
 

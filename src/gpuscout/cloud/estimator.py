@@ -30,7 +30,7 @@ from typing import Any
 
 from gpuscout.catalog import Catalog
 from gpuscout.cloud.names import catalog_id
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict.job import Job, JobSpec, resolve_job
 from gpuscout.predict.scaling import max_per_machine
 from gpuscout.predict.session import Session

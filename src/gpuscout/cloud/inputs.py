@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 REMOTE_INPUTS = "/tmp/gpuscout-inputs"  # your model and data folders, mounted by SkyPilot
 MAX_FILES = 1000  # more than any model's folder: likely a dataset or a home directory

@@ -26,7 +26,7 @@ from typing import Any
 
 from gpuscout.cloud.plain_names import plain_name
 from gpuscout.cloud.plan import EXPORT_ENV, IDLE_ENV
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 RESULTS = "results"  # DIR/results/<task>.json: what a task leaves, what collect reads
 # SkyPilot's autostop minutes a task may ask for: a negative value cancels autostop (the

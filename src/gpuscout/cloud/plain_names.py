@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 

@@ -5,7 +5,7 @@ free of TensorFlow; the trials themselves run in ``measure/backends/tensorflow``
 
 from __future__ import annotations
 
-from gpuscout.lazy import lazy_getattr
+from gpuscout.core.lazy import lazy_getattr
 
 _EXPORTS = {
     "diagnose": "gpuscout.diagnose.doctor",

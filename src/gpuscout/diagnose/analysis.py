@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from gpuscout.core.units import fmt_seconds
 from gpuscout.diagnose.records import Fix, PipelineAnalysis, Timing, verdict_for
 from gpuscout.measure.protocol import Outcome
 from gpuscout.measure.stats import mean_ci, summarize
-from gpuscout.units import fmt_seconds
 
 
 def timing(label: str, outcome: Outcome, batch: int) -> Timing:

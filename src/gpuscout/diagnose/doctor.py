@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gpuscout.core.errors import GpuscoutError, UserError, did_you_mean
 from gpuscout.diagnose.fixes import FIX_SETS
 from gpuscout.diagnose.records import DoctorConfig, DoctorReport
-from gpuscout.errors import GpuscoutError, UserError, did_you_mean
 from gpuscout.measure.runner import STALL_S, run_child
 from gpuscout.measure.user_spec import parse_function_spec, parse_model_spec
 from gpuscout.workloads import get_workload

@@ -1,6 +1,6 @@
 """The records of a diagnosis (``gpuscout doctor``) and of a soak test.
 
-Pydantic, like :mod:`gpuscout.records`, because they cross a process boundary (the measuring
+Pydantic, like :mod:`gpuscout.core.records`, because they cross a process boundary (the measuring
 child reports them as JSON) and are rendered by ``report`` without TensorFlow. Times are
 seconds, rates samples/s, fractions 0..1.
 """
@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpuscout.records import Backend, BenchConfig, MonitorSummary
-from gpuscout.run_settings import Precision
+from gpuscout.core.records import Backend, BenchConfig, MonitorSummary
+from gpuscout.core.run_settings import Precision
 
 PipelineVerdict = Literal["input-bound (highly)", "input-bound (moderately)", "device-bound"]
 HIGHLY_INPUT_BOUND = 0.20  # of the step time spent waiting for input

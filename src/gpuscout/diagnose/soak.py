@@ -22,6 +22,14 @@ from typing import Any, Literal
 
 import numpy as np
 
+from gpuscout.core.records import (
+    Interval,
+    MonitorSummary,
+    RunResult,
+    StepTimes,
+    Warmup,
+)
+from gpuscout.core.units import fmt_rate, fmt_seconds
 from gpuscout.diagnose.analysis import timing_of
 from gpuscout.diagnose.records import SoakConfig, SoakReport, Timing
 from gpuscout.measure.benchmark import check
@@ -29,14 +37,6 @@ from gpuscout.measure.loss_check import DIVERGED, nonfinite_text
 from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.measure.runner import STALL_S, run_child
 from gpuscout.measure.stats import summarize
-from gpuscout.records import (
-    Interval,
-    MonitorSummary,
-    RunResult,
-    StepTimes,
-    Warmup,
-)
-from gpuscout.units import fmt_rate, fmt_seconds
 
 # The margin on the drift: 3x one window's noise. The drift is the difference of two windows,
 # whose standard error is sqrt(2)x the noise, so this is ~2.1 standard errors (~98 % one-sided).
@@ -65,7 +65,7 @@ def soak(
     monitor = run.monitor.summary() if run.monitor else None
     final = run.final
     if "user_error" in final:
-        from gpuscout.errors import UserError
+        from gpuscout.core.errors import UserError
 
         raise UserError(final["user_error"], final.get("fix"))
     raw = final.get("report") or {

@@ -11,7 +11,7 @@ Names are imported lazily, so importing this package pulls in nothing heavy.
 
 from __future__ import annotations
 
-from gpuscout.lazy import lazy_getattr
+from gpuscout.core.lazy import lazy_getattr
 
 _EXPORTS = {
     "bench": "gpuscout.measure.benchmark",

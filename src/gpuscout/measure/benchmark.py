@@ -3,7 +3,7 @@
 Checks the settings without TensorFlow (so a typo fails fast), then runs the TensorFlow backend
 in this process. Every failure that happens *during* a measurement (out of memory, an error in
 the user's model's steps, Ctrl-C) comes back as a result with ``status`` oom or error, so the
-caller can store it: failures are data. Bad input raises :class:`~gpuscout.errors.UserError`
+caller can store it: failures are data. Bad input raises :class:`~gpuscout.core.errors.UserError`
 instead, since it is not a run; so does a user's model that fails while being built or
 inspected, before the first step (out of memory aside, which is stored as an oom run).
 """
@@ -14,13 +14,13 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from gpuscout.errors import GpuscoutError, UserError
-from gpuscout.limits import check_fits_host, host_is_the_device
+from gpuscout.core.errors import GpuscoutError, UserError
+from gpuscout.core.limits import check_fits_host, host_is_the_device
+from gpuscout.core.records import BenchConfig, RunResult
 from gpuscout.measure.job import Job
 from gpuscout.measure.pipelines import check_demo_batch
 from gpuscout.measure.protocol import Progress
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec, parse_model_spec
-from gpuscout.records import BenchConfig, RunResult
 from gpuscout.scale import distribute
 from gpuscout.workloads import Workload, get_workload
 

@@ -26,14 +26,14 @@ def _quit(signum: int, _frame: object) -> None:
 def _quiet_interrupts(kind: type[BaseException], exc: BaseException, tb: object) -> None:
     """No traceback for a failure an interrupt caused while this module imported: the parent
     reports that run as interrupted. The signal's SystemExit may be wrapped in another exception
-    (see gpuscout.errors.caused_by_interrupt) or lost altogether (NumPy's C import turned one
+    (see gpuscout.core.errors.caused_by_interrupt) or lost altogether (NumPy's C import turned one
     into "ImportError: PyCapsule_Import could not import module datetime", with no cause: found
     by the suite), so an interrupt received counts too. Any other failure prints as usual.
     Defined before the imports it guards, and needing none of them."""
     if _signalled or isinstance(exc, KeyboardInterrupt):
         return
     try:
-        from gpuscout.errors import caused_by_interrupt
+        from gpuscout.core.errors import caused_by_interrupt
 
         quiet = caused_by_interrupt(exc)
     except BaseException:  # an import that fails here too: print the original
@@ -77,11 +77,11 @@ import traceback  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
-from gpuscout.errors import GpuscoutError, UserError, caused_by_interrupt  # noqa: E402
+from gpuscout.core.errors import GpuscoutError, UserError, caused_by_interrupt  # noqa: E402
+from gpuscout.core.records import BenchConfig  # noqa: E402
 from gpuscout.measure.group_guard import start_guard  # noqa: E402
 from gpuscout.measure.lifeline import die_with_parent  # noqa: E402
 from gpuscout.measure.protocol import Progress  # noqa: E402
-from gpuscout.records import BenchConfig  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

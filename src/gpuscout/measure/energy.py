@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from gpuscout.records import DeviceEnergy, Energy, RunResult
-from gpuscout.units import fmt_seconds
+from gpuscout.core.records import DeviceEnergy, Energy, RunResult
+from gpuscout.core.units import fmt_seconds
 from gpuscout.workloads import WORKLOADS
 
 _T = TypeVar("_T")

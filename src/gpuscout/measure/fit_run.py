@@ -24,9 +24,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from gpuscout.measure.result import per_step_rate
-from gpuscout.measure.stats import detect_warmup, outlier_mask, summarize
-from gpuscout.records import (
+from gpuscout.core.records import (
     BACKENDS,
     FIT_PREFIX,
     BenchConfig,
@@ -35,7 +33,9 @@ from gpuscout.records import (
     StepTimes,
     Warmup,
 )
-from gpuscout.run_settings import PRECISIONS, Precision
+from gpuscout.core.run_settings import PRECISIONS, Precision
+from gpuscout.measure.result import per_step_rate
+from gpuscout.measure.stats import detect_warmup, outlier_mask, summarize
 
 _POLICY_NAMES = {"float32": "fp32"}  # Keras policy -> gpuscout precision, where they differ
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.measure.host_batches import Batch, as_numpy, leaves, rebatch, rows, take
 from gpuscout.measure.pipelines import (
     Knobs,

@@ -4,7 +4,7 @@
 named by ``config.backend`` (``measure/backends/tensorflow`` or ``measure/backends/jax``) and
 calls its ``backend.run(job)``, which builds the workload, times its steps through the shared
 :class:`~gpuscout.measure.protocol.Protocol` and returns a composed
-:class:`~gpuscout.records.RunResult` (``measure.result.compose``), or raises.
+:class:`~gpuscout.core.records.RunResult` (``measure.result.compose``), or raises.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gpuscout.core.records import BenchConfig
 from gpuscout.measure.protocol import Progress
 from gpuscout.measure.user_spec import ModelSpec
-from gpuscout.records import BenchConfig
 from gpuscout.workloads import Workload
 
 

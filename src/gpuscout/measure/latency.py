@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from gpuscout.core.records import BenchConfig, Inference, Interval, LatencyPoint, RunResult
 from gpuscout.measure.stats import CONFIDENCE, scipy_stats
-from gpuscout.records import BenchConfig, Inference, Interval, LatencyPoint, RunResult
 
 PERCENTILES = {"p50_s": 0.50, "p90_s": 0.90, "p99_s": 0.99}
 P999 = 0.999

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-from gpuscout.ranges import NotWhole, whole
+from gpuscout.core.ranges import NotWhole, whole
 
 PARENT_ENV = "GPUSCOUT_DIE_WITH_PID"
 _POLL_S = 1.0

@@ -23,12 +23,12 @@ from typing import Any
 
 import psutil
 
+from gpuscout.core.records import Energy, GpuSummary, MonitorSummary, RunResult
 from gpuscout.measure.aggregate import RunningAgg
 from gpuscout.measure.energy import EnergyLog, Watched, run_energy, seq_len
 from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.measure.nvml import Nvml, clock_event_names, nvml_indices, open_nvml
 from gpuscout.measure.rapl import HWMON, POWERCAP, PackageMeter
-from gpuscout.records import Energy, GpuSummary, MonitorSummary, RunResult
 
 DEFAULT_HZ = 10.0
 MAX_SAMPLES = 2400

@@ -1,13 +1,13 @@
 """What the device monitor saw, as warnings that say what to do.
 
-Pure: it reads a run's :class:`~gpuscout.records.MonitorSummary` only, so reports (doctor's
+Pure: it reads a run's :class:`~gpuscout.core.records.MonitorSummary` only, so reports (doctor's
 view, soak's evidence) can word a stored run's monitor without the sampling machinery.
 """
 
 from __future__ import annotations
 
+from gpuscout.core.records import MonitorSummary
 from gpuscout.measure.nvml import THROTTLING
-from gpuscout.records import MonitorSummary
 
 CLOCK_DROP = 0.85  # an SM clock under 85% of the window's mean is a clock drop
 

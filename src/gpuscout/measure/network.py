@@ -55,7 +55,7 @@ def bus_bandwidth(nbytes: int, ranks: int, seconds: float) -> float:
 
 
 def fields(gradient_bytes: int, elements: int, ranks: int, times: list[float]) -> dict[str, Any]:
-    """The :class:`~gpuscout.records.Distribution` fields for all-reduces of ``elements``
+    """The :class:`~gpuscout.core.records.Distribution` fields for all-reduces of ``elements``
     float32 values over ``ranks`` replicas, timed ``times``."""
     nbytes = elements * FLOAT_BYTES
     median = statistics.median(times)

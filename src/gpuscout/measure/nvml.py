@@ -17,8 +17,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from gpuscout.limits import MAX_DEVICES
-from gpuscout.ranges import NotWhole, whole
+from gpuscout.core.limits import MAX_DEVICES
+from gpuscout.core.ranges import NotWhole, whole
 
 # Clock-event ("throttle") reasons: NVML's bit values (nvml.h, nvmlClocksEventReason*).
 CLOCK_EVENT_BITS: dict[int, str] = {

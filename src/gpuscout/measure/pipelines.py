@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.workloads import Dims, Workload
 
 KNOBS = ("prefetch", "parallel", "cache")  # the keyword arguments a --data function may take

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from gpuscout.core.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
 from gpuscout.measure import environment, peaks
 from gpuscout.measure.loss_check import DIVERGED
 from gpuscout.measure.protocol import Outcome
 from gpuscout.measure.stats import TARGET_REL_CI, StepSummary
-from gpuscout.records import BenchConfig, Interval, RunResult, StepTimes, Warmup
 from gpuscout.workloads import Dims, Workload
 
 CV_WARN = 0.07

@@ -20,13 +20,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuscout import interrupts
-from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.core import interrupts
+from gpuscout.core.errors import GpuscoutError, UserError
+from gpuscout.core.records import BenchConfig, MonitorSummary, RunResult
 from gpuscout.measure.benchmark import INTERRUPTED, NOT_RECORDED, NOT_RESOLVED, check, failed
 from gpuscout.measure.monitor import Monitor, attach, start_monitor
 from gpuscout.measure.process_group import EXIT_GRACE_S, end_group, has_exited, kill_group
 from gpuscout.measure.protocol import BUILDING, Progress, StopRule
-from gpuscout.records import BenchConfig, MonitorSummary, RunResult
 from gpuscout.scale import distribute
 
 # No word from the child for this long means it hung: a first XLA compile can take minutes,
@@ -78,7 +78,7 @@ def run_child(
     and the message is returned to be stored.
     ``deadlines``: phase -> (seconds until the child's next word, why it failed if none came),
     for phases that can block for ever (a worker waiting for others that never connect).
-    A signal that was received but swallowed before (see :mod:`gpuscout.interrupts`) stops
+    A signal that was received but swallowed before (see :mod:`gpuscout.core.interrupts`) stops
     this before a child starts, and one swallowed while the child runs interrupts it at its
     next message.
     """

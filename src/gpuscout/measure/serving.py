@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gpuscout.records import BenchConfig
+from gpuscout.core.records import BenchConfig
 
 DEFAULT_BATCH_SIZES = [1, 8, 32]
 WARMUP_CALLS = 5  # per serving path and batch size: tracing, XLA compilation, allocator

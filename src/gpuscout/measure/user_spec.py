@@ -11,7 +11,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 
 @dataclass(frozen=True)

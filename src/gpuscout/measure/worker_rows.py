@@ -5,7 +5,7 @@ so no process can read another's stored run the way ``gpuscout launch`` reads it
 scratch databases. The rows travel in-band instead, through the collectives the run already
 has (no new network channel, no new port to open between nodes): after the timed steps and
 the network figure, every worker all-gathers one fixed-size byte buffer holding its
-:class:`~gpuscout.records.WorkerRun` as JSON. A collective needs the same shape on every
+:class:`~gpuscout.core.records.WorkerRun` as JSON. A collective needs the same shape on every
 rank, hence the fixed size; the length prefix says how much of it is the row.
 
 The buffer is capped (:data:`CAP_BYTES`) because every rank receives every rank's buffer:
@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from gpuscout.core.records import WorkerRun
 from gpuscout.measure.loss_check import DIVERGED
 from gpuscout.measure.protocol import Outcome
-from gpuscout.records import WorkerRun
 
 CAP_BYTES = 64 * 2**10  # 64 KiB a worker (4-byte aligned): an environment is ~1 KiB
 LENGTH_BYTES = 4  # the big-endian length prefix

@@ -28,14 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpuscout.catalog import Catalog, Gpu
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import FIT_PREFIX, RunResult
+from gpuscout.core.run_settings import ran_with_tf32
 from gpuscout.predict.efficiency import Efficiency
 from gpuscout.predict.predictor import runs_said
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.roofline import step_time
 from gpuscout.predict.uncertainty import screen_factor, widest_chip_band
-from gpuscout.records import FIT_PREFIX, RunResult
-from gpuscout.run_settings import ran_with_tf32
 
 
 @dataclass(frozen=True)

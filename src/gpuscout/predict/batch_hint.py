@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 from gpuscout.catalog import Gpu
 from gpuscout.catalog.models import MEMORY_HEADROOM
+from gpuscout.core.units import fmt_gb
 from gpuscout.predict.predictor import Prediction
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session
-from gpuscout.units import fmt_gb
 
 __all__ = ["MUCH_FASTER", "BatchHint", "larger_batch"]
 

@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from gpuscout.step_ir import CAUSAL, FUSED_ATTENTION_BACKWARD, FUSED_ATTENTION_FORWARD
+from gpuscout.core.step_ir import CAUSAL, FUSED_ATTENTION_BACKWARD, FUSED_ATTENTION_FORWARD
 
 BYTES = {
     "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,

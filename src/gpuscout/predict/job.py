@@ -13,10 +13,10 @@ import math
 from dataclasses import dataclass, field
 
 from gpuscout.catalog import Catalog
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import FIT_PREFIX, RunResult
+from gpuscout.core.run_settings import TRAINING_PRECISION
 from gpuscout.predict.profile import Profile
-from gpuscout.records import FIT_PREFIX, RunResult
-from gpuscout.run_settings import TRAINING_PRECISION
 from gpuscout.workloads import run_shape
 
 MODEL_BATCH = 32  # per GPU for your model when none is given (predict --model's default too)
@@ -125,7 +125,7 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
         profile = get_user_profile(model, batch, precision, spec.backend)
         unit = "samples"
     else:
-        from gpuscout.limits import check_fits_a_gpu
+        from gpuscout.core.limits import check_fits_a_gpu
         from gpuscout.predict.profile_trace import get_profile
         from gpuscout.workloads import get_workload
 

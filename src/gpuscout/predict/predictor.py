@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuscout.catalog import Catalog, Gpu, peak_tflops
 from gpuscout.catalog.models import MEMORY_HEADROOM
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict import ranking, scaling
 from gpuscout.predict.calibrate import Calibration
 from gpuscout.predict.efficiency import Efficiency

@@ -40,7 +40,7 @@ def compute(
         step_hlo = tracer(backend).abstract_step_hlo
     else:
         if resolved.get("checkpointing"):
-            from gpuscout.errors import UserError
+            from gpuscout.core.errors import UserError
 
             raise UserError(
                 f"--checkpointing: {workload}'s checkpointed step is traced on JAX, which is "
@@ -49,7 +49,7 @@ def compute(
             )
         import psutil
 
-        from gpuscout.limits import check_fits_host
+        from gpuscout.core.limits import check_fits_host
 
         # Tracing builds the model, weights and optimizer state included, in this memory
         check_fits_host(workload, resolved, precision, psutil.virtual_memory().available,
@@ -90,7 +90,7 @@ def profile_from_ir(
         else "XLA HLO of the model's forward pass (training=False"
         + (", jitted on JAX)" if on_jax else ", stage=hlo)")
     )  # fmt: skip
-    from gpuscout.step_ir import FUSED_ATTENTION_FORWARD
+    from gpuscout.core.step_ir import FUSED_ATTENTION_FORWARD
 
     if FUSED_ATTENTION_FORWARD in ir.hlo:
         method += f"; {FUSED_ATTENTION}"

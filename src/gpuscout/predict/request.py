@@ -9,17 +9,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gpuscout.articles import REFERENCE_GPU
 from gpuscout.catalog import Catalog, Gpu, load_catalog, peak_tflops
 from gpuscout.catalog.cost_defaults import cost_defaults
-from gpuscout.errors import UserError
+from gpuscout.core.articles import REFERENCE_GPU
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import RunResult
+from gpuscout.core.run_settings import TRAINING_PRECISION, tf32_prediction_note
 from gpuscout.predict import scaling
 from gpuscout.predict.job import MODEL_BATCH
 from gpuscout.predict.predictor import Prediction
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session, session
-from gpuscout.records import RunResult
-from gpuscout.run_settings import TRAINING_PRECISION, tf32_prediction_note
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def _precision(req: PredictRequest, run: RunResult | None = None) -> tuple[str, 
 
 
 def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
-    from gpuscout.limits import check_fits_a_gpu
+    from gpuscout.core.limits import check_fits_a_gpu
     from gpuscout.predict.profile_trace import get_profile, get_user_profile
     from gpuscout.workloads import get_workload
     from gpuscout.workloads.llm import checkpointing_dims
@@ -299,7 +299,7 @@ def _inference(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
     precision, said = _precision(req)
     dims = {"seq_len": req.seq_len} if req.seq_len else {}
     if req.workload:  # before tracing: no GPU holds the step's largest activation
-        from gpuscout.limits import check_fits_a_gpu
+        from gpuscout.core.limits import check_fits_a_gpu
         from gpuscout.workloads import get_workload
 
         resolved = get_workload(req.workload).resolve(dims)

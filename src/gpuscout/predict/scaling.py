@@ -38,7 +38,7 @@ from statistics import NormalDist
 from typing import Any, Literal
 
 from gpuscout.catalog import Catalog, Gpu
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 BUCKET_BYTES = 25e6
 PCIE_GB_PER_S_PER_DIRECTION = {3: 16.0, 4: 32.0, 5: 64.0}  # x16 line rate

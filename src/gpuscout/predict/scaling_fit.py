@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpuscout.catalog import Catalog, Published
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.predict import scaling
 from gpuscout.predict.scaling import Constants, LinkKind
 from gpuscout.workloads import BERT_LARGE

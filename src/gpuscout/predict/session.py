@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuscout.articles import REFERENCE_GPU
 from gpuscout.catalog import Catalog, Gpu
-from gpuscout.errors import UserError
+from gpuscout.core.articles import REFERENCE_GPU
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import RunResult, impossible_value
+from gpuscout.core.run_settings import ran_with_tf32
 from gpuscout.predict import scaling
 from gpuscout.predict.anchoring import Anchors, anchors_for, never_anchors, step_matches
 from gpuscout.predict.calibrate import Calibration, calibration_for
@@ -31,8 +33,6 @@ from gpuscout.predict.predictor import Prediction, predict
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.stacks import StackLevel, stack_level
 from gpuscout.predict.uncertainty import Band, band, range_note
-from gpuscout.records import RunResult, impossible_value
-from gpuscout.run_settings import ran_with_tf32
 
 if TYPE_CHECKING:
     from gpuscout.store import Store

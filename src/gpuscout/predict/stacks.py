@@ -18,7 +18,7 @@ import functools
 from dataclasses import dataclass
 from importlib import resources
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 
 @dataclass(frozen=True)

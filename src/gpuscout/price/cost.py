@@ -1,7 +1,7 @@
 """Pricing a training job over options (GPU x count x provider, or owned hardware).
 
 A job is a number of GPU-hours on a reference GPU (how article 001's cost table puts it, see
-gpuscout.articles) or a number of samples with a predicted speed. For each option:
+gpuscout.core.articles) or a number of samples with a predicted speed. For each option:
 
     wall hours   = reference GPU-hours / (speedup x count x scaling efficiency)
     cloud $      = wall hours x $/hour of the whole option (energy included in the price)
@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.price.assumptions import Assumptions
 from gpuscout.price.break_even import HOURS_PER_MONTH, BreakEven, break_even
 from gpuscout.price.startup import startup_hours

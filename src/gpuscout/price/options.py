@@ -21,10 +21,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpuscout import articles
 from gpuscout.catalog import Catalog, Gpu
 from gpuscout.catalog.models import MEMORY_HEADROOM
-from gpuscout.errors import UserError
+from gpuscout.core import articles
+from gpuscout.core.errors import UserError
+from gpuscout.core.units import fmt_count, fmt_hours, fmt_rate
 from gpuscout.predict.predictor import memory_needed
 from gpuscout.predict.profile import FUSED_ATTENTION, Profile
 from gpuscout.predict.scaling import DEFAULT_NETWORK_GBIT, constants
@@ -33,7 +34,6 @@ from gpuscout.price.cost import Condition, Option
 from gpuscout.price.instances import Rental, Scaling, cheapest_rental
 from gpuscout.price.instances import purchase as buy
 from gpuscout.price.speeds import Job, Speeds
-from gpuscout.units import fmt_count, fmt_hours, fmt_rate
 from gpuscout.workloads.llm import LLAMA_NAMES
 
 # the option's @word -> how its GPUs were bought

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuscout import articles
 from gpuscout.catalog import Gpu
 from gpuscout.catalog.rates import training_tflops
-from gpuscout.errors import UserError
+from gpuscout.core import articles
+from gpuscout.core.errors import UserError
+from gpuscout.core.units import fmt_rate, fmt_sig
 from gpuscout.predict.predictor import Prediction
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.scaling import DEFAULT_NETWORK_GBIT
 from gpuscout.predict.session import Session
-from gpuscout.units import fmt_rate, fmt_sig
 from gpuscout.workloads import run_shape
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuscout.catalog.cloud_overheads import cloud_overheads
 from gpuscout.catalog.cost_defaults import cost_defaults
-from gpuscout.units import fmt_hours
+from gpuscout.core.units import fmt_hours
 
 
 def startup_hours(data_gb: float = 0.0, gbit: float | None = None) -> float:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from gpuscout.records import RunResult
+from gpuscout.core.records import RunResult
 
 
 @dataclass(frozen=True)

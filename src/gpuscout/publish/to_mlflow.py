@@ -11,9 +11,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import RunResult
 from gpuscout.publish.series import Scalar, run_scalars
-from gpuscout.records import RunResult
 
 BATCH = 1000
 MAX_PARAM = 500  # MLflow refuses longer parameter values on some back ends

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import RunResult
 from gpuscout.publish.series import run_scalars
-from gpuscout.records import RunResult
 
 
 def run_folder(logdir: Path, result: RunResult) -> Path:

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuscout.advise.recommend import Advice, dollars
+from gpuscout.core.units import fmt_hours, fmt_usd
 from gpuscout.report.console import literal
-from gpuscout.units import fmt_hours, fmt_usd
 
 
 def print_advice(advice: Advice, console: Console) -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpuscout.core.records import RunResult
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session
-from gpuscout.records import RunResult
 
 SCALING_COUNTS = (1, 2, 4, 8)
 SCALING_GPUS = ("rtx-4090", "a100-80gb-sxm", "h100-sxm")

@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from gpuscout.advise.recommend import Advice
+from gpuscout.core.text import printable
+from gpuscout.core.units import fmt_rate
 from gpuscout.report.chart_data import Curve, Timeline
 from gpuscout.report.ranking import Ranking, RankRow
-from gpuscout.text import printable
-from gpuscout.units import fmt_rate
 
 MEASURED = "#d95f02"  # orange: measured here
 PREDICTED = "#7570b3"  # violet: predicted from the catalog

@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from gpuscout.comparison import Comparison
-from gpuscout.records import RunResult
+from gpuscout.core.comparison import Comparison
+from gpuscout.core.records import RunResult
+from gpuscout.core.units import fmt_percent, fmt_rate
 from gpuscout.report.console import literal
-from gpuscout.units import fmt_percent, fmt_rate
 
 
 def _speed(run: RunResult) -> str:

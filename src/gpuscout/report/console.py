@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.segment import Segment
 
-from gpuscout.text import printable_lines
+from gpuscout.core.text import printable_lines
 
 
 class _StdoutConsole(Console):
@@ -19,7 +19,7 @@ class _StdoutConsole(Console):
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         """The last line of defence: no control character of a printed value reaches the
-        terminal, whichever renderer forgot :func:`gpuscout.text.printable`. Only text
+        terminal, whichever renderer forgot :func:`gpuscout.core.text.printable`. Only text
         segments are neutralised; rich's own control segments (cursor moves) and the styles
         it renders as escape sequences pass, and line feeds are the layout's."""
         safe = (
@@ -36,10 +36,10 @@ def stdout_console() -> Console:
 
 def literal(value: object) -> str:
     """A stored value to put inside rich markup: control characters as escapes
-    (:func:`gpuscout.text.printable`) and ``[`` escaped, so a device named ``[bold red]x``
+    (:func:`gpuscout.core.text.printable`) and ``[`` escaped, so a device named ``[bold red]x``
     prints as those characters."""
     from rich.markup import escape
 
-    from gpuscout.text import printable
+    from gpuscout.core.text import printable
 
     return escape(printable(value))

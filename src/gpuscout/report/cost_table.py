@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
+from gpuscout.core.units import fmt_hours, fmt_sig, fmt_usd
 from gpuscout.price import CostLine, UnpricedLine
-from gpuscout.units import fmt_hours, fmt_sig, fmt_usd
 
 
 def cost_table(lines: list[CostLine], job: str, unpriced: Sequence[UnpricedLine] = ()) -> Table:

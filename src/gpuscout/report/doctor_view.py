@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from gpuscout.articles import PIPELINE_STARVED_BELOW
+from gpuscout.core.articles import PIPELINE_STARVED_BELOW
+from gpuscout.core.units import fmt_rate, fmt_seconds
 from gpuscout.diagnose.analysis import helped
 from gpuscout.diagnose.records import DoctorReport, Fix, Timing
 from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.report.console import literal
-from gpuscout.units import fmt_rate, fmt_seconds
 
 
 def _speedup(fix: Fix) -> str:

@@ -4,7 +4,7 @@ The HTML and the Markdown report show the same tables because both render this o
 It opens with the answer: one line (:mod:`gpuscout.advise.headline`) naming the option
 recommended for the job, its time and cost and why; then the job and how it was chosen, the
 articles' checklist in one sentence, the ranked options, and the rankings
-(:mod:`gpuscout.report.ranking`; the articles: :mod:`gpuscout.articles`).
+(:mod:`gpuscout.report.ranking`; the articles: :mod:`gpuscout.core.articles`).
 
 The job is given, never picked here: ``gpuscout.assemble`` resolves the one the user named
 (or the one assumed, said with how to change it) and traces user models, which needs
@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuscout import articles
 from gpuscout.advise.batch import job_batch
 from gpuscout.advise.checklist import (
     QUESTIONS,
@@ -31,16 +30,17 @@ from gpuscout.advise.checklist import (
 from gpuscout.advise.headline import headline, no_option
 from gpuscout.advise.recommend import Advice, Request, advise
 from gpuscout.catalog import Catalog
-from gpuscout.errors import UserError
+from gpuscout.core import articles
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import RunResult, impossible_value
+from gpuscout.core.units import fmt_hours
 from gpuscout.predict.job import Job
 from gpuscout.predict.profile import Profile
 from gpuscout.predict.session import Session, session
 from gpuscout.price import Assumptions
-from gpuscout.records import RunResult, impossible_value
 from gpuscout.report.chart_data import Curve, Timeline, measured_curves, predicted_curves, timeline
 from gpuscout.report.ranking import REFERENCE, Ranking, RankRow, Traced, rank
 from gpuscout.report.summary import Summary
-from gpuscout.units import fmt_hours
 
 __all__ = ["RankRow", "Ranking", "Report", "Traced", "build_report"]
 
@@ -61,7 +61,7 @@ class Report:
     quick_sentence: str = ""  # the checklist and its answer in one sentence
     quick_vs_advice: str = ""  # why the checklist and advice #1 differ (or that they agree)
     quick_agrees: bool = False  # the first recommended option is of the checklist's kind
-    # Who "the articles" are: one citation per article (gpuscout.articles).
+    # Who "the articles" are: one citation per article (gpuscout.core.articles).
     sources: list[str] = field(default_factory=articles.sources)
     curves: list[Curve] = field(default_factory=list)
     timelines: list[Timeline] = field(default_factory=list)

@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 
 def _mode(target: Path) -> int:

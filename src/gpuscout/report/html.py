@@ -9,7 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from importlib.metadata import version
 from typing import Any
 
-from gpuscout.limits import usable_cores
+from gpuscout.core.limits import usable_cores
 from gpuscout.report.charts import cost_chart, ranking_chart, scaling_chart, timeline_chart
 from gpuscout.report.document import Report
 from gpuscout.report.templating import html_environment

@@ -5,8 +5,8 @@ requests for a figure it says so, never a bare "-" or "?" that reads as a value.
 
 from __future__ import annotations
 
-from gpuscout.records import Interval, LatencyPoint
-from gpuscout.units import fmt_seconds
+from gpuscout.core.records import Interval, LatencyPoint
+from gpuscout.core.units import fmt_seconds
 
 NOT_SHOWN = "not shown (too few requests)"
 

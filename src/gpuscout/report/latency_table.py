@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpuscout.records import RunResult
+from gpuscout.core.records import RunResult
+from gpuscout.core.text import printable
+from gpuscout.core.units import fmt_rate, fmt_seconds
 from gpuscout.report.latency_cells import latency_cell, slo_cell
-from gpuscout.text import printable
-from gpuscout.units import fmt_rate, fmt_seconds
 
 
 def latency_table(result: RunResult) -> Table:

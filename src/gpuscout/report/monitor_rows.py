@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpuscout.records import GpuSummary, MonitorSummary
-from gpuscout.units import fmt_bytes
+from gpuscout.core.records import GpuSummary, MonitorSummary
+from gpuscout.core.units import fmt_bytes
 
 
 def _pct(value: float | None) -> str:

@@ -1,13 +1,13 @@
-"""The prediction table: the ranking article 001 tried to make (gpuscout.articles), with ranges."""
+"""The prediction table: the ranking article 001 tried to make (``core.articles``), with ranges."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
+from gpuscout.core.units import fmt_rate, fmt_seconds, fmt_sig
 from gpuscout.predict import Prediction
 from gpuscout.predict.profile import Profile
 from gpuscout.report.console import literal
-from gpuscout.units import fmt_rate, fmt_seconds, fmt_sig
 
 
 def prediction_table(

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
-from gpuscout import articles
 from gpuscout.catalog import Gpu
+from gpuscout.core import articles
+from gpuscout.core.records import FIT_PREFIX, RunResult
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.session import Session
-from gpuscout.records import FIT_PREFIX, RunResult
 
 REFERENCE = articles.REFERENCE_GPU  # relative speeds are against it
 PREDICT_PRECISION = articles.BENCHMARK_PRECISION  # the predicted rows' set-up

@@ -8,10 +8,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpuscout.records import Interval, RunResult
+from gpuscout.core.records import Interval, RunResult
+from gpuscout.core.text import printable
+from gpuscout.core.units import fmt_percent, fmt_rate
 from gpuscout.report.console import literal
-from gpuscout.text import printable
-from gpuscout.units import fmt_percent, fmt_rate
 
 
 def _interval(i: Interval | None) -> str:

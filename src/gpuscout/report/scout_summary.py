@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpuscout.records import RunResult
+from gpuscout.core.records import RunResult
+from gpuscout.core.text import printable
+from gpuscout.core.units import fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 from gpuscout.report.document import Report
-from gpuscout.text import printable
-from gpuscout.units import fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 
 TOP = 5
 ADVICE_TOP = 3

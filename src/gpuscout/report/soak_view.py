@@ -6,8 +6,8 @@ from typing import Any
 
 from rich.console import Console
 
+from gpuscout.core.units import fmt_seconds
 from gpuscout.diagnose.records import SoakReport
-from gpuscout.units import fmt_seconds
 
 COLOURS = {"pass": "green", "fail": "red", "inconclusive": "yellow", "incomplete": "yellow"}
 # What each verdict means, printed beside it: INCONCLUSIVE must not read as a softer pass.

@@ -2,9 +2,9 @@
 
 Escaping is the environment's job, never the template's: HTML autoescapes every value, and
 the Markdown environment passes every value through :func:`md_escape`. Both first show control
-characters as visible escapes (:func:`gpuscout.text.printable`, the environments' ``finalize``),
-so a NUL, an ESC or a right-to-left override in a stored name reaches no report raw. A template
-cannot forget to escape a model name, a note or an imported field.
+characters as visible escapes (:func:`gpuscout.core.text.printable`, the environments'
+``finalize``), so a NUL, an ESC or a right-to-left override in a stored name reaches no report
+raw. A template cannot forget to escape a model name, a note or an imported field.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from gpuscout.records import Interval, LatencyPoint
+from gpuscout.core.records import Interval, LatencyPoint
+from gpuscout.core.text import printable, printable_lines
+from gpuscout.core.units import fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 from gpuscout.report.latency_cells import latency_cell, slo_cell
-from gpuscout.text import printable, printable_lines
-from gpuscout.units import fmt_hours, fmt_rate, fmt_seconds, fmt_sig, fmt_usd
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#!|~&$])")
 

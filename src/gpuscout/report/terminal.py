@@ -10,12 +10,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from gpuscout.core.records import Distribution, Energy, RunResult
+from gpuscout.core.text import printable
+from gpuscout.core.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds, fmt_sig
 from gpuscout.measure import peaks
 from gpuscout.predict.hlo import is_lower_bound
-from gpuscout.records import Distribution, Energy, RunResult
 from gpuscout.report.monitor_rows import monitor_rows
-from gpuscout.text import printable
-from gpuscout.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds, fmt_sig
 from gpuscout.workloads import run_shape
 
 if TYPE_CHECKING:  # the store pulls in SQLAlchemy: import it only for type checking

@@ -4,7 +4,7 @@ one machine as N machines would start them (``launch``), and scaling sweeps (``s
 
 from __future__ import annotations
 
-from gpuscout.lazy import lazy_getattr
+from gpuscout.core.lazy import lazy_getattr
 
 _EXPORTS = {
     "launch": "gpuscout.scale.launch",

@@ -25,10 +25,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from gpuscout.errors import UserError
-from gpuscout.limits import check_workers
-from gpuscout.ranges import NotWhole, whole
-from gpuscout.text import is_printable
+from gpuscout.core.errors import UserError
+from gpuscout.core.limits import check_workers
+from gpuscout.core.ranges import NotWhole, whole
+from gpuscout.core.text import is_printable
 
 KINDS = ("auto", "slurm", "skypilot", "tf-config", "manual")
 # auto tries these in this order: TF_CONFIG is the most specific (Ray Train or a Kubernetes
@@ -483,7 +483,7 @@ def _need(env: Mapping[str, str], name: str) -> str:
 
 def _whole(name: str, text: str, least: int) -> int:
     """``text`` (the value of variable ``name``) as a whole number from ``least`` to
-    :data:`MAX_COUNT`, by the one strict parser (:func:`gpuscout.ranges.whole`: ASCII digits
+    :data:`MAX_COUNT`, by the one strict parser (:func:`gpuscout.core.ranges.whole`: ASCII digits
     only, so ``SLURM_PROCID=²`` is refused here rather than end in ``int()``'s traceback)."""
     try:
         return whole(text, least, MAX_COUNT)

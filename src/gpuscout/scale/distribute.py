@@ -17,12 +17,12 @@ import math
 import socket
 from dataclasses import dataclass
 
-from gpuscout.comparison import ratio
-from gpuscout.errors import UserError
-from gpuscout.limits import MAX_DEVICES
-from gpuscout.ranges import NotWhole, whole
-from gpuscout.records import BenchConfig, Distribution, Interval
-from gpuscout.text import is_printable, printable
+from gpuscout.core.comparison import ratio
+from gpuscout.core.errors import UserError
+from gpuscout.core.limits import MAX_DEVICES
+from gpuscout.core.ranges import NotWhole, whole
+from gpuscout.core.records import BenchConfig, Distribution, Interval
+from gpuscout.core.text import is_printable, printable
 
 MIRRORED = "MirroredStrategy"
 MULTI_WORKER = "MultiWorkerMirroredStrategy"

@@ -15,7 +15,7 @@ others get ``FAIL_GRACE_S`` to report their own failure (a collective aborted by
 peer), then each is sent SIGTERM and, ``TERM_GRACE_S`` later, SIGKILL. A launcher that is
 killed outright takes its workers with it, and each worker its measuring process, even
 mid-collective (see ``gpuscout.measure.lifeline``). How many workers this machine can take
-is checked before any starts (``gpuscout.limits.check_workers``). The scratch folder goes on
+is checked before any starts (``gpuscout.core.limits.check_workers``). The scratch folder goes on
 every way out; one that a launcher killed outright left behind is removed by the next launch
 (:func:`sweep_stale`).
 """
@@ -35,15 +35,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuscout import interrupts
+from gpuscout.core import interrupts
 from gpuscout.measure import lifeline
 
 try:
     import fcntl
 except ImportError:  # not on Windows: scratch folders are then not swept
     fcntl = None  # type: ignore[assignment]
+from gpuscout.core.records import BenchConfig, Distribution, RunResult, WorkerRun
 from gpuscout.measure.benchmark import failed
-from gpuscout.records import BenchConfig, Distribution, RunResult, WorkerRun
 from gpuscout.scale import distribute
 
 FAIL_GRACE_S = 15.0

@@ -10,11 +10,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import BenchConfig, RunResult, Scaling
 from gpuscout.measure.benchmark import INTERRUPTED, check
 from gpuscout.measure.protocol import Progress
 from gpuscout.measure.runner import run_isolated
-from gpuscout.records import BenchConfig, RunResult, Scaling
 from gpuscout.scale import distribute
 
 

@@ -9,7 +9,7 @@ still a run with 1e308 samples/s at batch 256 and a 2.66 ms step was stored, and
 
 from __future__ import annotations
 
-from gpuscout.records import RunResult
+from gpuscout.core.records import RunResult
 
 # The figures gpuscout derives are exact (samples/s is the batch over the median step time,
 # to the last digit): 5 % leaves room for a hand-rounded export, and none for a wrong figure.

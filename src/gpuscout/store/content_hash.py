@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from gpuscout.records import RunResult
+from gpuscout.core.records import RunResult
 
 HASH_LENGTH = 64  # hex digits of a SHA-256
 

@@ -25,8 +25,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DatabaseError, OperationalError
 
-from gpuscout.errors import UserError
-from gpuscout.records import RunResult
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import RunResult
 from gpuscout.store import schema
 from gpuscout.store.content_hash import content_hash
 from gpuscout.store.engines import (

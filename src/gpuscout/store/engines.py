@@ -13,7 +13,7 @@ from typing import Any
 import platformdirs
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10.0

@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gpuscout.errors import UserError
-from gpuscout.records import SCHEMA_VERSION, RunResult, impossible_value, in_utc
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import SCHEMA_VERSION, RunResult, impossible_value, in_utc
+from gpuscout.core.text import csv_text
 from gpuscout.store.consistency import contradiction
-from gpuscout.text import csv_text
 
 _M = TypeVar("_M", bound=BaseModel)
 FORMAT = "gpuscout-runs"

@@ -20,8 +20,8 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy import Engine
 
-from gpuscout.errors import UserError
-from gpuscout.records import RunResult
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import RunResult
 
 SKIPS_SHOWN = 10  # unreadable runs named one by one; beyond that, counted
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from gpuscout.records import RunResult
+from gpuscout.core.records import RunResult
 from gpuscout.store import schema
 from gpuscout.store.content_hash import content_hash
 

@@ -27,7 +27,7 @@ from sqlalchemy import (
     select,
 )
 
-from gpuscout.ranges import NotWhole, whole
+from gpuscout.core.ranges import NotWhole, whole
 
 metadata = MetaData()
 

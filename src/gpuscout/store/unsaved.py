@@ -7,7 +7,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuscout.records import RunResult
+from gpuscout.core.records import RunResult
 from gpuscout.store.engines import is_url
 
 

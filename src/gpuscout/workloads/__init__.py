@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import partial
 
-from gpuscout import articles
-from gpuscout.errors import UserError, did_you_mean
+from gpuscout.core import articles
+from gpuscout.core.errors import UserError, did_you_mean
 from gpuscout.workloads.base import Dims as Dims
 from gpuscout.workloads.base import Workload as Workload
 from gpuscout.workloads.llm import LLAMA_WORKLOADS
@@ -233,7 +233,7 @@ WORKLOADS: dict[str, Workload] = {
     for w in (
         Workload(
             name="mlp",
-            description="The seed model of article 000 (see gpuscout.articles): "
+            description="The seed model of article 000 (see gpuscout.core.articles): "
             f"Input({articles.SEED_MLP_INPUTS}) -> Dense({articles.SEED_MLP_HIDDEN}, relu) -> "
             f"Dropout({articles.SEED_MLP_DROPOUT:g}) -> Dense({articles.SEED_MLP_CLASSES}, "
             "softmax); Adam; sparse categorical cross-entropy. Epoch = 60,000 samples, an "

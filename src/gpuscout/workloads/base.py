@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 
 Dims = Mapping[str, int]
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.workloads.base import Dims, Workload
 
 # What --mode lora uses when no --lora-rank is given, and the share alpha / rank (QLoRA's

@@ -14,7 +14,7 @@ def require_jax(what: str = "--backend jax") -> None:
     """UserError with the install line when JAX is missing, found without importing it."""
     import importlib.util
 
-    from gpuscout.errors import UserError
+    from gpuscout.core.errors import UserError
 
     try:
         found = importlib.util.find_spec("jax") is not None

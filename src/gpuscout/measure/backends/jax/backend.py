@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import BenchConfig, RunResult, WorkerRun
+from gpuscout.core.run_settings import tf32_run_note
 from gpuscout.measure import environment, host_data, peaks
 from gpuscout.measure.backends.jax import runtime as jax_runtime
 from gpuscout.measure.backends.jax import sharding
@@ -31,8 +33,6 @@ from gpuscout.measure.protocol import BUILDING, Outcome, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
-from gpuscout.records import BenchConfig, RunResult, WorkerRun
-from gpuscout.run_settings import tf32_run_note
 from gpuscout.scale import distribute
 from gpuscout.workloads import Workload
 

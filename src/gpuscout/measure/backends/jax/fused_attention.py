@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from gpuscout.step_ir import CAUSAL, FUSED_ATTENTION_BACKWARD, FUSED_ATTENTION_FORWARD
+from gpuscout.core.step_ir import CAUSAL, FUSED_ATTENTION_BACKWARD, FUSED_ATTENTION_FORWARD
 
 _TRACING = [False]
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from gpuscout.core.step_ir import StepIR, variable_bytes
 from gpuscout.measure.backends.jax import runtime as jax_runtime
 from gpuscout.measure.backends.jax.fused_attention import traced_as_fused
 from gpuscout.measure.synthetic import arrays
-from gpuscout.step_ir import StepIR, variable_bytes
 from gpuscout.workloads import get_workload
 
 FORWARD_SCOPE = "jit(step)/jvp("

@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.measure import environment, peaks
 from gpuscout.measure.backends import JAX_INSTALL_FIX as INSTALL_FIX
 

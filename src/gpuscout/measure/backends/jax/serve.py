@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from gpuscout.core.records import BenchConfig, RunResult
+from gpuscout.core.run_settings import tf32_run_note
 from gpuscout.measure import environment, latency
 from gpuscout.measure.backends.jax import runtime as jax_runtime
 from gpuscout.measure.backends.keras.serving import ServedModel
@@ -16,8 +18,6 @@ from gpuscout.measure.backends.keras.serving import load_for_serving as _load
 from gpuscout.measure.protocol import BUILDING
 from gpuscout.measure.serving import Request, plan_for, sweep
 from gpuscout.measure.user_spec import ModelSpec, parse_model_spec
-from gpuscout.records import BenchConfig, RunResult
-from gpuscout.run_settings import tf32_run_note
 from gpuscout.workloads import Workload, get_workload
 
 PATH = "jax.jit"

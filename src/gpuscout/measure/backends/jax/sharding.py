@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import Distribution
 from gpuscout.measure.backends.jax import workers as jax_workers
 from gpuscout.measure.backends.jax.runtime import Device, all_devices
-from gpuscout.records import Distribution
 from gpuscout.scale import distribute
 from gpuscout.scale.distribute import Plan
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpuscout.core.records import WorkerRun
 from gpuscout.measure import network, worker_rows
 from gpuscout.measure.protocol import Outcome, Protocol
-from gpuscout.records import WorkerRun
 from gpuscout.scale import distribute
 from gpuscout.scale.distribute import Plan
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import keras
 
+from gpuscout.core.records import RunResult
 from gpuscout.measure.backends.keras.weights import broken_weights
 from gpuscout.measure.loss_check import DIVERGED, LossWatch
-from gpuscout.records import RunResult
 
 
 class FitTimer(keras.callbacks.Callback):  # type: ignore[misc]
@@ -250,7 +250,7 @@ class ScoutCallback(FitTimer):
     def _store(self, result: RunResult) -> str | None:
         """Save the run; on any failure (database locked, disk full, server down, a bug) the
         reason, as the line to print: the user's training has finished, so never fail it now."""
-        from gpuscout.errors import GpuscoutError
+        from gpuscout.core.errors import GpuscoutError
         from gpuscout.store import Store, default_target
         from gpuscout.store.unsaved import unsaved_file
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import keras
 
-from gpuscout.articles import SEED_MLP_DROPOUT
+from gpuscout.core.articles import SEED_MLP_DROPOUT
 from gpuscout.measure.backends.keras.llama import build_llama
 from gpuscout.measure.backends.keras.transformers import build_bert_large, build_gpt2
 from gpuscout.workloads import Dims
@@ -35,7 +35,7 @@ def _sparse_ce(from_logits: bool = False) -> Any:
 
 
 def build_mlp(d: Dims) -> Built:
-    """The seed model of article 000 (gpuscout.articles), its sizes from ``d``."""
+    """The seed model of article 000 (gpuscout.core.articles), its sizes from ``d``."""
     model = keras.Sequential(
         [
             keras.Input((d["inputs"],)),

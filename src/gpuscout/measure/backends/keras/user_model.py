@@ -24,7 +24,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.measure.backends.keras.models import Built
 from gpuscout.measure.benchmark import is_oom
 from gpuscout.measure.user_spec import FunctionSpec, ModelSpec

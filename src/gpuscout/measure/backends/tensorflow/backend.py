@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import BenchConfig, RunResult, WorkerRun
+from gpuscout.core.run_settings import tf32_run_note
 from gpuscout.measure import environment, peaks
 from gpuscout.measure.backends.keras.weights import checked
 from gpuscout.measure.backends.tensorflow import data as tf_data
@@ -22,8 +24,6 @@ from gpuscout.measure.protocol import BUILDING, Outcome, Progress, Protocol, Sto
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
-from gpuscout.records import BenchConfig, RunResult, WorkerRun
-from gpuscout.run_settings import tf32_run_note
 from gpuscout.scale import distribute
 from gpuscout.workloads import Workload
 

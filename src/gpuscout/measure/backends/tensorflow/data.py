@@ -1,7 +1,7 @@
 """Real input pipelines, each buildable with or without the fixes ``doctor`` tries.
 
 Three kinds: the built-in workloads' generated data held in memory (fed to ``model.fit`` as
-article 000's example does; see gpuscout.articles), the deliberately slow
+article 000's example does; see gpuscout.core.articles), the deliberately slow
 ``input-bound-demo`` pipeline, and the user's ``--data`` function. A fix goes where it belongs
 in the pipeline when gpuscout builds it (``cache`` after the deterministic preprocessing,
 before shuffling). A user's function that
@@ -106,7 +106,7 @@ def user(tf: Any, data_spec: str, knobs: Knobs, batch: int | None) -> Pipeline:
     takes = keras_user.accepted_keywords(spec, "--data", KNOBS)
     ds = keras_user.call_function(spec, "--data", **{k: getattr(knobs, k) for k in KNOBS})
     if not isinstance(ds, tf.data.Dataset):
-        from gpuscout.errors import UserError
+        from gpuscout.core.errors import UserError
 
         raise UserError(
             f"--data '{data_spec}' returned {type(ds).__name__}, not a tf.data.Dataset.",

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from gpuscout.core.step_ir import StepIR, variable_bytes
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
-from gpuscout.step_ir import StepIR, variable_bytes
 from gpuscout.workloads import get_workload
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.core.errors import GpuscoutError, UserError
 from gpuscout.measure import environment, peaks
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
+from gpuscout.core.records import BenchConfig, RunResult
+from gpuscout.core.run_settings import tf32_run_note
 from gpuscout.measure import environment, latency
 from gpuscout.measure.backends.keras.serving import load_for_serving
 from gpuscout.measure.backends.tensorflow import inference as tf_inference
@@ -14,8 +16,6 @@ from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.protocol import BUILDING
 from gpuscout.measure.serving import plan_for
 from gpuscout.measure.user_spec import ModelSpec
-from gpuscout.records import BenchConfig, RunResult
-from gpuscout.run_settings import tf32_run_note
 from gpuscout.workloads import Workload
 
 

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuscout.errors import GpuscoutError, UserError
+from gpuscout.core.errors import GpuscoutError, UserError
+from gpuscout.core.records import WorkerRun
 from gpuscout.measure import network, worker_rows
 from gpuscout.measure.backends.keras.models import Built
 from gpuscout.measure.backends.tensorflow.train import train_step_function
 from gpuscout.measure.protocol import Outcome, Protocol
-from gpuscout.records import WorkerRun
 from gpuscout.scale import distribute
 from gpuscout.scale.distribute import MULTI_WORKER, Plan
 

@@ -55,7 +55,7 @@ def custom_loop(
     sync: Callable[[], None],
 ) -> Outcome:
     """A ``tf.function`` train step with ``GradientTape``: article 001's custom loop
-    (gpuscout.articles)."""
+    (gpuscout.core.articles)."""
     step_on_batch = train_step_function(tf, built, precision, xla)
 
     @tf.function  # type: ignore[untyped-decorator]

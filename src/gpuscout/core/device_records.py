@@ -1,12 +1,12 @@
 """What the device monitor saw over a run, and the energy of its measured steps: the records
-``gpuscout.records.RunResult`` carries in ``monitor`` and ``energy`` (split from records.py to
-keep each file small; ``gpuscout.records`` re-exports them)."""
+``gpuscout.core.records.RunResult`` carries in ``monitor`` and ``energy`` (split from records.py to
+keep each file small; ``gpuscout.core.records`` re-exports them)."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from gpuscout.record_base import _Record
+from gpuscout.core.record_base import _Record
 
 
 class GpuSummary(_Record):

@@ -7,12 +7,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from gpuscout.core.records import GpuSummary, MonitorSummary
 from gpuscout.diagnose.analysis import analyse, helped, measured_fix, rank, timing_of
 from gpuscout.diagnose.records import Fix, SoakConfig, Timing, verdict_for
 from gpuscout.diagnose.soak import drift_verdict, judge, window_noise
 from gpuscout.measure.batch_search import largest_fitting
 from gpuscout.measure.stats import mean_ci
-from gpuscout.records import GpuSummary, MonitorSummary
 
 
 def _t(label: str, mean_s: float, batch: int = 100, half: float = 0.01) -> Timing:

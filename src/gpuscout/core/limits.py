@@ -13,8 +13,8 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from gpuscout.errors import UserError
-from gpuscout.ranges import float_in, int_in
+from gpuscout.core.errors import UserError
+from gpuscout.core.ranges import float_in, int_in
 from gpuscout.workloads.llm import LLAMA_WORKLOADS
 
 if TYPE_CHECKING:

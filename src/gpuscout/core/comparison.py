@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gpuscout.records import Interval, RunResult
-from gpuscout.run_settings import ran_with_tf32
+from gpuscout.core.records import Interval, RunResult
+from gpuscout.core.run_settings import ran_with_tf32
 
 SOFTWARE = ("tensorflow", "jax", "keras", "cuda", "cudnn")
 # what comes with a backend, and so does not block a comparison of two backends

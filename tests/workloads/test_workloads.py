@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuscout.errors import UserError
+from gpuscout.core.errors import UserError
 from gpuscout.workloads import WORKLOADS, get_workload, resnet50_forward_macs
 
 

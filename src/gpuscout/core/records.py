@@ -12,12 +12,12 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 # The monitor's records, kept in their own module and re-exported here (explicitly: "as").
-from gpuscout.device_records import DeviceEnergy as DeviceEnergy
-from gpuscout.device_records import Energy as Energy
-from gpuscout.device_records import GpuSummary as GpuSummary
-from gpuscout.device_records import MonitorSummary as MonitorSummary
-from gpuscout.record_base import _Record
-from gpuscout.run_settings import Loop, Precision
+from gpuscout.core.device_records import DeviceEnergy as DeviceEnergy
+from gpuscout.core.device_records import Energy as Energy
+from gpuscout.core.device_records import GpuSummary as GpuSummary
+from gpuscout.core.device_records import MonitorSummary as MonitorSummary
+from gpuscout.core.record_base import _Record
+from gpuscout.core.run_settings import Loop, Precision
 
 SCHEMA_VERSION = 1
 
