@@ -16,8 +16,8 @@ from gpuscout.measure.monitor import Monitor, attach
 from gpuscout.measure.monitor_warnings import monitor_warnings
 from gpuscout.measure.nvml import Nvml, open_nvml
 from tests.conftest import PATIENCE_S
-from tests.measure.fake_nvml import UNKNOWN, FakeNvml, NoDriver
 from tests.diagnose.test_diagnose import STEADY, _raw
+from tests.measure.fake_nvml import UNKNOWN, FakeNvml, NoDriver
 from tests.store.test_store import _result
 
 
