@@ -9,6 +9,7 @@ processes on loopback with the variables ``srun`` would give two tasks on one no
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,27 @@ def test_the_worker_count_is_checked_before_anything_starts() -> None:
 # TF_CONFIG and --cluster tf-config: tests/cli/test_scale_cli.py, tests/measure/
 # test_jax_workers.py); a Slurm or SkyPilot environment differs only in what resolve() reads,
 # which the tests above cover, so no second two-worker TensorFlow run is paid for here.
+
+
+def test_a_node_list_reaches_scontrol_after_the_end_of_its_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: a node list python-hostlist cannot read is handed to Slurm's own scontrol, and
+    it is a value from the environment: it must not be read as an option. scontrol does not
+    exist here, so a stand-in script records what it is given (what a GNU getopt tool treats as
+    an option: anything starting with '-' before a '--')."""
+    fake = tmp_path / "scontrol"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" != "--" ]; then echo "option parsing not ended" >&2; exit 1; fi\n'
+        f'printf "%s\\n" "$@" > {tmp_path / "argv.txt"}; echo n1; echo n2\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert expand_nodelist("-n[1-2") == ["n1", "n2"]
+    assert (tmp_path / "argv.txt").read_text().split("\n")[:-1] == [
+        "--",
+        "show",
+        "hostnames",
+        "-n[1-2",
+    ]

@@ -159,9 +159,11 @@ def expand_nodelist(text: str) -> list[str]:
     except hostlist.BadHostlist as exc:
         scontrol = shutil.which("scontrol")
         if scontrol:
+            # '--' first: the node list is a value from the environment, never an option
             done = subprocess.run(
-                [scontrol, "show", "hostnames", text], capture_output=True, text=True, timeout=30
-            )
+                [scontrol, "--", "show", "hostnames", text],
+                capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
             if done.returncode == 0 and done.stdout.split():
                 return done.stdout.split()
         raise ValueError(str(exc)) from None
