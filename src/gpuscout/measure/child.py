@@ -2,7 +2,7 @@
 
 Reads ``{"job": ..., "payload": ...}`` as JSON on stdin, runs the job in this process, and
 writes JSON lines to file descriptor FD: ``{"phase": ...}``, ``{"progress": ...}``, then one of
-``{"result": ...}`` (bench), ``{"report": ...}`` (doctor, soak) or
+``{"result": ...}`` (bench), ``{"report": ...}`` (doctor, soak, trace) or
 ``{"user_error": ..., "fix": ...}``. Its stdout is the parent's stderr,
 so anything the user's model prints cannot corrupt the parent's ``--json`` output.
 """
@@ -163,9 +163,16 @@ def _soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> di
     return run_soak(payload, emit)
 
 
+def _trace(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    from gpuscout.measure.trace_child import trace_here
+
+    return trace_here(payload, emit)
+
+
 JOBS: dict[str, Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]] = {
     "doctor": _doctor,
     "soak": _soak,
+    "trace": _trace,  # a user's model traced for predict and the commands built on it
 }
 
 

@@ -53,6 +53,8 @@ class ChildRun:
     interrupted: bool
     monitor: Monitor | None
     windows: dict[str, MonitorSummary] = field(default_factory=dict)  # by label
+    # its exit code (negative: the signal that ended it); None where this process killed it
+    code: int | None = None
 
 
 def run_child(
@@ -63,6 +65,7 @@ def run_child(
     stall_s: float = STALL_S,
     window_phase: str = "measuring",
     deadlines: dict[str, tuple[float, str]] | None = None,
+    monitored: bool = True,
 ) -> ChildRun:
     """Run ``job`` in ``python -m gpuscout.measure.child``, monitored from this process.
 
@@ -81,6 +84,7 @@ def run_child(
     A signal that was received but swallowed before (see :mod:`gpuscout.core.interrupts`) stops
     this before a child starts, and one swallowed while the child runs interrupts it at its
     next message.
+    ``monitored``: False where no device is used (a trace): no monitor is started.
     """
     interrupts.raise_if_received()
     read_fd, write_fd = os.pipe()
@@ -89,13 +93,13 @@ def run_child(
             proc = subprocess.Popen(
                 [sys.executable, "-m", "gpuscout.measure.child", str(write_fd), str(os.getpid())],
                 stdin=subprocess.PIPE,
-                stdout=sys.stderr.fileno(),
+                stdout=_stderr_fd(),
                 pass_fds=(write_fd,),
                 text=True,
                 start_new_session=True,
             )
         os.close(write_fd)
-        monitor = start_monitor(proc.pid, device)
+        monitor = start_monitor(proc.pid, device) if monitored else None
         assert proc.stdin is not None
         proc.stdin.write(json.dumps({"job": job, "payload": payload}))
         proc.stdin.close()
@@ -110,6 +114,7 @@ def run_child(
     final: dict[str, Any] = {}
     windows: dict[str, MonitorSummary] = {}
     failure: str | None = None
+    killed = False
     while True:
         try:
             if (pending or interrupts.received) and not stop.interrupted:
@@ -151,6 +156,7 @@ def run_child(
                 )
                 failure += "; the measuring process was killed"
             kill_group(proc)
+            killed = True
             break
         except KeyboardInterrupt:
             if stop.interrupted:  # a second Ctrl-C: stop waiting for the child
@@ -164,7 +170,17 @@ def run_child(
     code = end_group(proc, EXIT_GRACE_S if final else INTERRUPT_GRACE_S)
     if not final and failure is None:
         failure = INTERRUPTED if stop.interrupted else _death(code)
-    return ChildRun(final, failure, stop.interrupted, monitor, windows)
+    return ChildRun(final, failure, stop.interrupted, monitor, windows, None if killed else code)
+
+
+def _stderr_fd() -> int:
+    """Where the child's stdout goes: this command's stderr (what the user's code prints must
+    not corrupt the command's output), or the process's own where ``sys.stderr`` is no file
+    (a caller that captures it in a buffer)."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return 2
 
 
 class _Stopping:

@@ -135,3 +135,48 @@ def check_keras_archive(path: Path) -> None:
             "Keras 3 .keras file is (it may be truncated, or saved in another format).",
             "save the model again with model.save('name.keras') in Keras 3.",
         )
+    check_keras_sizes(path)
+
+
+# The JSON members Keras reads whole into memory (config.json: the layers, metadata.json):
+# kilobytes for most models, a few megabytes for the largest functional graphs.
+KERAS_JSON_MEMBERS = ("config.json", "metadata.json")
+MAX_KERAS_JSON_BYTES = 64 * 2**20
+
+
+def check_keras_sizes(path: Path) -> None:
+    """The sizes the archive's directory declares, read before Keras unpacks anything: a 3 MB
+    file whose config.json unpacks to 3 GB of spaces took 4.9 GB and 29 s before a MemoryError
+    (issue 43), and an archive whose weights unpack to more than the memory available cannot
+    be loaded either. Refused here in one line, in milliseconds."""
+    import psutil
+
+    from gpuscout.core.units import fmt_gb
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise UserError(
+            f"--model '{path}' is not a readable Keras file: its zip directory cannot be read "
+            f"({exc}).",
+            "save the model again with model.save('name.keras') in Keras 3.",
+        ) from None
+    for member in members:
+        if member.filename in KERAS_JSON_MEMBERS and member.file_size > MAX_KERAS_JSON_BYTES:
+            raise UserError(
+                f"--model '{path}': its {member.filename} unpacks to "
+                f"{fmt_gb(member.file_size / 1e9)} (a Keras model's is kilobytes to a few MB, at "
+                f"most {MAX_KERAS_JSON_BYTES // 2**20} MiB here), which Keras would read whole "
+                "into memory.",
+                "save the model again with model.save('name.keras'); the file is damaged or "
+                "not a model Keras wrote.",
+            )
+    unpacked = sum(m.file_size for m in members)
+    available = psutil.virtual_memory().available
+    if unpacked > available:
+        raise UserError(
+            f"--model '{path}' unpacks to {fmt_gb(unpacked / 1e9)}, more than the "
+            f"{fmt_gb(available / 1e9)} of memory available here to load it.",
+            "free memory, or load it on a machine with more.",
+        )

@@ -1,7 +1,10 @@
 """Profiles that need a backend: a step traced with TensorFlow or JAX and its HLO counted.
 
 Only here does ``predict`` reach a backend, and only when no shipped or cached profile
-(``profile.py``) answers; each traced profile is cached for the next time.
+(``profile.py``) answers; each traced profile is cached for the next time. A user's ``--model``
+is traced in the measuring child, bounded in time and memory, as ``bench`` runs it
+(``measure/trace_child.py``): its builder is the user's code, which may exit, hang or
+``chdir``; a built-in workload's step is gpuscout's own, traced here.
 """
 
 from __future__ import annotations
@@ -130,7 +133,8 @@ def user_model_name(model_spec: str) -> str:
     from gpuscout.measure.user_spec import parse_model_spec
 
     path = parse_model_spec(model_spec).path
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    with path.open("rb") as handle:  # in chunks: a .keras file of weights may be gigabytes
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()[:12]
     return f"model:{model_spec}:{digest}"
 
 
@@ -167,9 +171,10 @@ def get_user_profile(
     name = user_model_name(model_spec)
     found = cached(name, {}, batch, precision, backend=backend)
     if found is None:
+        from gpuscout.measure.trace_child import trace_user_step
         from gpuscout.predict.hlo import step_cost
 
-        ir = tracer(backend).user_step_hlo(model_spec, batch, precision)
+        ir = trace_user_step(model_spec, "train", batch, precision, backend)
         cost = step_cost(ir.hlo, forward_scope=ir.model_name)
         found = profile_from_ir(name, {}, batch, precision, ir, cost)
         store(found)
@@ -209,7 +214,12 @@ def get_forward_profile(
         name, resolved = workload, get_workload(workload).resolve(dims)
     found = cached(name, resolved, batch, precision, "forward", backend)
     if found is None:
-        ir = tracer(backend).forward_hlo(workload, model_spec, resolved, batch, precision)
+        if model_spec is not None:
+            from gpuscout.measure.trace_child import trace_user_step
+
+            ir = trace_user_step(model_spec, "forward", batch, precision, backend)
+        else:
+            ir = tracer(backend).forward_hlo(workload, None, resolved, batch, precision)
         cost = step_cost(ir.hlo, forward_scope=ir.model_name)
         found = profile_from_ir(name, resolved, batch, precision, ir, cost, "forward")
         store(found)
