@@ -108,16 +108,15 @@ def trace_user_step(
         raise UserError(final["user_error"], final.get("fix"))
     if "error" in final:  # gpuscout's own failure (TensorFlow missing, say), as bench says it
         raise GpuscoutError(final["error"])
-    raise _ended(f"--model {model_spec}", run.code, run.failure, limits)
+    raise _ended(f"--model {model_spec}", run.code, limits)
 
 
 _RUN_ALONE = (
-    "run the builder alone (python -c 'from FILE import FUNCTION; FUNCTION()') to see why, "
-    "or measure it with gpuscout bench --model"
+    "build the model outside gpuscout (call the function, or keras.saving.load_model) to see why."
 )
 
 
-def _ended(label: str, code: int | None, failure: str | None, limits: TraceLimits) -> UserError:
+def _ended(label: str, code: int | None, limits: TraceLimits) -> UserError:
     """The one line for a trace that gave no answer: a hang, an exit, a crash."""
     what = "while its step was traced"
     if code is None:  # killed here: it said nothing for the whole limit
@@ -141,7 +140,10 @@ def _ended(label: str, code: int | None, failure: str | None, limits: TraceLimit
             f"(the trace may use {limits.memory_said()}, {MEMORY_ENV}).",
             f"trace a smaller --batch-size, or set {MEMORY_ENV} to the GB it may use.",
         )
-    return UserError(f"{label} crashed with {name} {what} ({failure}).", _RUN_ALONE)
+    return UserError(
+        f"{label} crashed with {name} {what} (in the builder, or in the framework tracing it).",
+        _RUN_ALONE,
+    )
 
 
 def trace_here(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -169,16 +171,14 @@ def trace_here(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) 
             ir = tracer.forward_hlo(None, spec, {}, batch, precision)
         else:
             ir = tracer.user_step_hlo(spec, batch, precision)
-    except UserError:
+    except UserError as exc:
+        # the builder's MemoryError, which call_function words as the builder's own failure
+        # ("raised MemoryError at line 3"): here it is the limit this trace runs under
+        if isinstance(exc.__context__, MemoryError):
+            raise _out_of_memory(spec, batch, payload.get("memory_bytes")) from None
         raise
     except MemoryError:
-        limit = payload.get("memory_bytes")
-        shown = fmt_gb(limit / 1e9) if limit else "the memory there was"
-        raise UserError(
-            f"--model {spec} needed more than {shown} while its step was traced at batch "
-            f"{batch} ({MEMORY_ENV}; by default the memory available when the trace started).",
-            f"trace a smaller --batch-size, free memory, or set {MEMORY_ENV} to more GB.",
-        ) from None
+        raise _out_of_memory(spec, batch, payload.get("memory_bytes")) from None
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
         raise UserError(
@@ -186,6 +186,15 @@ def trace_here(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) 
             _RUN_ALONE,
         ) from None
     return {"ir": dataclasses.asdict(ir)}
+
+
+def _out_of_memory(spec: str, batch: int, limit: int | None) -> UserError:
+    shown = fmt_gb(limit / 1e9) if limit else "the memory there was"
+    return UserError(
+        f"--model {spec} needed more than {shown} while its step was traced at batch {batch} "
+        f"({MEMORY_ENV}; by default the memory available when the trace started).",
+        f"trace a smaller --batch-size, free memory, or set {MEMORY_ENV} to more GB.",
+    )
 
 
 def _cap_memory(limit: int | None) -> None:
