@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ import pytest
 from gpuscout.measure.trace_child import MEMORY_ENV, TIMEOUT_ENV
 from gpuscout.measure.user_spec import MAX_KERAS_JSON_BYTES
 from gpuscout.store import Store
+from tests.adversarial.test_builder_bound_rows import huge_config_keras
 from tests.conftest import leftovers, run_cli, run_in_process
 
 pytest.importorskip("tensorflow")
@@ -172,18 +172,6 @@ def test_an_unusable_limit_is_refused_not_ignored(
     r = run_in_process("predict", "--model", f"{builders}:model", "-b", "7", "--gpus", "h100")
     assert r.code == 2, r.err
     assert f"{name}='{value}' is not a number of" in _one_line(r.err)
-
-
-def huge_config_keras(folder: Path) -> Path:
-    """A small .keras file whose config.json unpacks past the limit (spaces, deflated)."""
-    path = folder / "huge.keras"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        with archive.open("config.json", "w", force_zip64=True) as config:
-            block = b" " * 2**20
-            for _ in range(MAX_KERAS_JSON_BYTES // 2**20 + 1):
-                config.write(block)
-        archive.writestr("metadata.json", "{}")
-    return path
 
 
 def test_a_keras_file_with_a_huge_config_is_refused_before_it_is_read(tmp_path: Path) -> None:
