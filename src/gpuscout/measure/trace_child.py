@@ -133,7 +133,10 @@ def _ended(label: str, code: int | None, limits: TraceLimits) -> UserError:
             "os._exit in the builder or in what it imports).",
             "return the model from the builder instead of exiting.",
         )
-    name = signal.Signals(-code).name
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:  # a real-time signal: no name
+        name = f"signal {-code}"
     if -code == signal.SIGKILL:
         return UserError(
             f"{label} was killed by SIGKILL {what}: often the kernel's out-of-memory killer "
@@ -200,9 +203,12 @@ def _out_of_memory(spec: str, batch: int, limit: int | None) -> UserError:
 def _cap_memory(limit: int | None) -> None:
     """RLIMIT_DATA (the process's writable private memory, which Python's and the frameworks'
     allocations are) set to ``limit`` bytes: an allocation past it fails as MemoryError."""
+    try:
+        import resource
+    except ImportError:  # not on Windows: the time limit still holds
+        return
     if not limit:
         return
-    import resource
 
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)
     soft = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
