@@ -90,4 +90,4 @@ def test_every_csv_writer_goes_through_the_one_safe_writer() -> None:
                 and node.value.id == "csv"
             ):
                 found.append(path.relative_to(SRC).as_posix())
-    assert sorted(set(found)) == ["text.py"]
+    assert sorted(set(found)) == ["core/text.py"]
