@@ -87,3 +87,36 @@ def test_an_imported_time_with_an_offset_is_stored_in_utc(tmp_path: Path) -> Non
     with Store(db) as store:
         stored = sorted(r.created_at for r in store.load([1, 2]))
     assert stored == ["2026-12-07T05:00:00+00:00", "2026-12-07T06:00:00+00:00"]
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_character_the_output_cannot_encode_is_shown_escaped(
+    encoding: str, tmp_path: Path
+) -> None:
+    with Store(tmp_path / "runs.sqlite") as store:
+        store.save_many([_result(0).model_copy(update={"device": "gpu:0 ☃", "note": "🚀"})])
+    env = {**os.environ, "GPUSCOUT_DB": str(tmp_path / "runs.sqlite"),
+           "PYTHONIOENCODING": encoding, "COLUMNS": "200"}  # fmt: skip
+    for args in (("runs", "list"), ("runs", "export", "--format", "csv")):
+        proc = subprocess.run([sys.executable, "-c", CLI, *args], capture_output=True,
+                              env=env, timeout=300)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+        assert b"Traceback" not in proc.stderr
+        assert b"gpu:0 \\u2603" in proc.stdout
+
+
+def test_an_imported_run_without_its_step_times_is_shown_saying_so(tmp_path: Path) -> None:
+    """A file someone made may leave out what gpuscout's own runs always carry (the warm-up,
+    the step-time percentiles): ``runs show`` says so instead of ending in an AssertionError."""
+    with Store(tmp_path / "a.sqlite") as store:
+        runs = store.save_many([_result(0)])
+    body = json.loads(export_json(runs))
+    for field in ("warmup", "step_time_s", "stop_reason", "mean_samples_per_second"):
+        body["runs"][0][field] = None
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(body))
+    db = str(tmp_path / "b.sqlite")
+    assert run_in_process("runs", "import", str(path), "--db", db).code == 0
+    out = run_in_process("runs", "show", "1", "--db", db)
+    assert out.code == 0, out.err
+    assert out.out.count("not recorded") >= 3 and "stopped: None" not in out.out

@@ -98,6 +98,7 @@ def _main(argv: Sequence[str] | None) -> int:
             file=sys.stderr or sys.__stderr__,
         )
         return 2
+    _show_what_cannot_be_encoded()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -132,6 +133,18 @@ def _main(argv: Sequence[str] | None) -> int:
 
         print(f"gpuscout: error: {printable(exc)}", file=sys.stderr)
         return 1
+
+
+def _show_what_cannot_be_encoded() -> None:
+    """A character the terminal's encoding lacks is shown as an escape (``\\u2603``), not a
+    traceback: a stored note or device name may hold any character, and a terminal, a pipe
+    under ``PYTHONIOENCODING=ascii`` or a Latin-1 console cannot encode every one (issue 43:
+    ``runs list`` ended in a UnicodeEncodeError). The streams keep their encoding."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
 
 
 # A write that failed because where it goes is full or broken (``gpuscout specs > /dev/full``).

@@ -68,15 +68,17 @@ def result_table(result: RunResult) -> Table:
     if result.status != "ok":
         _plain(table, "message", result.message or "")
         return table
+    # An imported run (a file someone made) may lack what gpuscout's own runs always carry:
+    # each missing part is said, never assumed (issue 43; it ended in an AssertionError).
     st = result.step_time_s
-    assert st is not None and result.warmup is not None
     tokens, shape = run_shape(result.workload, result.config.dims)
     if result.samples_per_second is None:  # ScoutCallback without batch_size: steps only
-        steps = f"{fmt_rate(1 / st.median)} steps/s"
-        _plain(table, "samples/s", f"not measured (no batch size given): {steps}")
+        steps = f": {fmt_rate(1 / st.median)} steps/s" if st is not None else ""
+        _plain(table, "samples/s", f"not measured (no batch size given){steps}")
     else:
         _plain(table, "samples/s (median)", _interval(result))
-        _plain(table, "samples/s (mean rate)", fmt_rate(result.mean_samples_per_second or 0))
+        mean = result.mean_samples_per_second
+        _plain(table, "samples/s (mean rate)", fmt_rate(mean) if mean else "not recorded")
         if tokens:
             sps = result.samples_per_second
             _plain(table, "tokens/s (median)", f"{fmt_rate(sps.median * tokens)} ({tokens:,} a "
@@ -84,7 +86,9 @@ def result_table(result: RunResult) -> Table:
     _plain(
         table,
         "step time",
-        f"median {fmt_seconds(st.median)} · p5 {fmt_seconds(st.p5)} · p95 {fmt_seconds(st.p95)}",
+        f"median {fmt_seconds(st.median)} · p5 {fmt_seconds(st.p5)} · p95 {fmt_seconds(st.p95)}"
+        if st is not None
+        else "not recorded in this run",
     )
     _plain(
         table,
@@ -93,12 +97,13 @@ def result_table(result: RunResult) -> Table:
         "outliers (MAD)",
     )
     w = result.warmup
-    _plain(table, "warm-up", f"{_steps(w.steps)}, {fmt_seconds(w.seconds)} ({w.method})")
+    warmup = f"{_steps(w.steps)}, {fmt_seconds(w.seconds)} ({w.method})" if w else None
+    _plain(table, "warm-up", warmup or "not recorded in this run")
     half = result.ci_rel_halfwidth
     _plain(
         table,
         "measured",
-        f"{_steps(result.measured_steps)} · stopped: {result.stop_reason}"
+        f"{_steps(result.measured_steps)} · stopped: {result.stop_reason or 'not recorded'}"
         + (f" (interval ±{fmt_percent(half)})" if half is not None else ""),
     )
     _plain(
