@@ -14,7 +14,10 @@
 #    MFU is in (0, 1) (a missing synchronisation shows as an impossible MFU), the allocator's
 #    peak memory and the monitor's utilisation, SM clock and power are there, and the
 #    measurement is compared with `gpuscout predict`'s range for that GPU;
-# 4. writes OUT_DIR/summary.md, one page. Exit 1 if a check failed.
+# 4. writes OUT_DIR/summary.md, one page. Exit 1 if a check failed;
+# 5. before the checks, scripts/gpu_kernel_probe.py: issue 41's open kernel questions
+#    (FP16 convolutions' overlap, NCHW->NHWC transpose rate, large streaming kernels), in
+#    OUT_DIR/kernel_probe.md and .json; it never fails the run.
 #
 # --cpu: the same run on this machine's CPU, minus the GPU checks, with mlp alone (a CPU
 # takes minutes to compile and step resnet50 and bert-base), 20 steps, and an mlp sweep: CI runs
@@ -29,7 +32,7 @@ while (($#)); do
             if [ "$1" = --wheels ]; then wheels="$2"; else seconds="$2"; fi
             shift 2 ;;
         --cpu) cpu=1; shift ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         -*) echo "gpu_acceptance: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) out="$1"; shift ;;
     esac
@@ -70,6 +73,12 @@ echo "gpu_acceptance: inference sweep (${sweep[*]})" >&2
 "$python" -m gpuscout bench --backend jax --mode inference --precision mixed_bfloat16 \
     "${sweep[@]}" --db "$db" --json > "$out/inference.json" ||
     echo "gpu_acceptance: the inference sweep did not measure (its JSON says why)" >&2
+# issue 41's open questions, measured (about 2 minutes on a GPU; never fails the run)
+echo "gpu_acceptance: kernel probe (convolution overlap, layout transposes, streaming)" >&2
+probe=("$out")
+((cpu)) && probe+=(--cpu)
+"$python" "$here/scripts/gpu_kernel_probe.py" "${probe[@]}" > /dev/null ||
+    echo "gpu_acceptance: the kernel probe did not finish" >&2
 check=(--out "$out")
 ((cpu)) && check+=(--cpu)
 "$python" "$here/scripts/gpu_acceptance_check.py" "${check[@]}" $workloads inference

@@ -63,6 +63,12 @@ def test_the_acceptance_script_runs_end_to_end_on_a_cpu(tmp_path: Path) -> None:
     checks = json.loads((out / "checks.json").read_text())
     assert set(checks) == {"mlp", "inference"}
     assert ["p99 with interval", True] in [c[:2] for c in checks["inference"]]
+    # the kernel probe's smoke run: one shape of each kind, timed, with its sizes for the model
+    probe = json.loads((out / "kernel_probe.json").read_text())
+    assert [len(probe[k]) for k in ("convolutions", "transposes", "streaming")] == [1, 1, 1]
+    assert all(r["seconds"] > 0 for k in ("convolutions", "transposes", "streaming")
+               for r in probe[k])  # fmt: skip
+    assert probe["convolutions"][0]["flops"] > 0 and probe["peaks"]["gpu"] is None  # a CPU
 
 
 def test_a_missing_output_folder_or_option_is_refused() -> None:
