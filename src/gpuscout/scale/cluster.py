@@ -198,8 +198,9 @@ def _slurm(env: Mapping[str, str], base: int, expand: Callable[[str], list[str]]
                         "may have.", "run fewer tasks.")  # fmt: skip
     named = count_nodelist(text)
     if named is not None and named > MAX_CLUSTER_WORKERS:
+        many = "more than 10^18" if named >= _TOO_MANY else f"{named:,}"
         raise UserError(
-            f"{name} names {named:,} nodes, over the {MAX_CLUSTER_WORKERS:,} workers one run "
+            f"{name} names {many} nodes, over the {MAX_CLUSTER_WORKERS:,} workers one run "
             "may have (counted from its ranges, before any is expanded).",
             "run on fewer nodes.",
         )
@@ -283,6 +284,9 @@ def _task_counts(name: str, text: str, nodes: int) -> list[int]:
     return counts
 
 
+_TOO_MANY = 10**19  # what a node list with an index past 10**18 counts as: over every cap
+
+
 def count_nodelist(text: str) -> int | None:
     """How many hosts a Slurm node list names, read from its ranges without expanding any
     (``n1x[1-99999]`` is 99,999); None where it is not the bracket syntax counted here (the
@@ -299,7 +303,9 @@ def count_nodelist(text: str) -> int | None:
                 try:
                     first = whole(low, 0, 10**18)
                     last = whole(high, 0, 10**18) if dash else first
-                except NotWhole:
+                except NotWhole as exc:
+                    if exc.out_of_range:  # an index past 10**18: more names than any cap,
+                        return _TOO_MANY  # never None, which would hand it to the expander
                     return None
                 if last < first:
                     return None
