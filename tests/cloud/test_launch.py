@@ -95,3 +95,14 @@ def test_rsync_gets_double_dash_before_the_values(
         "-az", "--", "gpuscout-l4-1x1:gpuscout-cloud/gpuscout-l4-1x1.json", str(target)
     ]  # fmt: skip
     assert calls == ["launch gpuscout-l4-1x1", "tail gpuscout-l4-1x1", "down gpuscout-l4-1x1"]
+
+
+def test_a_task_files_accelerators_are_shown_escaped_in_the_dry_run(tmp_path: Path) -> None:
+    """Review of issue 43: the task file's accelerators line reached the terminal raw."""
+    from gpuscout.cloud.launch import describe
+
+    path = _task_file(tmp_path)
+    path.write_text(path.read_text().replace('"L4:1"', '"L4:1\\u001b[31mRED"'))
+    (task,) = read_tasks(tmp_path)
+    line = describe(task, tmp_path)
+    assert "\x1b" not in line and "L4:1\\x1b[31mRED" in line

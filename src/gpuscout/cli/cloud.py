@@ -369,6 +369,7 @@ def run_run(args: argparse.Namespace) -> int:
 def run_collect(args: argparse.Namespace) -> int:
     from gpuscout.cli.runs import import_file
     from gpuscout.cloud.launch import exported_files
+    from gpuscout.core.text import printable
     from gpuscout.store.exchange import iter_runs
 
     files = exported_files(args.dir)  # regular files only
@@ -381,7 +382,8 @@ def run_collect(args: argparse.Namespace) -> int:
         got = import_file(str(path), args.db, adopt=False)
         new, skipped = new + got.count, skipped + got.skipped
         already = f", {got.skipped} already stored" if got.skipped else ""
-        print(f"  {count} run(s) from candidate {path.stem}: {got.count} new{already}")
+        name = printable(path.stem)  # a file name from elsewhere: shown, never obeyed
+        print(f"  {count} run(s) from candidate {name}: {got.count} new{already}")
     already = f" ({skipped} more were already stored)" if skipped else ""
     print(f"collected {new} new run(s){already}; see them with 'gpuscout runs list', compare "
           "with 'runs compare', and 'calibrate' / 'report' use them")  # fmt: skip

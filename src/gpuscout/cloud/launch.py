@@ -27,6 +27,7 @@ from typing import Any
 from gpuscout.cloud.plain_names import plain_name
 from gpuscout.cloud.plan import EXPORT_ENV, IDLE_ENV
 from gpuscout.core.errors import UserError
+from gpuscout.core.text import printable
 
 RESULTS = "results"  # DIR/results/<task>.json: what a task leaves, what collect reads
 # SkyPilot's autostop minutes a task may ask for: a negative value cancels autostop (the
@@ -121,8 +122,9 @@ def _task(path: Path, yaml: Any) -> PlannedTask:
 
 
 def describe(t: PlannedTask, folder: Path) -> str:
-    """What launching ``t`` does, in one line (the dry run prints it)."""
-    return (
+    """What launching ``t`` does, in one line (the dry run prints it), shown escaped: the task
+    file is a file from elsewhere, and its accelerators line is printed as read."""
+    return printable(
         f"{t.name}: {t.accelerators} x {t.nodes} node(s) from {t.path.name}: "
         f"sky.launch(task, cluster_name='{t.name}', down=True, "
         f"idle_minutes_to_autostop={t.idle_minutes}); wait for the job; rsync "
