@@ -10,6 +10,7 @@ from typing import Any
 from gpuscout.core.errors import UserError
 from gpuscout.measure import environment, peaks
 from gpuscout.measure.backends import JAX_INSTALL_FIX as INSTALL_FIX
+from gpuscout.measure.backends.keras.seeding import seed_keras as seed_keras  # its callers
 
 
 @dataclass(frozen=True)
@@ -51,27 +52,6 @@ def keras_on_jax() -> Any:
             "or set KERAS_BACKEND=jax before anything imports Keras.",
         )
     return keras
-
-
-def seed_keras(keras: Any, seed: int) -> None:
-    """``keras.utils.set_random_seed`` without TensorFlow's seed: where TensorFlow is installed,
-    Keras imports it just to seed it (4.7 s on this project's CPU machines, and TensorFlow's
-    memory in a JAX process), and a JAX run has no tf.data to seed. Keras' lazy handle on
-    TensorFlow reads as unavailable during the call; a Keras without that handle seeds as usual.
-    """
-    try:
-        from keras.src.utils import module_utils
-
-        lazy = module_utils.tensorflow
-        saved = lazy._available
-    except (ImportError, AttributeError):
-        keras.utils.set_random_seed(seed)
-        return
-    lazy._available = False
-    try:
-        keras.utils.set_random_seed(seed)
-    finally:
-        lazy._available = saved
 
 
 def all_devices(jax: Any) -> dict[str, Device]:
