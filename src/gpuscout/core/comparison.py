@@ -3,8 +3,8 @@
 Following asv's ``compare``: runs that differ in what was measured (workload, its definition,
 precision, batch) or in the software that ran it are *not comparable*, and are shown as such
 instead of ranked. The device may differ: comparing devices is the point. So may the backend
-(TensorFlow or JAX under the same Keras model): "which framework is faster here?" is a question
-only that comparison answers. With it go what a backend brings: its own framework and CUDA
+(TensorFlow, JAX or PyTorch under the same Keras model): "which framework is faster here?" is a
+question only that comparison answers. With it go what a backend brings: its own framework and CUDA
 libraries, and XLA (every JAX step is compiled by it).
 """
 
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from gpuscout.core.records import Interval, RunResult
 from gpuscout.core.run_settings import ran_with_tf32
 
-SOFTWARE = ("tensorflow", "jax", "keras", "cuda", "cudnn")
+SOFTWARE = ("tensorflow", "jax", "torch", "keras", "cuda", "cudnn")
 # what comes with a backend, and so does not block a comparison of two backends
-WITH_THE_BACKEND = ("tensorflow", "jax", "cuda", "cudnn", "XLA")
+WITH_THE_BACKEND = ("tensorflow", "jax", "torch", "cuda", "cudnn", "XLA")
 
 
 def ratio(num: Interval, den: Interval, scale: float = 1.0) -> Interval:

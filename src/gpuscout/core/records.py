@@ -26,9 +26,17 @@ SCHEMA_VERSION = 1
 # "ok", left out of calibration, rankings and summaries.
 Status = Literal["ok", "oom", "error", "diverged"]
 # The framework a run was measured through: Keras 3 on TensorFlow (every run before the JAX
-# backend, which is what a stored run without the field reads as) or on JAX.
-Backend = Literal["tensorflow", "jax"]
-BACKENDS: tuple[Backend, ...] = ("tensorflow", "jax")
+# backend, which is what a stored run without the field reads as), on JAX, or on PyTorch.
+Backend = Literal["tensorflow", "jax", "torch"]
+BACKENDS: tuple[Backend, ...] = ("tensorflow", "jax", "torch")
+BACKEND_NAMES: dict[str, str] = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+
+
+def on_backend(backend: str) -> str:
+    """ " on JAX", " on PyTorch": what a run's precision is shown with off the default backend
+    (TensorFlow's runs, the default, say nothing)."""
+    return f" on {BACKEND_NAMES.get(backend, backend)}" if backend != "tensorflow" else ""
+
 
 # The workload of a run timed by ScoutCallback inside the user's own ``model.fit``: "fit:NAME",
 # NAME being the Keras model's name. Not a built-in workload, so nothing can model it.

@@ -24,7 +24,7 @@ def _params(r: RunResult) -> dict[str, str]:
         "gpuscout_run_id": r.id, "workload": r.workload, "device": r.device,
         "precision": r.precision, "xla": r.xla, "loop": r.loop, "batch_size": r.batch_size,
         "replicas": r.replicas, "status": r.status, "backend": r.backend,
-        "tensorflow": r.env.get("tensorflow"), "jax": r.env.get("jax"),
+        "tensorflow": r.env.get("tensorflow"), "jax": r.env.get("jax"), "torch": r.env.get("torch"),
         "device_name": r.env.get("device_name"), "host": r.env.get("hostname"), "note": r.note,
     }  # fmt: skip
     return {k: str(v)[:MAX_PARAM] for k, v in values.items() if v is not None}

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpuscout.core.records import on_backend
+
 if TYPE_CHECKING:  # the store pulls in SQLAlchemy: import it only for type checking
     from gpuscout.store import RunRow
 
@@ -51,7 +53,7 @@ def aggregate(rows: Iterable[RunRow]) -> list[Aggregate]:
     for row in rows:
         workload = row.workload + (" (inference)" if row.mode == "inference" else "")
         precision = row.precision + (" +XLA" if row.xla else "")
-        precision += " on JAX" if row.backend == "jax" else ""  # a backend is its own group
+        precision += on_backend(row.backend)  # a backend is its own group
         ids, rates, rate_ids = groups.setdefault((workload, row.device, precision), ([], [], []))
         ids.append(row.id)
         if row.status == "ok" and row.samples_per_second:

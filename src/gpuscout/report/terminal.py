@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gpuscout.core.records import Distribution, Energy, RunResult
+from gpuscout.core.records import Distribution, Energy, RunResult, on_backend
 from gpuscout.core.text import printable
 from gpuscout.core.units import fmt_bytes, fmt_flops, fmt_percent, fmt_rate, fmt_seconds, fmt_sig
 from gpuscout.measure import peaks
@@ -220,6 +220,8 @@ def distribution_rows(d: Distribution, step_s: float | None = None) -> list[tupl
 
 def framework(env: dict[str, Any]) -> str:
     """The framework a run (or a worker) measured through, as its environment recorded it."""
+    if env.get("torch"):
+        return f"PyTorch {env['torch']}"
     return f"JAX {env['jax']}" if env.get("jax") else f"TensorFlow {env.get('tensorflow')}"
 
 
@@ -302,7 +304,7 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
             r.status,
             r.workload + (" (inference)" if r.mode == "inference" else ""),
             r.device,
-            r.precision + (" +XLA" if r.xla else "") + (" on JAX" if r.backend == "jax" else ""),
+            r.precision + (" +XLA" if r.xla else "") + on_backend(r.backend),
             str(r.batch_size) if r.batch_size else "-",  # 0: not given (ScoutCallback)
             fmt_rate(r.samples_per_second) if r.samples_per_second else "-",
             r.stop_reason or "-",

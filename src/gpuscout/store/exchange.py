@@ -34,8 +34,8 @@ CSV_COLUMNS = (
     "id", "created_at", "status", "workload", "device", "device_name", "precision", "xla",
     "loop", "batch_size", "replicas", "samples_per_second", "samples_per_second_ci_low",
     "samples_per_second_ci_high", "step_time_median_s", "measured_steps", "mfu",
-    "tflops", "epoch_seconds", "peak_memory_bytes", "backend", "tensorflow", "jax", "keras",
-    "message", "note",
+    "tflops", "epoch_seconds", "peak_memory_bytes", "backend", "tensorflow", "jax", "torch",
+    "keras", "message", "note",
 )  # fmt: skip
 
 
@@ -93,6 +93,7 @@ def export_csv(runs: Sequence[RunResult]) -> str:
             "backend": r.backend,
             "tensorflow": r.env.get("tensorflow"),
             "jax": r.env.get("jax"),
+            "torch": r.env.get("torch"),
             "keras": r.env.get("keras"),
             "message": r.message,
             "note": r.note,

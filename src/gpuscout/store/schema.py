@@ -70,7 +70,7 @@ runs = Table(
     *_v1_run_columns(),
     Column("monitor_json", Text, nullable=True),  # v2: the device monitor's timeline
     Column("mode", _short(16), nullable=False, server_default="train"),  # v3: train | inference
-    # v4: the framework Keras measured on, tensorflow | jax
+    # v4: the framework Keras measured on, tensorflow | jax (| torch: no migration, same column)
     Column("backend", _short(16), nullable=False, server_default="tensorflow"),
     # v5: SHA-256 of the run's content without its id (store/content_hash.py); NULL only for
     # an older run too damaged to parse
