@@ -239,6 +239,20 @@ def noted(result: RunResult, note: str | None) -> RunResult:
     return result.model_copy(update={"note": note}) if note else result
 
 
+def _refuse_on_torch(args: argparse.Namespace) -> None:
+    """The options of several devices that the PyTorch backend cannot run yet, refused by name
+    before anything reads the cluster (the rest are refused by measure.benchmark.check)."""
+    if args.backend != "torch":
+        return
+    for flag, given in (("--cluster", args.cluster), ("--scaling", args.scaling)):
+        if given:
+            raise UserError(
+                f"--backend torch does not take {flag}: data parallel (DDP) is not measured "
+                "on PyTorch yet.",
+                f"drop {flag}, or use --backend tensorflow or jax.",
+            )
+
+
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     from gpuscout.core.records import BenchConfig
 
@@ -288,6 +302,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuscout.measure.runner import run_isolated
     from gpuscout.store import Store
 
+    _refuse_on_torch(args)  # before a cluster manager's variables are read
     resolve_cluster(args, say=not args.quiet and not args.json)  # into --workers/--task-index
     config = config_from_args(args)
     check_publish(args)

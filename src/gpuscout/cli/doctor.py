@@ -111,6 +111,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gpuscout.measure.backends import refuse_torch
+
+    refuse_torch("doctor", args.backend)  # before anything is read, built or stored
     from rich.console import Console
 
     from gpuscout.diagnose.doctor import diagnose

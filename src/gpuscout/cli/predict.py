@@ -121,6 +121,9 @@ def register(sub: Any) -> None:
 
 
 def run_predict(args: argparse.Namespace) -> int:
+    from gpuscout.measure.backends import refuse_torch
+
+    refuse_torch("predict", args.backend)  # before anything is read, built or stored
     from gpuscout.predict.request import PredictRequest, predict_for
     from gpuscout.workloads.llm import checkpointing_dims, mode_dims
 

@@ -68,6 +68,9 @@ def default_measure(spec: JobSpec) -> str | None:
 
 
 def run_scout(args: argparse.Namespace) -> int:
+    from gpuscout.measure.backends import refuse_torch
+
+    refuse_torch("scout", args.backend)  # before anything is read, built or stored
     from rich.console import Console
     from rich.text import Text
 

@@ -113,6 +113,8 @@ def install_line(version: str, backend: str, from_checkout: bool = False) -> str
     what = '".[{}]"' if from_checkout else f'"gpuscout[{{}}]=={version}"'
     if backend == "jax":
         return f'pip install {what.format("jax")} "jax[cuda12]"'
+    if backend == "torch":  # the package index's Linux wheel of torch is its CUDA build
+        return f"pip install {what.format('torch')}"
     return f"pip install {what.format('cuda')}"
 
 

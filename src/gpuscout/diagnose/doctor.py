@@ -16,6 +16,7 @@ from typing import Any
 from gpuscout.core.errors import GpuscoutError, UserError, did_you_mean
 from gpuscout.diagnose.fixes import FIX_SETS
 from gpuscout.diagnose.records import DoctorConfig, DoctorReport
+from gpuscout.measure.backends import refuse_torch
 from gpuscout.measure.runner import STALL_S, run_child
 from gpuscout.measure.user_spec import parse_function_spec, parse_model_spec
 from gpuscout.workloads import get_workload
@@ -25,6 +26,7 @@ WINDOW_LABELS = {"data": "the data pipeline alone", "together": "the baseline tr
 
 def check(config: DoctorConfig) -> None:
     """Everything checkable without a framework; UserError if bad."""
+    refuse_torch("doctor", config.backend)
     if config.model:
         parse_model_spec(config.model)
     else:

@@ -56,8 +56,11 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
 
 
 def _check_backend(config: BenchConfig) -> None:
-    """What the JAX backend cannot do (yet) is refused by name, with the reason; a JAX that is
-    not installed is one line with the fix, found without importing it."""
+    """What the JAX or PyTorch backend cannot do (yet) is refused by name, with the reason; a
+    framework that is not installed is one line with the fix, found without importing it."""
+    if config.backend == "torch":
+        _check_torch(config)
+        return
     if config.backend != "jax":
         return
     from gpuscout.measure.backends import require_jax
@@ -73,6 +76,38 @@ def _check_backend(config: BenchConfig) -> None:
                 f"drop {flag.split('/')[0].split(' ')[0]}, or use --backend tensorflow.",
             )
     require_jax()
+
+
+def _check_torch(config: BenchConfig) -> None:
+    """The PyTorch backend measures training on one device, eagerly, on synthetic batches (issue
+    44's first slice): anything else is refused here, by name, before a child starts."""
+    from gpuscout.measure.backends import require_torch
+
+    given = [(flag, why) for flag, why, value in (
+        ("--mode inference", "serving is not measured on PyTorch yet", config.mode != "train"),
+        ("--xla", "PyTorch steps run eagerly (no XLA; torch.compile is not measured yet)",
+         config.xla),
+        ("--devices", "data parallel (DDP) is not measured on PyTorch yet", config.devices),
+        ("--workers/--cluster", "DDP over workers is not measured on PyTorch yet",
+         config.workers),
+        ("--global-batch-size", "it splits a batch over devices, and PyTorch runs use one",
+         config.global_batch_size),
+        ("--data", "your own data is not fed to PyTorch yet; it trains on synthetic batches",
+         config.data),
+    ) if value]  # fmt: skip
+    if given:
+        flag, why = given[0]
+        raise UserError(
+            f"--backend torch does not take {flag}: {why}.",
+            f"drop {flag.split('/')[0].split(' ')[0]}, or use --backend tensorflow or jax.",
+        )
+    if not config.model and get_workload(config.workload).has_pipeline:
+        raise UserError(
+            f"--backend torch does not take --workload {config.workload} yet: its host input "
+            "pipeline is not built for PyTorch.",
+            "pick another --workload, or use --backend tensorflow or jax.",
+        )
+    require_torch()
 
 
 def _check_mode(config: BenchConfig) -> None:
@@ -133,6 +168,8 @@ def _bench(
 ) -> RunResult:
     if config.backend == "jax":
         from gpuscout.measure.backends.jax import backend as chosen
+    elif config.backend == "torch":
+        from gpuscout.measure.backends.torch import backend as chosen  # type: ignore[no-redef]
     else:
         from gpuscout.measure.backends.tensorflow import backend as chosen  # type: ignore[no-redef]
 

@@ -131,7 +131,7 @@ def compose(
     prep: Prepared,
     outcome: Outcome,
     peak: tuple[float | None, str],
-    memory: tuple[int, str],
+    memory: tuple[int | None, str],
     warnings: list[str],
     env: dict[str, Any],
     workload_name: str,

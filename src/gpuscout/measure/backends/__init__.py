@@ -1,24 +1,51 @@
 """The measuring backends: the only modules of gpuscout that import a framework.
 
-Each backend is a package, ``backends/<name>/`` (``tensorflow``, ``jax``; ``keras`` holds the
-Keras 3 code both share), imported only once a measurement (or a trace) starts. This module
-imports none of them.
+Each backend is a package, ``backends/<name>/`` (``tensorflow``, ``jax``, ``torch``; ``keras``
+holds the Keras 3 code they share), imported only once a measurement (or a trace) starts. This
+module imports none of them.
 """
 
 from __future__ import annotations
 
 JAX_INSTALL_FIX = "pip install 'gpuscout[jax]' (on a GPU machine also jax[cuda12] or jax[cuda13])."
+TORCH_INSTALL_FIX = "pip install 'gpuscout[torch]'."
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing it."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # an import hook that refuses it: as good as not installed
+        return False
 
 
 def require_jax(what: str = "--backend jax") -> None:
     """UserError with the install line when JAX is missing, found without importing it."""
-    import importlib.util
-
     from gpuscout.core.errors import UserError
 
-    try:
-        found = importlib.util.find_spec("jax") is not None
-    except ImportError:  # an import hook that refuses it: as good as not installed
-        found = False
-    if not found:
+    if not _installed("jax"):
         raise UserError(f"{what} needs JAX, which is not installed.", JAX_INSTALL_FIX)
+
+
+def require_torch(what: str = "--backend torch") -> None:
+    """UserError with the install line when PyTorch is missing, found without importing it."""
+    from gpuscout.core.errors import UserError
+
+    if not _installed("torch"):
+        raise UserError(f"{what} needs PyTorch, which is not installed.", TORCH_INSTALL_FIX)
+
+
+def refuse_torch(command: str, backend: str) -> None:
+    """UserError naming ``command`` when it is asked of the PyTorch backend, which so far only
+    measures training (``bench``): refused before anything starts (issue 44's first slice)."""
+    if backend != "torch":
+        return
+    from gpuscout.core.errors import UserError
+
+    raise UserError(
+        f"{command} --backend torch is not supported yet: the PyTorch backend only measures "
+        "training (gpuscout bench --backend torch).",
+        "use --backend tensorflow or --backend jax.",
+    )
