@@ -321,13 +321,14 @@ def positive_float(text: str) -> float:
 
 
 def add_backend_option(group: Any, what: str) -> None:
-    """``--backend tensorflow|jax``, the same on every command that measures."""
+    """``--backend tensorflow|jax|torch``, the same on every command that measures."""
     from gpuscout.core.records import BACKENDS
 
     group.add_argument(
         "--backend",
         choices=BACKENDS,
         default="tensorflow",
-        help=f"the framework Keras {what} on: tensorflow (default) or jax (pip install "
-        "'gpuscout[jax]'; one device)",
+        help=f"the framework Keras {what} on: tensorflow (default), jax (pip install "
+        "'gpuscout[jax]') or torch (PyTorch, pip install 'gpuscout[torch]'; bench only, "
+        "training on one device, so far)",
     )

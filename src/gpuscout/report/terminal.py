@@ -127,6 +127,8 @@ def result_table(result: RunResult) -> Table:
         _plain(table, label, text)
     if result.peak_memory_bytes is not None:
         _plain(table, "peak memory", fmt_bytes(result.peak_memory_bytes))
+    elif (result.memory_method or "").startswith("not measured"):  # said, not left out
+        _plain(table, "peak memory", result.memory_method or "")
     if result.energy is not None:
         _plain(table, "energy", energy_text(result.energy))
     env = result.env
