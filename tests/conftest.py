@@ -23,7 +23,7 @@ BLOCK_TF = (
     "import sys\n"
     "class _Block:\n"
     "    def find_spec(self, name, path=None, target=None):\n"
-    "        if name.split('.')[0] in ('tensorflow', 'keras', 'jax', 'jaxlib'):\n"
+    "        if name.split('.')[0] in ('tensorflow', 'keras', 'jax', 'jaxlib', 'torch'):\n"
     "            raise ImportError('blocked by the test: ' + name)\n"
     "sys.meta_path.insert(0, _Block())\n"
 )

@@ -12,7 +12,7 @@ import gpuscout
 from tests.conftest import BLOCK_TF
 
 PACKAGE = Path(gpuscout.__file__).parent
-FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib")
+FRAMEWORKS = ("tensorflow", "keras", "jax", "jaxlib", "torch")
 
 
 def framework_imports(package: Path) -> list[str]:
@@ -43,7 +43,7 @@ def test_all_is_sorted_and_resolves() -> None:
 
 def test_only_the_backends_import_a_framework() -> None:
     """The layering rule, over every module of the package: outside ``measure/backends/``
-    nothing imports TensorFlow, Keras or JAX, not even inside a function."""
+    nothing imports TensorFlow, Keras, JAX or PyTorch, not even inside a function."""
     assert framework_imports(PACKAGE) == []
 
 
@@ -56,16 +56,18 @@ def test_the_rule_catches_a_planted_import(tmp_path: Path) -> None:
     planted.write_text("def f():\n    import tensorflow as tf\n    return tf\n")
     (tree / "measure" / "backends" / "tensorflow" / "planted.py").write_text("import keras\n")
     (tree / "report" / "planted_from.py").write_text("from jax import numpy\n")
+    (tree / "store" / "planted_torch.py").write_text("def f():\n    from torch import nn\n")
     found = framework_imports(tree)
     assert found == [
         "predict/planted.py:2 imports tensorflow",
         "report/planted_from.py:1 imports jax",
+        "store/planted_torch.py:2 imports torch",
     ]
 
 
 def test_every_module_outside_the_backends_imports_without_tensorflow() -> None:
     """Not only no import statement: importing each one (as ``--help`` and every command that
-    does not measure do) loads neither TensorFlow nor Keras, with both blocked."""
+    does not measure do) loads neither TensorFlow, Keras, JAX nor PyTorch, with all blocked."""
     modules = sorted(
         "gpuscout."
         + ".".join(p.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__")
@@ -77,7 +79,7 @@ def test_every_module_outside_the_backends_imports_without_tensorflow() -> None:
         BLOCK_TF
         + "".join(f"import {m.removesuffix('.__init__')}\n" for m in modules)
         + "import gpuscout.measure.child\n"
-        + ("assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules\n")
+        + ("assert not {'tensorflow', 'keras', 'jax', 'torch'} & set(sys.modules)\n")
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

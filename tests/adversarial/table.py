@@ -5,7 +5,7 @@ checked the day it is added by adding a row. Rows run in this process through
 :func:`gpuscout.cli.main` (fast enough to hold hundreds of rows), each with its own results
 store, and the checks are the CLI's promise for bad input: the exit code, one line on stderr
 naming the problem, no traceback, nothing printed as ``Infinity`` or ``NaN`` in JSON, no
-TensorFlow imported to refuse it.
+TensorFlow or PyTorch imported to refuse it.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ def run_case(case: Case, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Outcome:
     monkeypatch.setenv("COLUMNS", "200")
     args = [a.replace("{tmp}", str(tmp)) for a in case.args]
     had_tf = "tensorflow" in sys.modules
+    had_torch = "torch" in sys.modules
     outcome = run_in_process(*args)
     where = f"gpuscout {' '.join(args)}\nstdout: {outcome.out[-2000:]}\nstderr: {outcome.err}"
     assert outcome.code == case.code, where
@@ -72,6 +73,8 @@ def run_case(case: Case, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Outcome:
         assert len(outcome.err.strip().splitlines()) == 1, where
     if not had_tf:
         assert "tensorflow" not in sys.modules, f"{where}\nTensorFlow was imported"
+    if not had_torch:
+        assert "torch" not in sys.modules, f"{where}\nPyTorch was imported"
     if "--json" in args and outcome.code == 0:
         json.loads(outcome.out, parse_constant=_refuse)  # strict JSON: no Infinity, no NaN
     return outcome

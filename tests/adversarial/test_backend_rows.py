@@ -64,7 +64,7 @@ CASES = [
         2,
         "batch 4,096 is larger than the 2,048 samples",
     ),
-    Case(("soak", "--backend", "torch"), 2, "invalid choice: 'torch'"),
+    # --backend torch is a backend now: its refusals are in test_torch_backend_rows.py
     Case(("predict", "--backend", "jax", "--workload", "nope"), 2, "unknown workload"),
 ]
 
