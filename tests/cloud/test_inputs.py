@@ -70,13 +70,20 @@ def test_model_and_data_in_one_folder_send_it_once(tmp_path: Path) -> None:
     assert "--data /tmp/gpuscout-inputs/model/my.py:build" in task["run"]
 
 
-def test_a_folder_too_large_for_a_model_is_refused(tmp_path: Path) -> None:
+def test_a_project_folder_sends_the_file_alone_and_says_so(tmp_path: Path) -> None:
+    """Review of issue 43: a model beside a .venv (or .git, or data) is an ordinary layout; the
+    plan refused it for its folder's size. It sends the file alone, as before the folder was
+    sent, and says why the modules beside it do not travel (not on PYTHONPATH either)."""
     (tmp_path / "my.py").write_text(MODEL)
+    venv = tmp_path / ".venv"
+    venv.mkdir()
     for i in range(MAX_FILES):
-        (tmp_path / f"sample{i}.txt").write_text("x")
+        (venv / f"f{i}.py").write_text("x")
     r = run_in_process("cloud", "plan", "--out", str(tmp_path / "out"), "--gpus", "l4", "--",
                        "bench", "--model", f"{tmp_path}/my.py:build")  # fmt: skip
-    assert r.code == 2, r.err
-    assert f"its folder {tmp_path} holds more than 1,000 files" in r.err
-    assert "put the file and the modules it imports in a folder of their own" in r.err
-    assert len(r.err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+    assert r.code == 0, r.err
+    assert f"ships {tmp_path / 'my.py'} alone" in r.out and "a .venv" in r.out
+    task = yaml.safe_load(next((tmp_path / "out").glob("*.yaml")).read_text())
+    assert task["file_mounts"] == {"/tmp/gpuscout-inputs/model/my.py": str(tmp_path / "my.py")}
+    assert "--model /tmp/gpuscout-inputs/model/my.py:build" in task["run"]
+    assert "PYTHONPATH" not in task["run"]

@@ -5,8 +5,9 @@ file alone fails on the node, after start-up and install were billed. Finding wh
 imports would take running it, so the plan sends the file's whole folder: it is mounted at
 ``/tmp/gpuscout-inputs/<model|data>/`` on each node, the command points at the file there, and
 that folder is put on ``PYTHONPATH`` so the file's neighbours import as they do when bench runs
-in that folder here. A folder too large to be a model's (a dataset, a home directory) is
-refused, saying so, rather than copied to every node.
+in that folder here. A folder too large to be a model's (a project with its .venv or .git, a
+dataset, a home directory) is not copied to every node: the file goes alone, as it did before
+folders were sent, and the plan says why its neighbours do not travel.
 """
 
 from __future__ import annotations
@@ -31,9 +32,18 @@ class Shipped:
     remote: str  # where it is mounted on each node
     files: int
     size: int  # bytes
+    alone: bool = False  # the file alone: its folder is larger than a model's (a .venv, data)
 
     def line(self) -> str:
         """What the plan says it sends, in one line."""
+        if self.alone:
+            return (
+                f"ships {self.local} alone ({self.size / 1e6:.1f} MB) to {self.remote} on each "
+                f"node for bench {' and '.join(self.flags)}: its folder holds more than "
+                f"{MAX_FILES:,} files or {MAX_BYTES // 2**20} MB (a .venv, a .git, data?), so "
+                "the modules beside it are not sent; put the file and the modules it imports "
+                "in a folder of their own to send them too"
+            )
         return (
             f"ships {self.local} ({self.files} file(s), {self.size / 1e6:.1f} MB) to "
             f"{self.remote} on each node for bench {' and '.join(self.flags)}: the file and "
@@ -75,8 +85,13 @@ def ship(flag: str, value: str, shipped: list[Shipped]) -> str:
         if s.local == real.parent:
             shipped[i] = Shipped((*s.flags, flag), s.local, s.remote, s.files, s.size)
             return f"{s.remote}/{real.name}{sep}{function}"
-    files, size = folder_size(real.parent, flag, value)
     remote = f"{REMOTE_INPUTS}/{flag.lstrip('-')}"
+    try:
+        files, size = folder_size(real.parent, flag, value)
+    except UserError:  # a project folder (.venv, .git, data): the file alone, said so
+        alone = f"{remote}/{real.name}"
+        shipped.append(Shipped((flag,), real, alone, 1, real.stat().st_size, alone=True))
+        return f"{alone}{sep}{function}"
     shipped.append(Shipped((flag,), real.parent, remote, files, size))
     return f"{remote}/{real.name}{sep}{function}"
 

@@ -139,7 +139,7 @@ def task(
     extra = ["--cluster", "skypilot"] if c.nodes > 1 else []
     command = " ".join(shlex.quote(a) for a in ("gpuscout", "bench", *bench.args, *extra))
     # your files' folders first on the path: a model's neighbouring modules import there
-    path = ":".join(s.remote for s in bench.shipped)
+    path = ":".join(s.remote for s in bench.shipped if not s.alone)  # folders, not files
     run = "\n".join([
         *([f'export PYTHONPATH="{path}${{PYTHONPATH:+:$PYTHONPATH}}"'] if path else []),
         f'mkdir -p "{REMOTE_HOME}"',
