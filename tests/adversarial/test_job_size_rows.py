@@ -19,7 +19,11 @@ CASES = [
         2,
         "a global batch of 10,000,000 samples (yours, --global-batch) is more than",
     ),
-    Case((*ADVISE, "--samples", "10", "--counts", "1,2"), 2, "is more than the whole job's 10"),
+    Case(
+        (*ADVISE, "--samples", "100", "--global-batch", "200"),
+        2,
+        "a global batch of 200 samples (yours, --global-batch) is more than the whole job's 100",
+    ),
     Case((*ADVISE, "--steps", "1", "-b", "1", "--counts", "1,1000"), 2, "1,000 GPUs is more"),
     Case(("predict", "--workload", "mlp", "--count", MANY), 2, "2000 different GPU counts"),
     Case(("bench", "--workload", "mlp", "--batch-sizes", MANY), 2, "2000 different sizes"),

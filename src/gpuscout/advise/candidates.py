@@ -25,6 +25,7 @@ class Request:
     cloud: bool = True
     providers: frozenset[str] | None = None
     counts: tuple[int, ...] = (1, 2, 4, 8)
+    counts_given: bool = False  # --counts typed: a count above the job's samples is refused
     gpus: frozenset[str] | None = None  # only these catalog ids (--gpus); None: every GPU
     data_gb: float = 0.0  # copied into each rented machine before its first step (--data-gb)
     objective: Objective = DEFAULT_OBJECTIVE

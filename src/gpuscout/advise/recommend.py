@@ -104,22 +104,44 @@ def _check(req: Request) -> None:
         )
     if req.global_batch is not None and req.global_batch < 1:
         raise UserError(f"the global batch must be 1 or more, got {req.global_batch}.", None)
-    # options larger than the job: a step of more samples than the whole job trains, or more
-    # GPUs than it has samples, runs nothing a user pays for (issue 43)
-    source = req.batch_source or "the job's own batch"
-    if not req.fixed_batch and req.samples_per_step > req.samples:
-        raise UserError(
-            f"a global batch of {req.samples_per_step:,} samples "
-            f"({source}) is more than the whole job's "
-            f"{req.samples:,.0f}: not one optimizer step would complete.",
-            "give a smaller --global-batch, or a larger job (--epochs, --samples, --steps).",
+
+
+def _sized(req: Request) -> tuple[Request, list[str]]:
+    """``req`` with its options no larger than the job (issue 43), and what was changed. What
+    the user typed and cannot run is refused: a ``--global-batch`` of more samples than the
+    whole job (not one optimizer step completes), ``--counts`` above the job's samples (GPUs
+    with nothing to train). What gpuscout chose is fitted to the job instead, and said: the
+    default counts above its samples are left out, and a default global batch (the job's own)
+    larger than the job becomes the job's samples."""
+    notes: list[str] = []
+    samples = int(req.samples)
+    if not req.fixed_batch and req.samples_per_step > samples:
+        if req.global_batch is not None and req.batch_source.startswith("yours"):
+            raise UserError(
+                f"a global batch of {req.samples_per_step:,} samples ({req.batch_source}) is "
+                f"more than the whole job's {samples:,}: not one optimizer step would complete.",
+                "give a smaller --global-batch, or a larger job (--epochs, --samples, --steps).",
+            )
+        notes.append(
+            f"batch: the job has {samples:,} samples in all, fewer than "
+            f"{req.samples_per_step:,} ({req.batch_source or 'its own batch'}): the global "
+            f"batch is taken as {samples:,}"
         )
-    if (most := max(req.counts, default=1)) > req.samples:
-        raise UserError(
-            f"{most:,} GPUs is more than the job's {req.samples:,.0f} sample(s) in all: most "
-            "of them would have nothing to train.",
-            f"give counts up to {req.samples:,.0f} (--counts), or a larger job.",
+        req = replace(req, global_batch=max(1, samples))
+    if (most := max(req.counts, default=1)) > samples:
+        if req.counts_given:
+            raise UserError(
+                f"{most:,} GPUs is more than the job's {samples:,} sample(s) in all: most of "
+                "them would have nothing to train.",
+                f"give counts up to {samples:,} (--counts), or a larger job.",
+            )
+        kept = tuple(c for c in req.counts if c <= samples) or (1,)
+        notes.append(
+            f"GPU counts: {', '.join(str(c) for c in req.counts if c > samples)} left out, "
+            f"more GPUs than the job's {samples:,} sample(s)"
         )
+        req = replace(req, counts=kept)
+    return req, notes
 
 
 def _prices(catalog: Catalog, gpu: Gpu, count: int, req: Request) -> list[Rental | Purchase]:
@@ -143,6 +165,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
     """Ranked, explained options for the job in ``req``, predicted by ``model`` (the session
     of :func:`gpuscout.predict.session.session`)."""
     _check(req)
+    req, sized = _sized(req)
     if req.data_gb:  # the user's data, copied into every rented machine: its start-up
         assumptions = replace(assumptions, data_gb=req.data_gb,
                               yours=assumptions.yours | {"data_gb"})  # fmt: skip
@@ -248,6 +271,7 @@ def advise(req: Request, model: Session, assumptions: Assumptions) -> Advice:
             else f"global batch {req.samples_per_step:,}: each option's batch per GPU in its row)"
         ),
         batch_note(req, rejected[too_many(req.samples_per_step)]),
+        *sized,
         f"objective: {req.objective} ({OBJECTIVE_WORDS[req.objective]}); counts "
         f"{', '.join(map(str, req.counts))}"
         + (f"; only {', '.join(sorted(req.gpus))} (--gpus)" if req.gpus else ""),

@@ -273,6 +273,7 @@ def constraints(
         "cloud": not args.no_cloud,
         "providers": providers or None,
         "counts": tuple(int(c) for c in (args.counts or DEFAULT_COUNTS).split(",")),
+        "counts_given": args.counts is not None,
         "objective": args.objective or preset.get("objective", DEFAULT_OBJECTIVE),
     }
 
@@ -353,6 +354,7 @@ def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
         samples=math.ceil(args.samples) if args.samples is not None else None,
         steps=args.steps,
         batch_size=args.batch_size,
+        global_batch=getattr(args, "global_batch", None),
         tokens=math.ceil(args.tokens) if getattr(args, "tokens", None) is not None else None,
         precision=precision,  # None: a stored run's own, else mixed_float16
         backend=backend,

@@ -33,8 +33,10 @@ class JobSpec:
     epochs: float | None = None
     # With --epochs: the dataset's size (samples an epoch). Alone: the samples of the whole job.
     samples: int | None = None
-    steps: int | None = None  # optimizer steps at the batch per GPU (one GPU's batch a step)
+    # optimizer steps: of --global-batch where given, else of one GPU's batch
+    steps: int | None = None
     batch_size: int | None = None  # per GPU
+    global_batch: int | None = None  # samples per optimizer step over all GPUs (advise's)
     precision: str | None = None  # None: a stored run's own, else PRECISION
     backend: str = "tensorflow"  # what traces a step that is neither shipped nor cached
     # a built-in workload's settings: seq_len, and a decoder LLM's lora_rank and checkpointing
@@ -191,6 +193,10 @@ def _size(spec: JobSpec, epoch: int | None, batch: int, unit: str, what: str) ->
             raise UserError(
                 "--steps is a whole job by itself: give it without --epochs and --samples.",
                 "e.g. --steps 100000, or --epochs 50 --samples 1200000.",
+            )
+        if spec.global_batch is not None:  # optimizer steps of the global batch given
+            return spec.steps * spec.global_batch, (
+                f"{spec.steps:,} steps x {spec.global_batch:,} {unit} (the global batch)"
             )
         return spec.steps * batch, f"{spec.steps:,} steps x {batch} {unit} (one GPU's batch)"
     if spec.epochs is not None and spec.samples is not None:
