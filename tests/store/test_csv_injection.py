@@ -78,6 +78,29 @@ def test_specs_csv_neutralises_a_user_catalog_text(tmp_path: Path) -> None:
     assert back["source"] == "'=1+2"
 
 
+def test_specs_csv_read_back_as_a_catalog_gives_the_row_it_came_from(tmp_path: Path) -> None:
+    """Review of issue 43: a note starting with '-' came back from specs --csv with a ' in
+    front when that file was read as a --catalog; a cell the writer kept from spreadsheets
+    reads back as it was."""
+    shipped = run_cli("specs", "--csv")
+    row = next(csv.DictReader(io.StringIO(shipped.out)))
+    row["notes"] = "-5% clocks under load; +10 W"
+    folder = tmp_path / "one"
+    folder.mkdir()
+    with (folder / "gpus.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, list(row))
+        writer.writeheader()
+        writer.writerow(row)
+    written = run_cli("specs", "--csv", "--catalog", str(folder), row["id"])
+    assert "'-5% clocks" in written.out  # safe in a spreadsheet
+    again = tmp_path / "two"
+    again.mkdir()
+    (again / "gpus.csv").write_text(written.out)
+    out = run_cli("specs", "--json", "--catalog", str(again), row["id"])
+    assert out.code == 0, out.err
+    assert '"-5% clocks under load; +10 W"' in out.out
+
+
 def test_every_csv_writer_goes_through_the_one_safe_writer() -> None:
     """A new CSV output cannot skip the neutralising: only ``text.csv_text`` may make a writer."""
     found = []

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from gpuscout.catalog.models import Busbw, Gpu, Price, Published
 from gpuscout.catalog.plausible import PRICE_RANGES, RANGES
 from gpuscout.core.errors import UserError, did_you_mean
+from gpuscout.core.text import from_spreadsheet_safe
 
 FileKind = Literal["gpus", "prices", "published", "busbw", "skypilot"]
 MODELS: dict[str, type[BaseModel]] = {
@@ -51,7 +52,10 @@ def read_table(path: Path) -> Table:
                         "quote cells that contain commas.",
                     )
                 if any((v or "").strip() for v in record.values()):
-                    rows.append((reader.line_num, {k: v or "" for k, v in record.items()}))
+                    # a cell gpuscout's CSV writer kept from a spreadsheet's formulas reads
+                    # back as written (specs --csv, read as a catalog file)
+                    cells = {k: from_spreadsheet_safe(v or "") for k, v in record.items()}
+                    rows.append((reader.line_num, cells))
     except FileNotFoundError:
         raise UserError(f"catalog file '{path}' does not exist.", "check the path.") from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:

@@ -70,6 +70,16 @@ def spreadsheet_safe(value: Any) -> Any:
     return "'" + value
 
 
+def from_spreadsheet_safe(value: str) -> str:
+    """The inverse of :func:`spreadsheet_safe` for a cell read back: a ``'`` in front of what
+    starts as a formula is taken off, so ``specs --csv`` read as a ``--catalog`` file gives
+    the row it came from (a note "-5% clocks" stays "-5% clocks"). A cell that starts with
+    ``'`` for any other reason is kept as it is."""
+    if value.startswith("'") and value[1:].startswith(_FORMULA_START):
+        return value[1:]
+    return value
+
+
 def csv_text(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
     """A CSV file's text, header first, every cell through :func:`spreadsheet_safe`: the one
     writer of every CSV gpuscout produces.
