@@ -25,14 +25,28 @@ def _import(path: Path, db: Path | str) -> str:
 
 
 def test_the_same_file_imported_twice_stores_each_run_once(tmp_path: Path) -> None:
+    """Two alike runs in one file (bench stores every measurement, alike or not) stay two;
+    the file imported again stores nothing (review of issue 43: the second alike run was
+    dropped, and lost in the move between stores)."""
     export = tmp_path / "e.json"
-    export.write_text(export_json([_result(0), _result(1), _result(0)]))  # one run twice
+    export.write_text(export_json([_result(0), _result(1), _result(0)]))  # two alike runs
     db = tmp_path / "mine.sqlite"
-    first = _import(export, db)
-    assert "imported 2 run(s)" in first and "1 already stored, skipped" in first
+    assert "imported 3 run(s)" in _import(export, db)
     assert "its 3 run(s) are already stored" in _import(export, db)
     with Store(db, readonly=True) as store:
-        assert [r.batch_size for r in store.list()] == [33, 32]
+        assert sorted(r.batch_size for r in store.list()) == [32, 32, 33]
+    # a third alike run in a later file is a new one: the store held two of it, this is a third
+    more = tmp_path / "more.json"
+    more.write_text(export_json([_result(0), _result(0), _result(0)]))
+    out = _import(more, db)
+    assert "imported 1 run(s)" in out and "2 already stored, skipped" in out
+
+
+def test_a_time_imported_with_its_offset_before_hashes_as_it_does_now(tmp_path: Path) -> None:
+    """A run stored with '+05:00' (imported before times were normalised) and the same run
+    imported now (stored in UTC) are one run: the hash reads the time in UTC."""
+    shifted = _result(0).model_copy(update={"created_at": "2026-12-02T17:00:00+05:00"})
+    assert content_hash(shifted) == content_hash(_result(0))  # 12:00 UTC, the same moment
 
 
 def test_a_stores_own_export_imported_back_adds_nothing(tmp_path: Path) -> None:

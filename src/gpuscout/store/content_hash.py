@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from gpuscout.core.records import RunResult
+from gpuscout.core.records import RunResult, in_utc
 
 HASH_LENGTH = 64  # hex digits of a SHA-256
 
@@ -24,11 +24,21 @@ def content_hash(run: RunResult) -> str:
     body = {
         **run.to_json_dict(),
         "id": None,
+        "created_at": _utc(run.created_at),
         "step_times_s": run.step_times_s,
         "monitor_timeline": run.monitor_timeline,
     }
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _utc(created_at: str) -> str:
+    """The time as the store keeps it (UTC, ``core.records.in_utc``): a run imported with
+    ``+05:00`` before imports normalised it hashes as the same file imported now."""
+    try:
+        return in_utc(created_at)
+    except ValueError:  # not a time: hashed as written (the import refuses such a run)
+        return created_at
 
 
 __all__ = ["HASH_LENGTH", "content_hash"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ from gpuscout.store.reading import (
     parse_run,
     say_skipped,
 )
-from gpuscout.store.rows import RunRow, insert_batch, stored_hashes
+from gpuscout.store.rows import RunRow, insert_batch, stored_counts
 from gpuscout.store.unsaved import unsaved_file
 
 MIGRATION_LOCK = 0x6770_7573  # pg_advisory_xact_lock key: "gpus"
@@ -288,25 +289,31 @@ class Store:
         ``results`` may be a generator that validates as it goes (an import file): whatever it
         raises rolls back every run inserted before, so a file is stored whole or not at all,
         while memory holds one batch of runs, not the file's thousands. ``once`` (``runs
-        import``, ``cloud collect``): a run whose content hash is already stored, or came
-        earlier in ``results``, is skipped (``on_skipped(run)``), so importing a file again,
-        or again after an interruption, stores each run once. (A measurement just made is
-        new by construction and stored as given.)"""
+        import``, ``cloud collect``): the k-th run of ``results`` with a content hash is
+        skipped (``on_skipped(run)``) while the store held k or more runs with it before, so
+        importing a file again, or again after an interruption, stores nothing twice, while
+        two alike runs of one file (``bench`` stores every measurement) stay two. (A
+        measurement just made is new by construction and stored as given.)"""
         count, first, last = 0, None, None
-        seen: set[str] = set()
+        # copies of each hash stored before this import, and met so far in its file: the
+        # k-th copy in the file is skipped while the store held k or more before (two alike
+        # runs of one export stay two; the same file again stores nothing)
+        before: dict[str, int] = {}
+        met: Counter[str] = Counter()
 
         def store(conn: Any, batch: list[RunResult]) -> None:
             nonlocal count, first, last
             digests = [content_hash(r) for r in batch]
             if once:
-                stored = stored_hashes(conn, digests) if digests else set()
+                new = [h for h in dict.fromkeys(digests) if h not in before]
+                before.update(dict.fromkeys(new, 0) | (stored_counts(conn, new) if new else {}))
                 keep = []
                 for h, r in zip(digests, batch, strict=True):
-                    if h in stored or h in seen:
+                    met[h] += 1
+                    if met[h] <= before[h]:
                         if on_skipped:
                             on_skipped(r)
                         continue
-                    seen.add(h)
                     keep.append((h, r))
                 digests, batch = [h for h, _ in keep], [r for _, r in keep]
             for saved in insert_batch(conn, batch, digests):

@@ -60,10 +60,12 @@ def _row(result: RunResult, run_id: int | None, digest: str | None = None) -> di
     }
 
 
-def stored_hashes(conn: Connection, hashes: Sequence[str]) -> set[str]:
-    """Which of these content hashes a stored run already has (an import skips those)."""
+def stored_counts(conn: Connection, hashes: Sequence[str]) -> dict[str, int]:
+    """How many stored runs have each of these content hashes (absent: none). Two runs may
+    be alike on purpose (``bench`` stores every measurement), so an import counts copies."""
     h = schema.runs.c.content_hash
-    return {row[0] for row in conn.execute(select(h).where(h.in_(list(hashes))))}
+    query = select(h, func.count()).where(h.in_(list(hashes))).group_by(h)
+    return {row[0]: int(row[1]) for row in conn.execute(query)}
 
 
 def insert_batch(
