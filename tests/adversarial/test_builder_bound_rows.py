@@ -38,6 +38,8 @@ def segfaults():
 
 
 def sleeps():
+    with open(os.path.join(os.path.dirname(__file__), "slept"), "w") as mark:
+        mark.write("the builder ran")  # so the test knows the builder, not the import, was stopped
     time.sleep(3600)
 """
 FILES = {"b.py": BUILDERS}
@@ -89,7 +91,9 @@ def test_a_builder_that_never_returns_is_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A builder that sleeps for ever, stopped at the limit the environment sets (the same
-    answer at any speed: it never returns)."""
+    answer at any speed: it never returns). The limit counts from the framework's import on,
+    so a 1.5 s limit stops the builder itself, which marks that it ran (review of issue 43:
+    the import alone used to take the whole limit, so the row passed without a builder)."""
     monkeypatch.setenv("GPUSCOUT_TRACE_TIMEOUT", "1.5")
     case = Case(
         ("predict", "--model", "{tmp}/b.py:sleeps", "--gpus", "h100"),
@@ -98,6 +102,7 @@ def test_a_builder_that_never_returns_is_stopped(
         FILES,
     )
     run_case(case, tmp_path, monkeypatch)
+    assert (tmp_path / "slept").read_text() == "the builder ran"
 
 
 @pytest.mark.parametrize(

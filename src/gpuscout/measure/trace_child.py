@@ -87,7 +87,7 @@ def trace_user_step(
     """The user's model's training step (``kind="train"``) or forward pass traced in the
     measuring child, bounded by :func:`trace_limits`; UserError, naming ``model_spec``,
     however the trace fails. Ctrl-C stops the child and raises KeyboardInterrupt here."""
-    from gpuscout.measure.runner import run_child
+    from gpuscout.measure.runner import STALL_S, run_child
 
     limits = trace_limits()
     payload = {
@@ -98,7 +98,14 @@ def trace_user_step(
         "precision": precision,
         "memory_bytes": limits.memory_bytes,
     }
-    run = run_child("trace", payload, None, lambda _: None, limits.seconds, monitored=False)
+    # The user's limit starts once the framework is imported (the child says TRACING): the
+    # import says nothing for seconds, more on a busy machine, and is bounded by the child's
+    # usual silence limit instead, so a short limit stops the builder, not the import.
+    phases: set[str] = set()
+    run = run_child(
+        "trace", payload, None, lambda m: phases.add(str(m.get("phase", ""))),
+        max(STALL_S, limits.seconds), deadlines={TRACING: (limits.seconds, "")}, monitored=False,
+    )  # fmt: skip
     if run.interrupted:
         raise KeyboardInterrupt
     final = run.final
@@ -108,6 +115,12 @@ def trace_user_step(
         raise UserError(final["user_error"], final.get("fix"))
     if "error" in final:  # gpuscout's own failure (TensorFlow missing, say), as bench says it
         raise GpuscoutError(final["error"])
+    if run.code is None and TRACING not in phases:
+        raise UserError(
+            f"--model {model_spec}: the child tracing it said nothing for "
+            f"{max(STALL_S, limits.seconds):g} s while importing {backend} and was stopped.",
+            "check that the framework imports (python -c 'import tensorflow'), then retry.",
+        )
     raise _ended(f"--model {model_spec}", run.code, limits)
 
 
