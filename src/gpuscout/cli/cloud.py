@@ -367,10 +367,10 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_collect(args: argparse.Namespace) -> int:
-    from gpuscout.cli.runs import import_file
     from gpuscout.cloud.launch import exported_files
     from gpuscout.core.text import printable
     from gpuscout.store.exchange import iter_runs
+    from gpuscout.store.import_file import import_file
 
     files = exported_files(args.dir)  # regular files only
     # Every file is read and checked before any is stored: a bad one stores none of them.
