@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from gpuscout.core.errors import UserError
 from gpuscout.core.limits import check_workers
 from gpuscout.core.ranges import NotWhole, whole
 from gpuscout.core.text import is_printable
+from gpuscout.scale.slurm_nodes import TOO_MANY, count_nodelist, expand_nodelist
 
 KINDS = ("auto", "slurm", "skypilot", "tf-config", "manual")
 # auto tries these in this order: TF_CONFIG is the most specific (Ray Train or a Kubernetes
@@ -146,29 +145,6 @@ def check_size(cluster: Cluster, available_bytes: float, cores: int) -> None:
         ) from None
 
 
-def expand_nodelist(text: str) -> list[str]:
-    """A Slurm node list (``host[01-04,07],gpu-a[1-2]``) as host names, in Slurm's order.
-
-    python-hostlist parses it the way Slurm does; what it cannot parse goes to ``scontrol show
-    hostnames`` where Slurm's own tool is installed (a syntax newer than the package's).
-    """
-    import hostlist  # type: ignore[import-untyped]
-
-    try:
-        return list(hostlist.expand_hostlist(text))
-    except hostlist.BadHostlist as exc:
-        scontrol = shutil.which("scontrol")
-        if scontrol:
-            # '--' first: the node list is a value from the environment, never an option
-            done = subprocess.run(
-                [scontrol, "--", "show", "hostnames", text],
-                capture_output=True, text=True, timeout=30,
-            )  # fmt: skip
-            if done.returncode == 0 and done.stdout.split():
-                return done.stdout.split()
-        raise ValueError(str(exc)) from None
-
-
 def _none(port_base: int | None, line: str) -> Cluster:
     if port_base is not None:
         raise UserError(
@@ -198,7 +174,7 @@ def _slurm(env: Mapping[str, str], base: int, expand: Callable[[str], list[str]]
                         "may have.", "run fewer tasks.")  # fmt: skip
     named = count_nodelist(text)
     if named is not None and named > MAX_CLUSTER_WORKERS:
-        many = "more than 10^18" if named >= _TOO_MANY else f"{named:,}"
+        many = "more than 10^18" if named >= TOO_MANY else f"{named:,}"
         raise UserError(
             f"{name} names {many} nodes, over the {MAX_CLUSTER_WORKERS:,} workers one run "
             "may have (counted from its ranges, before any is expanded).",
@@ -259,7 +235,6 @@ def _tasks_per_node(env: Mapping[str, str], nodes: int, ntasks: int) -> tuple[li
 
 
 # One item of a Slurm task count list: "2", or "2(x3)" for three nodes of two tasks each.
-_GROUP = re.compile(r"\[([^\[\]]*)\]")  # a bracket group of a node list: [01-04,07]
 _TASK_COUNT = re.compile(r"\s*([0-9]+)\s*(?:\(\s*x\s*([0-9]+)\s*\))?\s*")
 
 
@@ -282,49 +257,6 @@ def _task_counts(name: str, text: str, nodes: int) -> list[int]:
         if len(counts) > nodes:
             break
     return counts
-
-
-_TOO_MANY = 10**19  # what a node list with an index past 10**18 counts as: over every cap
-
-
-def count_nodelist(text: str) -> int | None:
-    """How many hosts a Slurm node list names, read from its ranges without expanding any
-    (``n1x[1-99999]`` is 99,999); None where it is not the bracket syntax counted here (the
-    expander then says what is wrong with it)."""
-    total = 0
-    for item in _top_level(text):
-        if "[" in _GROUP.sub("", item) or "]" in _GROUP.sub("", item):
-            return None  # unbalanced or nested brackets
-        names = 1
-        for group in _GROUP.findall(item):
-            size = 0
-            for part in group.split(","):
-                low, dash, high = part.partition("-")
-                try:
-                    first = whole(low, 0, 10**18)
-                    last = whole(high, 0, 10**18) if dash else first
-                except NotWhole as exc:
-                    if exc.out_of_range:  # an index past 10**18: more names than any cap,
-                        return _TOO_MANY  # never None, which would hand it to the expander
-                    return None
-                if last < first:
-                    return None
-                size += last - first + 1
-            names *= size
-        total += names
-    return total
-
-
-def _top_level(text: str) -> list[str]:
-    """``text`` split at the commas outside brackets (a node list's hosts and host ranges)."""
-    items, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            items.append(text[start:i])
-            start = i + 1
-    items.append(text[start:])
-    return [item for item in items if item.strip()]
 
 
 def _check_place(env: Mapping[str, str], rank: int, node: int, local: int, host: str) -> None:
