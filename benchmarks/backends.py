@@ -1,11 +1,12 @@
-"""The same Keras workloads on TensorFlow and on JAX, on this machine: figures and ratios.
+"""The same Keras workloads on TensorFlow, JAX and PyTorch, on this machine: figures, ratios.
 
 Prints figures, not pass/fail. For each workload, ``gpuscout bench`` runs it through each
 backend in turn, ``ROUNDS`` alternating rounds (so the machine's drift hits both alike), with
 the same workload, precision and batch (each backend's default XLA setting: TensorFlow's custom
 step without XLA, as users run it, and JAX, which always compiles with XLA). Each run is a real
 ``gpuscout bench --backend B --json`` process; the table shows each backend's median samples/s
-with its 95% interval, and JAX over TensorFlow with the interval ``runs compare`` gives.
+with its 95% interval, and JAX and PyTorch over TensorFlow with the interval ``runs compare``
+gives (PyTorch where torch is installed: Keras' eager torch step).
 
     make bench-backends        # or .venv/bin/python benchmarks/backends.py [--seconds 30]
 """
@@ -56,30 +57,43 @@ def main(argv: list[str] | None = None) -> None:
     db = Path(tempfile.mkdtemp(prefix="gpuscout-backends-")) / "runs.sqlite"
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
           f"{args.seconds:g} s per run, {args.rounds} alternating rounds")  # fmt: skip
-    print(f"{'workload':10s} {'batch':>5s} {'TensorFlow samples/s':>28s} "
-          f"{'JAX samples/s':>28s} {'JAX / TF [95% CI]':>24s}")  # fmt: skip
+    import importlib.util
+
+    backends = ["tensorflow", "jax"] + (["torch"] if importlib.util.find_spec("torch") else [])
+    names_shown = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+    print(
+        f"{'workload':10s} {'batch':>5s} "
+        + " ".join(f"{names_shown[b] + ' samples/s':>28s}" for b in backends)
+        + " ".join(f"{names_shown[b] + ' / TF [95% CI]':>28s}" for b in backends[1:])
+    )
+    versions = ""
     for name in names:
-        runs: dict[str, list[RunResult]] = {"tensorflow": [], "jax": []}
+        runs: dict[str, list[RunResult]] = {b: [] for b in backends}
         for _ in range(args.rounds):
             for backend in runs:
                 runs[backend].append(_bench(backend, name, WORKLOADS[name], args.seconds, db))
         # each backend's best-converged round (narrowest interval) stands for it
         best = {b: min(rs, key=lambda r: r.ci_rel_halfwidth or 1.0) for b, rs in runs.items()}
-        tf_run, jax_run = best["tensorflow"], best["jax"]
-        c = compare(tf_run, jax_run)
-        cell = {b: _rate(r) for b, r in best.items()}
-        s = c.speedup
-        if not c.comparable:
-            ratio = "not comparable"
-        elif s is None or s.ci_low is None or s.ci_high is None:
-            ratio = f"{s.median:.2f}x (no interval)" if s else "-"
-        else:
-            ratio = f"{s.median:.2f}x [{s.ci_low:.2f}-{s.ci_high:.2f}]"
-        print(f"{name:10s} {tf_run.batch_size:5d} {cell['tensorflow']:>28s} {cell['jax']:>28s} "
-              f"{ratio:>24s}")  # fmt: skip
-        versions = (f"TensorFlow {tf_run.env.get('tensorflow')}, JAX {jax_run.env.get('jax')}, "
-                    f"Keras {jax_run.env.get('keras')}")  # fmt: skip
+        tf_run = best["tensorflow"]
+        ratios = [_ratio(tf_run, best[b]) for b in backends[1:]]
+        cells = " ".join(f"{_rate(best[b]):>28s}" for b in backends)
+        print(f"{name:10s} {tf_run.batch_size:5d} {cells} " + " ".join(f"{r:>28s}" for r in ratios))
+        versions = (
+            ", ".join(f"{names_shown[b]} {best[b].env.get(b)}" for b in backends)
+            + f", Keras {tf_run.env.get('keras')}"
+        )
     print(f"# {versions}; ({time.perf_counter() - start:.0f} s)")
+
+
+def _ratio(base: RunResult, other: RunResult) -> str:
+    """``other`` over ``base`` with the interval ``runs compare`` gives."""
+    c = compare(base, other)
+    s = c.speedup
+    if not c.comparable:
+        return "not comparable"
+    if s is None or s.ci_low is None or s.ci_high is None:
+        return f"{s.median:.2f}x (no interval)" if s else "-"
+    return f"{s.median:.2f}x [{s.ci_low:.2f}-{s.ci_high:.2f}]"
 
 
 def _rate(run: RunResult) -> str:
