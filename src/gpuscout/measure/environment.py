@@ -10,8 +10,12 @@ import hashlib
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
+from typing import TypeVar
+
+from gpuscout.core.errors import UserError
 
 
 def package_version(name: str) -> str | None:
@@ -74,3 +78,21 @@ def process_peak_memory() -> tuple[int, str]:
 
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(rss_kib) * 1024, "peak resident memory of the whole process (CPU run)"
+
+
+D = TypeVar("D")
+
+
+def pick_device(found: Mapping[str, D], requested: str | None, framework: str) -> D:
+    """The device asked for (CPU:0, GPU:1, /device:GPU:1), else the first GPU, else CPU:0,
+    among what ``framework`` sees (``found``: name -> its device record): one rule for every
+    backend that lists its devices itself (JAX, PyTorch)."""
+    if requested is None:
+        return found.get("GPU:0") or found["CPU:0"]
+    wanted = requested.upper().removeprefix("/DEVICE:").removeprefix("/")
+    if wanted not in found:
+        raise UserError(
+            f"unknown device '{requested}'; {framework} sees: {', '.join(found)}.",
+            "pass --device with one of those names (e.g. --device CPU:0).",
+        )
+    return found[wanted]

@@ -26,6 +26,11 @@ from gpuscout.measure.stats import (
 # The phase a backend reports while it builds the model: the runner gives it its own deadline
 # (a user's builder may never return), so both sides use this one name.
 BUILDING = "building the model"
+# How the median's interval is made (stats.py), said in every backend's run the same words
+INTERVAL_ASSUMPTION = (
+    "the median's 95% interval: order statistics per step, widened from 60 steps on to "
+    "those of the medians of 12-30 consecutive blocks, so slow drift widens it"
+)
 MIN_MEASURED_FOR_BUDGET_STOP = 2
 CHECK_EVERY_S = 0.1  # re-evaluate warm-up and the interval at most this often (wall time)
 

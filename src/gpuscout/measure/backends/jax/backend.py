@@ -29,7 +29,7 @@ from gpuscout.measure.backends.jax.step import train_step
 from gpuscout.measure.backends.keras.weights import checked
 from gpuscout.measure.job import Job
 from gpuscout.measure.pipelines import Knobs
-from gpuscout.measure.protocol import BUILDING, Outcome, Protocol, StopRule
+from gpuscout.measure.protocol import BUILDING, INTERVAL_ASSUMPTION, Outcome, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
@@ -237,10 +237,7 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
     tf32 = jax_runtime.tf32_enabled(jax)
     if note := tf32_run_note(tf32, config.precision, device.kind, None):
         prep.assumptions.append(note)
-    prep.assumptions.append(
-        "the median's 95% interval: order statistics per step, widened from 60 steps on to "
-        "those of the medians of 12-30 consecutive blocks, so slow drift widens it"
-    )
+    prep.assumptions.append(INTERVAL_ASSUMPTION)
     rule = StopRule(
         budget_s=config.seconds, fixed_steps=config.steps, fixed_warmup=config.warmup_steps
     )

@@ -73,16 +73,7 @@ def all_devices(jax: Any) -> dict[str, Device]:
 
 def resolve_device(jax: Any, requested: str | None) -> Device:
     """The device asked for (CPU:0, GPU:1), else the first GPU, else CPU:0."""
-    found = all_devices(jax)
-    if requested is None:
-        return found.get("GPU:0") or found["CPU:0"]
-    wanted = requested.upper().removeprefix("/DEVICE:").removeprefix("/")
-    if wanted not in found:
-        raise UserError(
-            f"unknown device '{requested}'; JAX sees: {', '.join(found)}.",
-            "pass --device with one of those names (e.g. --device CPU:0).",
-        )
-    return found[wanted]
+    return environment.pick_device(all_devices(jax), requested, "JAX")
 
 
 def _compute_capability(device: Any) -> tuple[int, int] | None:

@@ -20,7 +20,14 @@ from gpuscout.measure.backends.keras.weights import checked
 from gpuscout.measure.backends.tensorflow import data as tf_data
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.job import Job
-from gpuscout.measure.protocol import BUILDING, Outcome, Progress, Protocol, StopRule
+from gpuscout.measure.protocol import (
+    BUILDING,
+    INTERVAL_ASSUMPTION,
+    Outcome,
+    Progress,
+    Protocol,
+    StopRule,
+)
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec, parse_function_spec
@@ -196,10 +203,7 @@ def _measure(
         bool(tf32["tf32_enabled"]), config.precision, device.kind, device.compute_capability
     ):
         prep.assumptions.append(note)
-    prep.assumptions.append(
-        "the median's 95% interval: order statistics per step, widened from 60 steps on to "
-        "those of the medians of 12-30 consecutive blocks, so slow drift widens it"
-    )
+    prep.assumptions.append(INTERVAL_ASSUMPTION)
 
     def sync() -> None:
         tf_runtime.sync(tf, device)

@@ -26,7 +26,7 @@ from gpuscout.measure.backends.torch import runtime
 from gpuscout.measure.backends.torch.runtime import Device
 from gpuscout.measure.backends.torch.step import count_flops, train_step
 from gpuscout.measure.job import Job
-from gpuscout.measure.protocol import BUILDING, Outcome, Protocol, StopRule
+from gpuscout.measure.protocol import BUILDING, INTERVAL_ASSUMPTION, Outcome, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec
@@ -169,10 +169,7 @@ def _measure(torch: Any, job: Job, device: Device) -> RunResult:
     tf32 = runtime.tf32_enabled(torch) if device.kind == "GPU" else config.tf32
     if note := tf32_run_note(tf32, config.precision, device.kind, device.compute_capability):
         prep.assumptions.append(note)
-    prep.assumptions.append(
-        "the median's 95% interval: order statistics per step, widened from 60 steps on to "
-        "those of the medians of 12-30 consecutive blocks, so slow drift widens it"
-    )
+    prep.assumptions.append(INTERVAL_ASSUMPTION)
     rule = StopRule(
         budget_s=config.seconds, fixed_steps=config.steps, fixed_warmup=config.warmup_steps
     )
