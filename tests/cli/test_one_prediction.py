@@ -107,7 +107,7 @@ def test_every_command_gives_the_same_speed_and_says_which_run_anchors_it(
     assert priced.code == 0, priced.err
     cost = priced.json()
     job = cost["assumptions"]["job"]
-    assert f"on one {GPUS[0]} (predicted {fmt_rate(predicted[GPUS[0]])}/s)" in job
+    assert f"on one {GPUS[0]} (predicted {fmt_rate(predicted[GPUS[0]])}/s at batch" in job
     for gpu in GPUS:
         (line,) = [o for o in cost["options"] if o["gpu"] == gpu]
         how = "measured" if gpu == GPUS[0] else "predicted"
@@ -185,7 +185,9 @@ def test_cost_scales_several_gpus_as_predict_does() -> None:
     assert efficiency["rtx-4090"] > 0.8  # the guess said 0.75
 
     options = [f"--option={gpu}x8" for gpu in gpus]
-    for job in (("--gpu-hours", "1000"), ("--workload", "resnet50", "--epochs", "1")):
+    # -b 256: each GPU at the batch predict predicts (cost's default splits one global batch
+    # over the GPUs, as advise does: the test below)
+    for job in (("--gpu-hours", "1000"), ("--workload", "resnet50", "--epochs", "1", "-b", "256")):
         priced = run_in_process("cost", *job, *options, "--json")
         assert priced.code == 0, priced.err
         out = priced.json()
@@ -197,6 +199,26 @@ def test_cost_scales_several_gpus_as_predict_does() -> None:
     shown = run_in_process("cost", "--gpu-hours", "1000", "--option", "4090x8")
     assert shown.code == 0, shown.err
     assert "fitted scaling model" in shown.out and "assumed (PCIe)" not in shown.out
+
+
+def test_cost_and_advise_split_one_global_batch_the_same_way() -> None:
+    """Issue 42's leftover: 8 RTX 4090s for 10 epochs of ResNet-50 were 11,100 images/s in
+    cost (256 per GPU, a global batch of 2,048) and 4,940 in advise (the job's 256 split over 8
+    GPUs). Both now split the job's global batch, or the one given, the same way."""
+    job = ("--workload", "resnet50", "--epochs", "10")
+    for extra in ((), ("--global-batch", "1024")):
+        advised = run_in_process("advise", *job, *extra, "--gpus", "rtx-4090", "--counts", "8",
+                                 "--provider", "runpod", "--json")  # fmt: skip
+        assert advised.code == 0, advised.err
+        (option,) = [o for o in advised.json()["ranked"] if o["count"] == 8]
+        priced = run_in_process("cost", *job, *extra, "--option", "rtx-4090x8@runpod", "--json")
+        assert priced.code == 0, priced.err
+        (line,) = priced.json()["options"]
+        notes = " ".join(line["notes"])
+        rate = option["samples_per_second"]
+        assert f"predicted {fmt_rate(rate)} images/s" in notes, (notes, rate)
+        per_gpu = 32 if not extra else 128
+        assert f"batch {per_gpu} per GPU (global {8 * per_gpu:,})" in notes
 
 
 def test_advise_and_cost_say_how_far_off_their_predictions_may_be() -> None:

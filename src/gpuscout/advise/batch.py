@@ -17,16 +17,13 @@ optimizer step, not once per micro-batch (``accumulated``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gpuscout.advise.candidates import Request
 from gpuscout.catalog import Gpu
 from gpuscout.catalog.models import MEMORY_HEADROOM
-from gpuscout.predict.batch_size import largest_fitting, memory_at
-from gpuscout.predict.predictor import Prediction
+from gpuscout.predict.batch_plan import BatchPlan, accumulated, batch_words, plan_batches
 
 if TYPE_CHECKING:
     from gpuscout.predict.job import Job
@@ -37,66 +34,14 @@ __all__ = [
 ]  # fmt: skip
 
 
-@dataclass
-class BatchPlan:
-    """One GPU's options: count -> (batch per GPU, accumulation steps); the counts with more
-    GPUs than samples in the global batch; whether the step fits the GPU at all."""
-
-    per_count: dict[int, tuple[int, int]] = field(default_factory=dict)
-    too_many: list[int] = field(default_factory=list)
-    fits: bool = True
-
-
 def batch_plan(req: Request, gpu: Gpu) -> BatchPlan:
     """The batch of each of ``req.counts`` GPUs ``gpu`` (see the module's doc)."""
-    profile = req.profile
-    room = gpu.memory_gb * 1e9 * MEMORY_HEADROOM
-    if req.fixed_batch:
-        fits = memory_at(profile, profile.batch) <= room
-        return BatchPlan({n: (profile.batch, 1) for n in req.counts}, [], fits)
-    total = req.samples_per_step
-    plan = BatchPlan()
-    for n in req.counts:
-        if n > total:
-            plan.too_many.append(n)
-            continue
-        share = math.ceil(total / n)
-        fitting = largest_fitting(profile, room, share)
-        if fitting == 0:  # not even one sample: no count of this GPU runs the step
-            return BatchPlan(fits=False)
-        steps = math.ceil(share / fitting)
-        plan.per_count[n] = (math.ceil(share / steps), steps)
-    return plan
+    return plan_batches(req.profile, gpu, req.counts, req.samples_per_step, req.fixed_batch)
 
 
 def too_many(total: int) -> str:
     """The reason an option with more GPUs than samples in the global batch is left out."""
     return f"more GPUs than the {total} samples of the global batch (--global-batch)"
-
-
-def accumulated(row: Prediction, steps: int) -> Prediction:
-    """``row`` (n GPUs, each at the micro-batch) with ``steps`` micro-batches accumulated per
-    optimizer step: the work grows ``steps`` x, the all-reduce (what its scaling efficiency
-    loses) is paid once. One GPU, or one step, is ``row`` itself."""
-    if steps == 1 or row.count == 1 or row.scaling_efficiency <= 0:
-        return row
-    lost = 1 / row.scaling_efficiency  # a step's time over its compute: 1 + the all-reduce's
-    efficiency = steps / (steps + lost - 1)
-    factor = efficiency / row.scaling_efficiency
-    return replace(
-        row,
-        samples_per_second=row.samples_per_second * factor,
-        low=row.low * factor,
-        high=row.high * factor,
-        scaling_efficiency=efficiency,
-    )
-
-
-def batch_words(batch: int, steps: int, total: int) -> str:
-    """'batch 32 per GPU (global 256)', 'batch 16 per GPU x 2 accumulation steps (global
-    256)'."""
-    accumulate = f" x {steps} accumulation steps" if steps > 1 else ""
-    return f"batch {batch} per GPU{accumulate} (global {total:,})"
 
 
 def batch_note(req: Request, left_out: int) -> str:

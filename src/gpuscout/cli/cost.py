@@ -8,6 +8,7 @@ from typing import Any
 
 from gpuscout.cli.job_args import (
     JOB_OPTIONS,
+    add_global_batch,
     add_job_size,
     add_job_source,
     add_stack_option,
@@ -64,6 +65,7 @@ def register(sub: Any) -> None:
     add_job_source(job, "a built-in workload: " + ", ".join(WORKLOADS))
     add_stack_option(job)
     add_job_size(job)
+    add_global_batch(job)
     p.add_argument(
         "--reference", default=REFERENCE_GPU,
         help=f"the GPU the job is measured on (default {REFERENCE_GPU}, the articles')",
@@ -256,7 +258,17 @@ def _job(args: argparse.Namespace, spec: Any, model: Any, reference: Any) -> Any
     if not spec.given:
         return gpu_hours_job(args.gpu_hours, reference)
     job = resolve_job(spec, model.catalog)
-    return workload_job(model, job.profile, job.samples, job.unit, reference, job.label)
+    # each option's GPUs split one global batch, as advise splits it (yours, else the job's
+    # own), unless -b fixes the batch per GPU on every option
+    fixed = getattr(args, "batch_size", None) is not None
+    if fixed and args.global_batch is not None:
+        refuse_with(f"-b {args.batch_size}", [f"--global-batch {args.global_batch}"],
+                    "-b fixes the batch per GPU on every option (the global batch is it x the "
+                    "GPUs), --global-batch the samples of one step over all of them",
+                    "give one of them.")  # fmt: skip
+    total = None if fixed else (args.global_batch or job.global_batch or job.profile.batch)
+    return workload_job(model, job.profile, job.samples, job.unit, reference, job.label,
+                        global_batch=total)  # fmt: skip
 
 
 def run_cost(args: argparse.Namespace) -> int:

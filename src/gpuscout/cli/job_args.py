@@ -174,6 +174,19 @@ def add_job_size(group: Any, epochs_default: str = "") -> None:
     )  # fmt: skip
 
 
+def add_global_batch(group: Any) -> None:
+    """``--global-batch``, the same on every command that prices options (advise, cost,
+    report, scout): each option's GPUs split it as ``predict.batch_plan`` says."""
+    group.add_argument(
+        "--global-batch", type=BATCH, metavar="N",
+        help="samples per optimizer step over all GPUs, your training recipe's: each option's "
+        "batch per GPU is then the largest that fits its memory up to N / its GPUs (gradient "
+        "accumulation where that does not fit), said in its row (default: the job's own "
+        "batch: the workload's, 32 for your model, a stored run's over all its replicas); -b "
+        "instead fixes the batch per GPU on every option",
+    )  # fmt: skip
+
+
 def add_advice_options(group: Any, objective_default: str | None = DEFAULT_OBJECTIVE) -> None:
     """What the advice must respect and how it ranks (``advise.Request``'s fields)."""
     group.add_argument(
@@ -191,14 +204,7 @@ def add_advice_options(group: Any, objective_default: str | None = DEFAULT_OBJEC
         "the sourced data_copy_gbit: in every rented option's time and cost (default: not "
         "counted)",
     )  # fmt: skip
-    group.add_argument(
-        "--global-batch", type=BATCH, metavar="N",
-        help="samples per optimizer step over all GPUs, your training recipe's: each option's "
-        "batch per GPU is then the largest that fits its memory up to N / its GPUs (gradient "
-        "accumulation where that does not fit), said in its row (default: the job's own "
-        "batch: the workload's, 32 for your model, a stored run's over all its replicas); -b "
-        "instead fixes the batch per GPU on every option",
-    )  # fmt: skip
+    add_global_batch(group)
     group.add_argument("--owned", action="store_true", help="also consider buying the GPUs")
     group.add_argument("--no-cloud", action="store_true", help="owned hardware only")
     group.add_argument(

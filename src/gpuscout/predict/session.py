@@ -178,15 +178,17 @@ class Session:
     def option(
         self, profile: Profile, gpu: Gpu, count: int = 1, tf32: bool = True,
         layout: tuple[int, int] | None = None,
-        network_gbit: float = scaling.DEFAULT_NETWORK_GBIT,
+        network_gbit: float = scaling.DEFAULT_NETWORK_GBIT, batch: int | None = None,
     ) -> Prediction:  # fmt: skip
         """``count`` of one GPU, as an option to buy or rent: laid out as ``layout``
         (machines, GPUs per machine: a rental's instances, ``price.instances``), else in as
         few machines as its form factor allows (16 SXM GPUs: 2 machines of 8, over the
         network), as ``advise`` ranks them and ``cost`` prices them. Its scaling efficiency
-        is the fitted scaling model's."""
+        is the fitted scaling model's; ``batch``: per GPU, where not the profile's own (the
+        share of a global batch an option's GPUs split, ``predict.batch_plan``)."""
         how = layout or scaling.machines_for(gpu, count)
-        rows, _ = self.predict(profile, [gpu], [how], tf32=tf32, network_gbit=network_gbit)
+        rows, _ = self.predict(profile, [gpu], [how], tf32=tf32, network_gbit=network_gbit,
+                               batch=batch)  # fmt: skip
         return rows[0]
 
     def measured(self, profile: Profile, tf32: bool = True) -> tuple[Measured, Measured]:

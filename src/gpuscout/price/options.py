@@ -93,19 +93,25 @@ def parse_pairs(items: list[str], flag: str, value_name: str) -> dict[str, float
 
 def workload_job(
     model: Session, profile: Profile, samples: float, unit: str, reference: Gpu,
-    label: str | None = None,
+    label: str | None = None, global_batch: int | None = None,
 ) -> Job:  # fmt: skip
     """``samples`` of the step in ``profile``: its hours on one reference GPU, predicted.
-    ``label``: the job in words (``predict.job.Job.label``), else its samples and workload."""
+    ``label``: the job in words (``predict.job.Job.label``), else its samples and workload;
+    ``global_batch``: the samples of one optimizer step that each option's GPUs split (None:
+    the profile's batch on every GPU)."""
     ref = model.option(profile, reference).samples_per_second
     hours = samples / ref / 3600
     what = label or f"{fmt_count(samples)} {unit} of {profile.workload}"
-    text = (
-        f"{what} ({profile.precision}, batch "
-        f"{profile.batch}/GPU) = {fmt_hours(hours)} on one {reference.id} (predicted "
-        f"{fmt_rate(ref)}/s)"
+    batch = (
+        f"batch {profile.batch}/GPU"
+        if global_batch is None
+        else f"global batch {global_batch:,}, each option's batch per GPU in its row"
     )
-    return Job(hours, text, profile, unit)
+    text = (
+        f"{what} ({profile.precision}, {batch}) = {fmt_hours(hours)} on one {reference.id} "
+        f"(predicted {fmt_rate(ref)}/s at batch {profile.batch})"
+    )
+    return Job(hours, text, profile, unit, global_batch)
 
 
 def gpu_hours_job(hours: float, reference: Gpu) -> Job:
@@ -205,9 +211,10 @@ def _option(
     price = spec.usd_per_hour
     provider = spec.provider or "cloud"
     purchase = None
-    unpriced: tuple[str, str] | None = _too_big(speeds.job.profile, gpu)  # (why, how to give one)
+    # (why, how to give one): a step that does not fit, or more GPUs than the global batch
+    unpriced = _too_big(speeds.job.profile, gpu) or speeds.crowded(spec.count)
     if unpriced is not None:
-        pass  # a step that does not fit the GPU is not priced, whatever its price
+        pass  # a step that does not run on these GPUs is not priced, whatever its price
     elif condition is not None:
         provider = "owned"
         paid = buy(catalog, gpu, spec.count, bought[condition].get(gpu.id), condition)

@@ -12,6 +12,7 @@ from gpuscout.catalog.rates import training_tflops
 from gpuscout.core import articles
 from gpuscout.core.errors import UserError
 from gpuscout.core.units import fmt_rate, fmt_sig
+from gpuscout.predict.batch_plan import accumulated, batch_words, plan_batches
 from gpuscout.predict.predictor import Prediction
 from gpuscout.predict.profile import Profile, cached
 from gpuscout.predict.scaling import DEFAULT_NETWORK_GBIT
@@ -28,6 +29,9 @@ class Job:
     text: str
     profile: Profile | None = None  # None: a job given in GPU-hours, which names no step
     unit: str = "samples"
+    # samples per optimizer step that an option's GPUs split (``predict.batch_plan``, as
+    # ``advise`` splits them); None: the profile's batch on every GPU (-b)
+    global_batch: int | None = None
 
 
 class Speeds:
@@ -52,6 +56,32 @@ class Speeds:
             )
         return found
 
+    def _batch(self, gpu: Gpu, count: int) -> tuple[int | None, int, str]:
+        """The batch per GPU ``count`` of ``gpu`` run for the job's global batch, its
+        accumulation steps, and both in words (None, 1, "": the profile's batch, -b)."""
+        job = self.job
+        if job.global_batch is None or job.profile is None:
+            return None, 1, ""
+        plan = plan_batches(job.profile, gpu, (count,), job.global_batch, fixed=False)
+        if plan.too_many or not plan.fits:  # unpriced (crowded), or too big: as before
+            return None, 1, ""
+        batch, steps = plan.per_count[count]
+        plain = count == 1 and steps == 1 and batch == job.profile.batch  # nothing to say
+        return batch, steps, "" if plain else batch_words(batch, steps, job.global_batch)
+
+    def crowded(self, count: int) -> tuple[str, str] | None:
+        """Why ``count`` GPUs cannot split the job's global batch (more GPUs than it has
+        samples: some would train nothing), and what would help; None where they can. ``cost``
+        shows such an option unpriced, as ``advise`` leaves it out."""
+        total = self.job.global_batch
+        if total is None or count <= total:
+            return None
+        return (
+            f"more GPUs than the {total:,} sample(s) of the global batch: some would have "
+            "nothing to train",
+            f"give --global-batch {count} or more, or -b to fix the batch per GPU",
+        )
+
     def _reference_sps(self) -> float:
         if self._reference is None:
             self._reference = self.model.option(self._step(), self.reference).samples_per_second
@@ -73,8 +103,10 @@ class Speeds:
             return 1.0
         if key is not None:
             return scalings[key]
-        return self.model.option(self._step(), gpu, count, layout=layout,
-                                 network_gbit=network_gbit).scaling_efficiency  # fmt: skip
+        batch, steps, _ = self._batch(gpu, count)
+        row = self.model.option(self._step(), gpu, count, layout=layout,
+                                network_gbit=network_gbit, batch=batch)  # fmt: skip
+        return accumulated(row, steps).scaling_efficiency
 
     def of(
         self,
@@ -87,10 +119,28 @@ class Speeds:
         network_gbit: float = DEFAULT_NETWORK_GBIT,
     ) -> tuple[float, float, bool]:
         """(speedup against the reference GPU, scaling, whether the fitted model gave it), on
-        ``count`` GPUs laid out as ``layout`` (a rental's instances; None: one machine)."""
+        ``count`` GPUs laid out as ``layout`` (a rental's instances; None: one machine), at
+        the batch per GPU its share of the job's global batch gives (said in its notes)."""
+        predicted = self.job.profile is not None and gpu.id not in speedups
+        batch, steps, words = self._batch(gpu, count) if predicted else (None, 1, "")
+        start = len(notes)
+        try:
+            return self._of(gpu, count, speedups, scalings, notes, layout, network_gbit,
+                            batch, steps)  # fmt: skip
+        finally:  # the batch said with the option's first note (its speed), not before it
+            if words and len(notes) > start:
+                notes[start] += f"; {words}"
+            elif words:
+                notes.append(words)
+
+    def _of(
+        self, gpu: Gpu, count: int, speedups: dict[str, float], scalings: dict[str, float],
+        notes: list[str], layout: tuple[int, int] | None, network_gbit: float,
+        batch: int | None, steps: int,
+    ) -> tuple[float, float, bool]:  # fmt: skip
         reference, unit = self.reference, self.job.unit
         predicted = self.job.profile is not None and gpu.id not in speedups
-        one = self.model.option(self._step(), gpu) if predicted else None  # one GPU
+        one = self.model.option(self._step(), gpu, batch=batch) if predicted else None
         if gpu.id in speedups:
             speedup = speedups[gpu.id]
             notes.append(f"speed {speedup:g}x {reference.id} (given)")
@@ -116,7 +166,8 @@ class Speeds:
                 notes.append(f"{_how(one)} {fmt_rate(one.samples_per_second)} {unit}/s per GPU")
             return speedup, scaling, False
         row = self.model.option(self._step(), gpu, count, layout=layout,
-                                network_gbit=network_gbit)  # fmt: skip
+                                network_gbit=network_gbit, batch=batch)  # fmt: skip
+        row = accumulated(row, steps)
         scaling = row.scaling_efficiency
         how = f"{row.link}; " if row.link else ""
         if one is not None:
