@@ -61,17 +61,21 @@ def test_runs_export_csv_through_the_cli(tmp_path: Path) -> None:
     assert row["note"] == "'" + FORMULAS[0]
 
 
-def test_specs_csv_neutralises_a_user_catalog_text(tmp_path: Path) -> None:
-    shipped = run_cli("specs", "--csv")
-    rows = list(csv.DictReader(io.StringIO(shipped.out)))
-    row = rows[0]
-    row["source"] = "=1+2"
-    folder = tmp_path / "catalog"
+def _one_gpu_catalog(folder: Path, column: str, value: str) -> tuple[Path, dict[str, str]]:
+    """A catalog folder of one GPU row, the first ``specs --csv`` prints, with ``column`` set
+    to ``value`` (written by the csv module, as a user's own tool would)."""
+    row = next(csv.DictReader(io.StringIO(run_cli("specs", "--csv").out)))
+    row[column] = value
     folder.mkdir()
     with (folder / "gpus.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, list(row))
         writer.writeheader()
         writer.writerow(row)
+    return folder, row
+
+
+def test_specs_csv_neutralises_a_user_catalog_text(tmp_path: Path) -> None:
+    folder, row = _one_gpu_catalog(tmp_path / "catalog", "source", "=1+2")
     out = run_cli("specs", "--csv", "--catalog", str(folder), row["id"])
     assert out.code == 0, out.err
     (back,) = list(csv.DictReader(io.StringIO(out.out)))
@@ -82,15 +86,7 @@ def test_specs_csv_read_back_as_a_catalog_gives_the_row_it_came_from(tmp_path: P
     """Review of issue 43: a note starting with '-' came back from specs --csv with a ' in
     front when that file was read as a --catalog; a cell the writer kept from spreadsheets
     reads back as it was."""
-    shipped = run_cli("specs", "--csv")
-    row = next(csv.DictReader(io.StringIO(shipped.out)))
-    row["notes"] = "-5% clocks under load; +10 W"
-    folder = tmp_path / "one"
-    folder.mkdir()
-    with (folder / "gpus.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, list(row))
-        writer.writeheader()
-        writer.writerow(row)
+    folder, row = _one_gpu_catalog(tmp_path / "one", "notes", "-5% clocks under load; +10 W")
     written = run_cli("specs", "--csv", "--catalog", str(folder), row["id"])
     assert "'-5% clocks" in written.out  # safe in a spreadsheet
     again = tmp_path / "two"

@@ -12,6 +12,7 @@ from gpuscout.cli.job_args import (
     add_job_size,
     add_job_source,
     add_stack_option,
+    fixed_batch,
     given,
     refuse_with,
 )
@@ -260,13 +261,8 @@ def _job(args: argparse.Namespace, spec: Any, model: Any, reference: Any) -> Any
     job = resolve_job(spec, model.catalog)
     # each option's GPUs split one global batch, as advise splits it (yours, else the job's
     # own), unless -b fixes the batch per GPU on every option
-    fixed = getattr(args, "batch_size", None) is not None
-    if fixed and args.global_batch is not None:
-        refuse_with(f"-b {args.batch_size}", [f"--global-batch {args.global_batch}"],
-                    "-b fixes the batch per GPU on every option (the global batch is it x the "
-                    "GPUs), --global-batch the samples of one step over all of them",
-                    "give one of them.")  # fmt: skip
-    total = None if fixed else (args.global_batch or job.global_batch or job.profile.batch)
+    own = args.global_batch or job.global_batch or job.profile.batch
+    total = None if fixed_batch(args) else own
     return workload_job(model, job.profile, job.samples, job.unit, reference, job.label,
                         global_batch=total)  # fmt: skip
 

@@ -187,6 +187,18 @@ def add_global_batch(group: Any) -> None:
     )  # fmt: skip
 
 
+def fixed_batch(args: argparse.Namespace) -> bool:
+    """Whether -b fixes the batch per GPU on every option (else they split one global batch);
+    -b beside --global-batch is refused, in the same words by every command that prices."""
+    fixed = getattr(args, "batch_size", None) is not None
+    if fixed and getattr(args, "global_batch", None) is not None:
+        refuse_with(f"-b {args.batch_size}", [f"--global-batch {args.global_batch}"],
+                    "-b fixes the batch per GPU on every option (the global batch is it x the "
+                    "GPUs), --global-batch the samples of one step over all of them",
+                    "give one of them.")  # fmt: skip
+    return fixed
+
+
 def add_advice_options(group: Any, objective_default: str | None = DEFAULT_OBJECTIVE) -> None:
     """What the advice must respect and how it ranks (``advise.Request``'s fields)."""
     group.add_argument(
@@ -258,12 +270,7 @@ def constraints(
         )
     if args.no_cloud and not owned:
         raise UserError("--no-cloud leaves no option to rank.", "add --owned to buy the GPUs.")
-    fixed = getattr(args, "batch_size", None) is not None
-    if fixed and args.global_batch is not None:
-        refuse_with(f"-b {args.batch_size}", [f"--global-batch {args.global_batch}"],
-                    "-b fixes the batch per GPU on every option (the global batch is it x the "
-                    "GPUs), --global-batch the samples of one step over all of them",
-                    "give one of them.")  # fmt: skip
+    fixed = fixed_batch(args)
     named = comma_items(getattr(args, "gpus", []), "--gpus", "rtx-4090,h100-sxm")
     gpus = frozenset(catalog.resolve(n).gpu.id for n in named) or None
     return {

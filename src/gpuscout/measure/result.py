@@ -39,6 +39,16 @@ class Prepared:
     workload_hash: str = ""
     assumptions: list[str] = field(default_factory=list)
 
+    def say_flops(self, own_model: bool) -> None:
+        """The FLOPs assumption, in the same words on every backend that counts them."""
+        if self.flops_method:
+            self.assumptions.append(
+                f"FLOPs per step (2 per multiply-add): {self.flops_method}"
+                if own_model
+                else "FLOPs per step: training = 3 x forward (2 per multiply-add); "
+                f"{self.flops_method}"
+            )
+
     def describe_builtin(
         self, workload: Workload, dims: Dims, batch: int, config: BenchConfig, builder: Any
     ) -> None:

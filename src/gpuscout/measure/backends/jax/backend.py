@@ -222,12 +222,7 @@ def _measure(jax: Any, job: Job, device: jax_runtime.Device) -> RunResult:
         )
         + "; each step waits for its results"
     )
-    if prep.flops_method:
-        prep.assumptions.append(
-            f"FLOPs per step: training = 3 x forward (2 per multiply-add); {prep.flops_method}"
-            if job.model_spec is None
-            else f"FLOPs per step (2 per multiply-add): {prep.flops_method}"
-        )
+    prep.say_flops(own_model=job.model_spec is not None)
     job.on_phase("finding the device's peak FLOP/s")
     peak = peaks.replicated(
         jax_runtime.device_peak_flops(jax, device, config.precision), device.kind,

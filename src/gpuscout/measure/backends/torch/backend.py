@@ -157,12 +157,7 @@ def _measure(torch: Any, job: Job, device: Device) -> RunResult:
         + "; each step waits for its results"
         + (" (torch.cuda.synchronize)" if device.kind == "GPU" else "")
     )
-    if prep.flops_method:
-        prep.assumptions.append(
-            f"FLOPs per step: training = 3 x forward (2 per multiply-add); {prep.flops_method}"
-            if job.model_spec is None
-            else f"FLOPs per step (2 per multiply-add): {prep.flops_method}"
-        )
+    prep.say_flops(own_model=job.model_spec is not None)
     job.on_phase("finding the device's peak FLOP/s")
     peak = runtime.device_peak_flops(torch, device, config.precision)
     prep.assumptions.append(f"peak for MFU: {peak[1]}")
