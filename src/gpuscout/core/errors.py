@@ -55,3 +55,16 @@ def caused_by_interrupt(exc: BaseException) -> bool:
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return False
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Whether ``exc`` is a device (or host) running out of memory, in any framework's words:
+    TensorFlow's ResourceExhaustedError, XLA's "OOM when allocating", PyTorch's and JAX's "out
+    of memory". Stored as an ``oom`` run, never refused as the user's mistake."""
+    name = type(exc).__name__
+    text = str(exc)
+    return (
+        name in ("ResourceExhaustedError", "OutOfMemoryError")
+        or "OOM when allocating" in text
+        or "out of memory" in text.lower()
+    )

@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from gpuscout.core.errors import is_oom
 from gpuscout.diagnose.analysis import analyse, helped, measured_fix, rank, skipped
 from gpuscout.diagnose.doctor import WINDOW_LABELS
 from gpuscout.diagnose.fixes import FixSet
 from gpuscout.diagnose.records import DoctorConfig, DoctorReport, Fix, Timing
 from gpuscout.diagnose.trials import TargetBase, Trial
 from gpuscout.measure.batch_search import largest_fitting
-from gpuscout.measure.benchmark import is_oom
 from gpuscout.measure.pipelines import Knobs
 
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from gpuscout.core.errors import GpuscoutError, UserError
+from gpuscout.core.errors import GpuscoutError, UserError, is_oom
 from gpuscout.core.limits import check_fits_host, host_is_the_device
 from gpuscout.core.records import BenchConfig, RunResult
 from gpuscout.measure.job import Job
@@ -246,16 +246,6 @@ def _default_batch(config: BenchConfig) -> int:
     else:
         return 0
     return by_kind.get(kind, 0)
-
-
-def is_oom(exc: BaseException) -> bool:
-    name = type(exc).__name__
-    text = str(exc)
-    return (
-        name == "ResourceExhaustedError"
-        or "OOM when allocating" in text
-        or "out of memory" in text.lower()
-    )
 
 
 def _first_line(exc: BaseException) -> str:

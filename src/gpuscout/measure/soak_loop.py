@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from gpuscout.measure.benchmark import is_oom
+from gpuscout.core.errors import is_oom
 from gpuscout.measure.loss_check import finite
 from gpuscout.measure.stats import detect_warmup
 

@@ -20,7 +20,7 @@ import numpy as np
 from gpuscout.core.errors import UserError
 from gpuscout.core.records import BenchConfig, RunResult, WorkerRun
 from gpuscout.core.run_settings import tf32_run_note
-from gpuscout.measure import environment, host_data, peaks
+from gpuscout.measure import environment, host_data, peaks, user_code
 from gpuscout.measure.backends.jax import runtime as jax_runtime
 from gpuscout.measure.backends.jax import sharding
 from gpuscout.measure.backends.jax import workers as jax_workers
@@ -175,7 +175,7 @@ def _prepare_user(
     if config.data:
         data = parse_function_spec(config.data, "--data")
         pipe = host_data.user(
-            lambda: keras_user.call_function(data, "--data"), config.data, Knobs(), set(),
+            lambda: user_code.call_function(data, "--data"), config.data, Knobs(), set(),
             None, place,
         )  # fmt: skip
         prep.batch_size = pipe.batch_size

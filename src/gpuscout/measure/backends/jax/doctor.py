@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from gpuscout.core.errors import is_oom
 from gpuscout.diagnose.analysis import timing
 from gpuscout.diagnose.records import DoctorConfig, Timing
 from gpuscout.diagnose.trials import TargetBase, Trial, fits_in_cpu_memory
-from gpuscout.measure import host_data
+from gpuscout.measure import host_data, user_code
 from gpuscout.measure.backends.jax import runtime as jax_runtime
 from gpuscout.measure.backends.jax.backend import checked_device
 from gpuscout.measure.backends.jax.step import train_step
 from gpuscout.measure.backends.keras.trial_model import fresh_model
-from gpuscout.measure.benchmark import is_oom
 from gpuscout.measure.pipelines import KNOBS, Knobs, Pipeline
 from gpuscout.measure.protocol import Protocol
 from gpuscout.measure.user_spec import parse_function_spec
@@ -81,11 +81,11 @@ class Target(TargetBase):
             return host_data.builtin(self.workload, self.dims, batch, knobs, cfg.seed, self.place)
         if cfg.data:
             spec = parse_function_spec(cfg.data, "--data")
-            takes = keras_user.accepted_keywords(spec, "--data", KNOBS)
+            takes = user_code.accepted_keywords(spec, "--data", KNOBS)
             given = {k: getattr(knobs, k) for k in KNOBS}
 
             def make() -> Any:
-                return keras_user.call_function(spec, "--data", **given)
+                return user_code.call_function(spec, "--data", **given)
 
             return host_data.user(make, cfg.data, knobs, takes, batch or None, self.place)
         batch = batch or MODEL_BATCH

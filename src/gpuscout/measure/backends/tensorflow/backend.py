@@ -15,7 +15,7 @@ import numpy as np
 from gpuscout.core.errors import UserError
 from gpuscout.core.records import BenchConfig, RunResult, WorkerRun
 from gpuscout.core.run_settings import tf32_run_note
-from gpuscout.measure import environment, peaks
+from gpuscout.measure import environment, peaks, user_code
 from gpuscout.measure.backends.keras.weights import checked
 from gpuscout.measure.backends.tensorflow import data as tf_data
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
@@ -84,7 +84,7 @@ def _prepare_user(
     prep.built, notes = keras_user.prepare_user_model(model)
     prep.assumptions += notes
     if config.data:
-        dataset = keras_user.call_function(parse_function_spec(config.data, "--data"), "--data")
+        dataset = user_code.call_function(parse_function_spec(config.data, "--data"), "--data")
         if not isinstance(dataset, tf.data.Dataset):
             raise UserError(
                 f"--data '{config.data}' returned {type(dataset).__name__}, not a tf.data.Dataset.",
@@ -115,7 +115,7 @@ def _first_batch(dataset: Any, data: str) -> Any:
     """The user's first batch; a pipeline that is empty or fails before anything is measured
     is refused (UserError), like any other problem found while building. Out of memory is the
     device's answer and is stored as an oom run instead."""
-    from gpuscout.measure.benchmark import is_oom
+    from gpuscout.core.errors import is_oom
 
     try:
         return next(iter(dataset))

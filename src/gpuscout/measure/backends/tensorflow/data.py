@@ -99,12 +99,12 @@ def _slow_demo(
 
 def user(tf: Any, data_spec: str, knobs: Knobs, batch: int | None) -> Pipeline:
     """The user's ``--data`` function's dataset with ``knobs`` applied, and its batch size."""
-    from gpuscout.measure.backends.keras import user_model as keras_user
+    from gpuscout.measure import user_code
     from gpuscout.measure.user_spec import parse_function_spec
 
     spec = parse_function_spec(data_spec, "--data")
-    takes = keras_user.accepted_keywords(spec, "--data", KNOBS)
-    ds = keras_user.call_function(spec, "--data", **{k: getattr(knobs, k) for k in KNOBS})
+    takes = user_code.accepted_keywords(spec, "--data", KNOBS)
+    ds = user_code.call_function(spec, "--data", **{k: getattr(knobs, k) for k in KNOBS})
     if not isinstance(ds, tf.data.Dataset):
         from gpuscout.core.errors import UserError
 

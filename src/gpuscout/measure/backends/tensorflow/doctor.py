@@ -12,6 +12,7 @@ from typing import Any
 
 import keras
 
+from gpuscout.core.errors import is_oom
 from gpuscout.diagnose.analysis import timing
 from gpuscout.diagnose.records import DoctorConfig, Timing
 from gpuscout.diagnose.trials import TargetBase, Trial, fits_in_cpu_memory
@@ -20,7 +21,6 @@ from gpuscout.measure.backends.keras.trial_model import fresh_model
 from gpuscout.measure.backends.tensorflow import data as tf_data
 from gpuscout.measure.backends.tensorflow import runtime as tf_runtime
 from gpuscout.measure.backends.tensorflow import train as tf_train
-from gpuscout.measure.benchmark import is_oom
 from gpuscout.measure.pipelines import Knobs, Pipeline
 from gpuscout.measure.protocol import Protocol
 
