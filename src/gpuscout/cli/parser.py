@@ -320,6 +320,19 @@ def positive_float(text: str) -> float:
     return value
 
 
+class DefaultBackend(str):
+    """``--backend``'s default, "tensorflow", as argparse hands it back when the option is not
+    typed: equal to the string, yet told apart from a typed ``--backend tensorflow`` (a plain
+    PyTorch ``--model`` runs on PyTorch unless another framework was asked for by name)."""
+
+    __slots__ = ()
+
+
+def backend_typed(backend: str) -> bool:
+    """Whether the user typed ``--backend`` (rather than leaving its default)."""
+    return not isinstance(backend, DefaultBackend)
+
+
 def add_backend_option(group: Any, what: str) -> None:
     """``--backend tensorflow|jax|torch``, the same on every command that measures."""
     from gpuscout.core.records import BACKENDS
@@ -327,7 +340,7 @@ def add_backend_option(group: Any, what: str) -> None:
     group.add_argument(
         "--backend",
         choices=BACKENDS,
-        default="tensorflow",
+        default=DefaultBackend("tensorflow"),
         help=f"the framework Keras {what} on: tensorflow (default), jax (pip install "
         "'gpuscout[jax]') or torch (PyTorch, pip install 'gpuscout[torch]'; bench only, "
         "training on one device, so far)",

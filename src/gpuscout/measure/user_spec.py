@@ -180,3 +180,39 @@ def check_keras_sizes(path: Path) -> None:
             f"{fmt_gb(available / 1e9)} of memory available here to load it.",
             "free memory, or load it on a machine with more.",
         )
+
+
+def is_torch_module_file(spec: ModelSpec) -> bool:
+    """Whether ``--model`` names a builder in a file that imports ``torch`` and neither Keras
+    nor TensorFlow: a plain PyTorch model, measured by the PyTorch backend without Keras.
+    Read from the file's imports without running it (a fraction of a millisecond), so the
+    command picks the backend before any framework starts."""
+    if spec.function is None:
+        return False
+    try:
+        tree = ast.parse(spec.function.path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    roots: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots.add(node.module.split(".")[0])
+    return "torch" in roots and not roots & {"keras", "tensorflow", "tf_keras"}
+
+
+def backend_for_model(backend: str, typed: bool, spec: ModelSpec | None) -> str:
+    """The backend a command runs ``spec`` on: a plain PyTorch model
+    (:func:`is_torch_module_file`) runs on PyTorch whatever the default; ``--backend`` typed
+    as another framework is refused in one line, as that framework cannot run it."""
+    if spec is None or not is_torch_module_file(spec):
+        return backend
+    if typed and backend != "torch":
+        assert spec.function is not None
+        raise UserError(
+            f"--model {spec.function.path}:{spec.function.function} is a plain PyTorch model "
+            f"(its file imports torch, not Keras), which --backend {backend} cannot run.",
+            "drop --backend, or pass --backend torch.",
+        )
+    return "torch"

@@ -20,14 +20,13 @@ as for a Keras builder (``measure/user_code.py`` runs both).
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpuscout.core.errors import UserError, is_oom
 from gpuscout.measure.user_code import call_function
-from gpuscout.measure.user_spec import FunctionSpec, ModelSpec
+from gpuscout.measure.user_spec import FunctionSpec
 
 PROTOCOL_FIX = (
     "give the module an example_batch(batch_size) method returning (inputs, targets); "
@@ -57,26 +56,6 @@ class TorchParts:
         if isinstance(given, tuple | list):
             return self.module(*given)
         return self.module(given)
-
-
-def is_torch_module_file(spec: ModelSpec) -> bool:
-    """Whether ``--model`` names a builder in a file that imports ``torch`` and neither Keras
-    nor TensorFlow: a plain PyTorch model, measured by the PyTorch backend without Keras.
-    Read from the file's imports without running it (a fraction of a millisecond), so the
-    command picks the backend before any framework starts."""
-    if spec.function is None:
-        return False
-    try:
-        tree = ast.parse(spec.function.path.read_bytes())
-    except (OSError, SyntaxError, ValueError):
-        return False
-    roots: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            roots.add(node.module.split(".")[0])
-    return "torch" in roots and not roots & {"keras", "tensorflow", "tf_keras"}
 
 
 def load(spec: FunctionSpec, batch: int) -> TorchParts:
