@@ -234,3 +234,96 @@ def test_the_predict_core_imports_in_one_direction() -> None:
     planted = "def f():\n    from gpuscout.predict.request import predict_for\n"
     graph["gpuscout.predict.calibrate"] |= imports("gpuscout.predict.calibrate", planted, False)
     assert _cycle(graph) is not None
+
+
+# The backends' folders (issue 44): what imports a framework, reached by the rest of gpuscout
+# only through ``gpuscout.measure.backends.get`` and its protocol (``backends/protocol.py``).
+BACKEND_FOLDERS = ("jax", "keras", "tensorflow", "torch")
+# Outside those folders, the only modules that import one, each with its reason.
+BACKEND_IMPORTERS = {
+    "gpuscout.keras": "the public ScoutCallback is a Keras class, handed out lazily from the "
+    "backend that defines it",
+    "gpuscout.publish.to_tensorboard": "TensorBoard reads TensorFlow's event files, so the "
+    "writer is TensorFlow's",
+}
+
+
+def _backend_folder(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:3] == ["gpuscout", "measure", "backends"] and len(parts) > 3:
+        return parts[3] if parts[3] in BACKEND_FOLDERS else None
+    return None
+
+
+def _collapsed(modules: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """The import graph with each backend folder one node (``backend:jax``), every other
+    module its own."""
+
+    def node(m: str) -> str:
+        folder = _backend_folder(m)
+        return f"backend:{folder}" if folder else m
+
+    graph: dict[str, set[str]] = {}
+    for m, (text, pkg) in modules.items():
+        here = node(m)
+        graph.setdefault(here, set()).update(
+            node(n) for n in imports(m, text, pkg) if node(n) != here
+        )
+    return graph
+
+
+def _strong_components(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of ``graph`` with more than one node (scipy's)."""
+    import numpy as np
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    names = sorted(set(graph) | {n for targets in graph.values() for n in targets})
+    index = {n: i for i, n in enumerate(names)}
+    rows = [index[a] for a, targets in graph.items() for _ in targets]
+    cols = [index[b] for targets in graph.values() for b in targets]
+    matrix = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(names), len(names)))
+    _, labels = connected_components(matrix, directed=True, connection="strong")
+    groups: dict[int, set[str]] = {}
+    for name, label in zip(names, labels, strict=True):
+        groups.setdefault(int(label), set()).add(name)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _circles_through_backends(graph: dict[str, set[str]]) -> list[set[str]]:
+    return [g for g in _strong_components(graph) if any(n.startswith("backend:") for n in g)]
+
+
+def test_no_import_circle_crosses_a_backend_folder() -> None:
+    """Issue 44: the backends imported the measuring core, and the core imported them back
+    (tensorflow <-> keras <-> jax <-> measure/benchmark, 11 files). Now a backend imports the
+    core and the shared Keras folder; nothing imports a backend back but through the protocol,
+    function-level imports included. The test sees a circle planted through a function."""
+    modules = _all_modules()
+    graph = _collapsed(modules)
+    assert {f"backend:{f}" for f in BACKEND_FOLDERS} <= set(graph)
+    circles = _circles_through_backends(graph)
+    assert not circles, f"import circles through a backend folder: {circles}"
+    planted = "def f():\n    from gpuscout.measure.backends.jax import backend\n"
+    graph["gpuscout.measure.benchmark"] |= {
+        "backend:jax" for n in imports("gpuscout.measure.benchmark", planted, False)
+        if _backend_folder(n) == "jax"
+    }  # fmt: skip
+    assert _circles_through_backends(graph), "the planted circle was not seen"
+
+
+def test_measure_predict_and_scale_reach_a_backend_only_through_its_protocol() -> None:
+    """No module outside the backends' folders imports one (at any depth, in a function too),
+    but the two in ``BACKEND_IMPORTERS``: the core asks ``backends.get(name)`` instead."""
+    modules = _all_modules()
+    bad = sorted(
+        f"{m} imports {n}"
+        for m, (text, pkg) in modules.items()
+        if _backend_folder(m) is None and m not in BACKEND_IMPORTERS
+        for n in imports(m, text, pkg)
+        if _backend_folder(n) is not None
+    )
+    assert not bad, "\n".join(bad)
+    for importer in BACKEND_IMPORTERS:  # each still needed
+        text, pkg = modules[importer]
+        assert any(_backend_folder(n) for n in imports(importer, text, pkg)), importer

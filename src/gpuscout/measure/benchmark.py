@@ -166,13 +166,9 @@ def _bench(
     on_progress: Callable[[Progress], None] | None,
     on_phase: Callable[[str], None] | None,
 ) -> RunResult:
-    if config.backend == "jax":
-        from gpuscout.measure.backends.jax import backend as chosen
-    elif config.backend == "torch":
-        from gpuscout.measure.backends.torch import backend as chosen  # type: ignore[no-redef]
-    else:
-        from gpuscout.measure.backends.tensorflow import backend as chosen  # type: ignore[no-redef]
+    from gpuscout.measure.backends import get
 
+    chosen = get(config.backend)
     try:
         return chosen.run(Job(config, workload, model_spec, on_progress, on_phase or _ignore))
     except (UserError, GpuscoutError):

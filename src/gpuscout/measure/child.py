@@ -125,10 +125,9 @@ def main(argv: list[str]) -> int:
         else:
             backend = payload.get("backend", "tensorflow")
             os.environ["KERAS_BACKEND"] = backend  # as above: before anything imports Keras
-            if backend == "tensorflow":
-                from gpuscout.measure.backends.tensorflow.runtime import import_tensorflow
+            from gpuscout.measure.backends import get
 
-                import_tensorflow()  # before the job's modules import Keras: chatter hidden
+            get(backend).start_process()  # before the job's modules import Keras
             emit({"report": JOBS[job](payload, emit)})
     except UserError as exc:
         emit({"user_error": exc.problem, "fix": exc.fix})
@@ -146,21 +145,15 @@ def main(argv: list[str]) -> int:
 
 
 def _doctor(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    if payload.get("backend") == "jax":
-        from gpuscout.measure.backends.jax.doctor import diagnose_here
-    else:
-        from gpuscout.measure.backends.tensorflow.doctor_run import diagnose_here
+    from gpuscout.measure.backends import get
 
-    return diagnose_here(payload, emit)
+    return get(payload.get("backend", "tensorflow")).doctor(payload, emit)
 
 
 def _soak(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    if payload.get("backend") == "jax":
-        from gpuscout.measure.backends.jax.soak import run_soak
-    else:
-        from gpuscout.measure.backends.tensorflow.soak import run_soak
+    from gpuscout.measure.backends import get
 
-    return run_soak(payload, emit)
+    return get(payload.get("backend", "tensorflow")).soak(payload, emit)
 
 
 def _trace(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:

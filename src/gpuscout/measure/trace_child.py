@@ -167,26 +167,25 @@ def trace_here(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) 
     the user's model built and traced. What fails is a UserError naming the model, so the child
     prints no traceback and the parent one line."""
     backend, spec = payload["backend"], payload["model"]
-    tracer: Any
+    from gpuscout.measure.backends import get
+
+    tracer = get(backend)
     try:
-        if backend == "jax":
-            from gpuscout.measure.backends.jax import hlo as tracer
-        else:
-            from gpuscout.measure.backends.tensorflow import hlo as tracer
+        tracer.start_process()
     except ImportError as exc:
         raise UserError(
             f"tracing --model {spec} on {backend} needs {exc.name or backend}, which is not "
             "installed.",
-            f"pip install 'gpuscout[{'jax' if backend == 'jax' else 'cpu'}]'.",
+            f"pip install 'gpuscout[{'cpu' if backend == 'tensorflow' else backend}]'.",
         ) from None
     emit({"phase": TRACING})
     _cap_memory(payload.get("memory_bytes"))
     batch, precision = int(payload["batch"]), str(payload["precision"])
     try:
         if payload["kind"] == "forward":
-            ir = tracer.forward_hlo(None, spec, {}, batch, precision)
+            ir = tracer.trace_forward(None, spec, {}, batch, precision)
         else:
-            ir = tracer.user_step_hlo(spec, batch, precision)
+            ir = tracer.trace_user_step(spec, batch, precision)
     except UserError as exc:
         # the builder's MemoryError, which call_function words as the builder's own failure
         # ("raised MemoryError at line 3"): here it is the limit this trace runs under

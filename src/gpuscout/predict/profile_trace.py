@@ -10,7 +10,7 @@ is traced in the measuring child, bounded in time and memory, as ``bench`` runs 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gpuscout.predict.profile import (
     FUSED_ATTENTION,
@@ -20,6 +20,9 @@ from gpuscout.predict.profile import (
     store,
 )
 from gpuscout.workloads.llm import LLAMA_NAMES
+
+if TYPE_CHECKING:
+    from gpuscout.measure.backends.protocol import Backend
 
 
 def compute(
@@ -40,7 +43,7 @@ def compute(
     resolved = get_workload(workload).resolve(dims)
     backend = tracing_backend(workload, backend)
     if backend == "jax" and workload in LLAMA_NAMES:
-        step_hlo = tracer(backend).abstract_step_hlo
+        step_hlo = tracer(backend).trace_abstract_step
     else:
         if resolved.get("checkpointing"):
             from gpuscout.core.errors import UserError
@@ -58,7 +61,7 @@ def compute(
         check_fits_host(workload, resolved, precision, psutil.virtual_memory().available,
                         "JAX traces it from shapes alone, without its weights: pip install "
                         "'gpuscout[jax]', or predict a smaller --workload.")  # fmt: skip
-        step_hlo = tracer(backend).step_hlo
+        step_hlo = tracer(backend).trace_step
     ir = step_hlo(workload, resolved, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
     profile = profile_from_ir(workload, resolved, batch, precision, ir, cost)
@@ -152,16 +155,12 @@ def tracing_backend(workload: str, backend: str) -> str:
         return backend
 
 
-def tracer(backend: str) -> Any:
-    """The module that traces steps on ``backend``: ``step_hlo``, ``user_step_hlo``,
-    ``forward_hlo`` (TensorFlow's or JAX's, with the same signatures)."""
-    if backend == "jax":
-        from gpuscout.measure.backends.jax import hlo as jax_hlo
+def tracer(backend: str) -> Backend:
+    """The backend that traces steps (``trace_step``, ``trace_user_step``, ``trace_forward``),
+    through the backend protocol: predict imports no backend's package."""
+    from gpuscout.measure.backends import get
 
-        return jax_hlo
-    from gpuscout.measure.backends.tensorflow import hlo as tf_hlo
-
-    return tf_hlo
+    return get(backend)
 
 
 def get_user_profile(
@@ -219,7 +218,7 @@ def get_forward_profile(
 
             ir = trace_user_step(model_spec, "forward", batch, precision, backend)
         else:
-            ir = tracer(backend).forward_hlo(workload, None, resolved, batch, precision)
+            ir = tracer(backend).trace_forward(workload, None, resolved, batch, precision)
         cost = step_cost(ir.hlo, forward_scope=ir.model_name)
         found = profile_from_ir(name, resolved, batch, precision, ir, cost, "forward")
         store(found)

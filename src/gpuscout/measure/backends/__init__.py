@@ -1,11 +1,17 @@
 """The measuring backends: the only modules of gpuscout that import a framework.
 
 Each backend is a package, ``backends/<name>/`` (``tensorflow``, ``jax``, ``torch``; ``keras``
-holds the Keras 3 code they share), imported only once a measurement (or a trace) starts. This
-module imports none of them.
+holds the Keras 3 code they share), imported only once a measurement (or a trace) starts,
+through :func:`get` and the one protocol every backend gives (``protocol.py``). This module
+imports none of them.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from gpuscout.measure.backends.protocol import Backend
 
 JAX_INSTALL_FIX = "pip install 'gpuscout[jax]' (on a GPU machine also jax[cuda12] or jax[cuda13])."
 TORCH_INSTALL_FIX = "pip install 'gpuscout[torch]'."
@@ -49,3 +55,20 @@ def refuse_torch(command: str, backend: str) -> None:
         "training (gpuscout bench --backend torch).",
         "use --backend tensorflow or --backend jax.",
     )
+
+
+def get(backend: str) -> Backend:
+    """The backend named ``backend`` (``tensorflow``, ``jax``, ``torch``), behind the one
+    protocol (``protocol.py``): its ``entry`` module, imported now (it imports no framework
+    until one of its functions runs). The measuring core, predict and scale reach a backend
+    only through here, never by importing its package."""
+    import importlib
+
+    from gpuscout.core.errors import UserError
+    from gpuscout.core.records import BACKENDS
+
+    if backend not in BACKENDS:
+        raise UserError(
+            f"backend '{backend}' is not one gpuscout has.", f"use one of {', '.join(BACKENDS)}."
+        )
+    return cast("Backend", importlib.import_module(f"{__name__}.{backend}.entry"))

@@ -20,21 +20,16 @@ from typing import Any
 
 from gpuscout.core.step_ir import CAUSAL, FUSED_ATTENTION_BACKWARD, FUSED_ATTENTION_FORWARD
 
-_TRACING = [False]
-
 
 @contextmanager
 def traced_as_fused() -> Iterator[None]:
-    """Within: the decoder's attention (``keras/llama.py``) is traced as the fused kernel."""
-    _TRACING[0] = True
-    try:
+    """Within: the decoder's attention (``keras/llama.py``) is traced as the fused kernel,
+    put in its place through ``keras/attention.py`` (the shared Keras code imports no
+    backend)."""
+    from gpuscout.measure.backends.keras.attention import attention_traced_as
+
+    with attention_traced_as(fused_attention):
         yield
-    finally:
-        _TRACING[0] = False
-
-
-def tracing_fused() -> bool:
-    return _TRACING[0]
 
 
 def fused_attention(q: Any, k: Any, v: Any, causal: bool) -> Any:

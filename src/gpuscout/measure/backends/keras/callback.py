@@ -342,7 +342,7 @@ def _predict(
     precision = run.precision
 
     backend = keras.backend.backend()  # the HLO of the step as this process's Keras runs it
-    ir = tracer(backend).live_step_hlo(model, batch, precision)
+    ir = tracer(backend).trace_live_step(model, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
     profile = profile_from_ir(fit_workload(model.name), {}, batch, precision, ir, cost)
     catalog = load_catalog()
@@ -357,31 +357,13 @@ def _tf32_switch(backend: str) -> dict[str, bool]:
     """The TF32 switch in the user's process (they may have turned it off), so that ``runs
     compare`` and ``predict`` read the fit run's TF32 as it was, not as the default: on JAX,
     its default matmul precision."""
-    if backend == "jax":
-        from gpuscout.measure.backends.jax import runtime as jax_runtime
+    from gpuscout.measure.backends import get
 
-        return {"tf32_enabled": jax_runtime.tf32_enabled(jax_runtime.import_jax())}
-    import tensorflow as tf
-
-    return {"tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled())}
+    return {"tf32_enabled": get(backend).tf32_enabled()}
 
 
 def fit_device(backend: str = "tensorflow") -> tuple[str, str]:
     """The device Keras trains on, as gpuscout names it (GPU:0, CPU:0), and its hardware."""
-    if backend == "jax":
-        from gpuscout.measure.backends.jax import runtime as jax_runtime
+    from gpuscout.measure.backends import get
 
-        device = jax_runtime.resolve_device(jax_runtime.import_jax(), None)
-        return device.name, device.description
-    import tensorflow as tf
-
-    gpus = tf.config.list_logical_devices("GPU")
-    if gpus:
-        name = gpus[0].name.split("device:")[-1]
-        details = tf.config.experimental.get_device_details(
-            tf.config.list_physical_devices("GPU")[0]
-        )
-        return name, str(details.get("device_name", "GPU"))
-    from gpuscout.measure.environment import cpu_model
-
-    return "CPU:0", cpu_model()
+    return get(backend).fit_device()

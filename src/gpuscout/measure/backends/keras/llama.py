@@ -109,17 +109,14 @@ def _linear(units: int, name: str, d: Dims | None = None, dtype: str | None = No
 class CausalAttention(keras.layers.Layer):  # type: ignore[misc]
     """Grouped-query causal attention of rotated queries and keys: ``keras.ops``' own, or, in
     a step ``predict`` traces on JAX for a GPU that would fuse it, the fused kernel's custom
-    calls (``jax/fused_attention.py``). Its own layer so the choice is made when traced."""
+    calls (``jax/fused_attention.py``, through ``keras/attention.py``). Its own layer so the
+    choice is made when traced."""
 
     def call(self, q: Any, k: Any, v: Any) -> Any:
-        if keras.backend.backend() == "jax":
-            from gpuscout.measure.backends.jax.fused_attention import (
-                fused_attention,
-                tracing_fused,
-            )
+        from gpuscout.measure.backends.keras.attention import attention_override
 
-            if tracing_fused():
-                return fused_attention(q, k, v, causal=True)
+        if (kernel := attention_override()) is not None:
+            return kernel(q, k, v, True)
         return keras.ops.dot_product_attention(q, k, v, is_causal=True)
 
     def compute_output_spec(self, q: Any, k: Any, v: Any) -> Any:
