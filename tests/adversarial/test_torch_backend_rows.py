@@ -1,6 +1,6 @@
-"""Rows for ``--backend torch`` (issue 44's first slice: ``bench`` trains Keras on PyTorch, on
-one device): every command and option it cannot run yet is refused by name, in one line,
-before anything starts (no child, no database, no cluster variables read, no torch imported).
+"""Rows for ``--backend torch`` (issue 44: ``bench`` trains Keras on PyTorch, on one device or
+over workers with DDP): every command and option it cannot run yet is refused by name, in one
+line, before anything starts (no child, no database, no torch imported).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 from tests.adversarial.table import Case, cases, run_case
 
 NOT = "--backend torch does not take"
+WORKERS = "localhost:1,localhost:2"
 ONLY = "--backend torch is not supported yet: the PyTorch backend only measures training"
 CASES = [
     Case(("doctor", "--backend", "torch"), 2, f"doctor {ONLY}"),
@@ -24,25 +25,38 @@ CASES = [
         f"{NOT} --mode inference: serving is not measured on PyTorch yet",
     ),
     Case(("bench", "--backend", "torch", "--xla"), 2, f"{NOT} --xla: PyTorch steps run eagerly"),
-    Case(("bench", "--backend", "torch", "--devices", "2"), 2, f"{NOT} --devices: data parallel"),
+    Case(
+        ("bench", "--backend", "torch", "--devices", "2"),
+        2,
+        f"{NOT} --devices: DDP runs one process per device, and --devices is one process",
+    ),
+    Case(
+        ("bench", "--backend", "torch", "--workers", WORKERS, "--task-index", "0", "--loop", "fit"),
+        2,
+        "--loop fit with --workers on PyTorch: data-parallel PyTorch runs use gpuscout's own step",
+    ),
     Case(
         (
             "bench",
             "--backend",
             "torch",
             "--workers",
-            "localhost:1,localhost:2",
+            WORKERS,
             "--task-index",
             "0",
+            "--model",
+            "{tmp}/m.py:build",
         ),
         2,
-        f"{NOT} --workers/--cluster: DDP over workers",
+        "m.py:build yet: DDP runs are measured on Keras models (a built-in --workload, or your "
+        "keras.Model)",
+        files={"m.py": "import torch\n\ndef build():\n    return torch.nn.Linear(2, 2)\n"},
     ),
-    Case(
+    Case(  # --cluster is DDP now: the cluster layer reads (and refuses) Slurm's variables
         ("bench", "--backend", "torch", "--cluster", "slurm"),
         2,
-        f"{NOT} --cluster: data parallel (DDP) is not measured on PyTorch yet",
-        env={"SLURM_PROCID": ""},  # refused before the (missing) Slurm variables are read
+        "SLURM_PROCID is not set: this is not a task of a Slurm job step",
+        env={"SLURM_PROCID": ""},
     ),
     Case(
         ("bench", "--backend", "torch", "--devices", "2", "--scaling", "1,2"), 2, f"{NOT} --scaling"
@@ -50,7 +64,7 @@ CASES = [
     Case(
         ("bench", "--backend", "torch", "--global-batch-size", "64"),
         2,
-        f"{NOT} --global-batch-size",
+        f"{NOT} --global-batch-size: it splits a batch over workers, and this run has one",
     ),
     Case(
         ("bench", "--backend", "torch", "--model", "{tmp}/m.py:build", "--data", "{tmp}/m.py:data"),

@@ -244,13 +244,12 @@ def _refuse_on_torch(args: argparse.Namespace) -> None:
     before anything reads the cluster (the rest are refused by measure.benchmark.check)."""
     if args.backend != "torch":
         return
-    for flag, given in (("--cluster", args.cluster), ("--scaling", args.scaling)):
-        if given:
-            raise UserError(
-                f"--backend torch does not take {flag}: data parallel (DDP) is not measured "
-                "on PyTorch yet.",
-                f"drop {flag}, or use --backend tensorflow or jax.",
-            )
+    if args.scaling:  # --cluster is DDP over workers (measure/backends/torch/workers.py)
+        raise UserError(
+            "--backend torch does not take --scaling: a sweep runs each device count in one "
+            "process, and DDP runs one process per device.",
+            "drop --scaling, or use --backend tensorflow or jax.",
+        )
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:

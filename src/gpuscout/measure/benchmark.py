@@ -20,7 +20,12 @@ from gpuscout.core.records import BenchConfig, RunResult
 from gpuscout.measure.job import Job
 from gpuscout.measure.pipelines import check_demo_batch
 from gpuscout.measure.protocol import Progress
-from gpuscout.measure.user_spec import ModelSpec, parse_function_spec, parse_model_spec
+from gpuscout.measure.user_spec import (
+    ModelSpec,
+    is_torch_module_file,
+    parse_function_spec,
+    parse_model_spec,
+)
 from gpuscout.scale import distribute
 from gpuscout.workloads import Workload, get_workload
 
@@ -79,19 +84,20 @@ def _check_backend(config: BenchConfig) -> None:
 
 
 def _check_torch(config: BenchConfig) -> None:
-    """The PyTorch backend measures training on one device, eagerly, on synthetic batches (issue
-    44's first slice): anything else is refused here, by name, before a child starts."""
+    """The PyTorch backend measures training eagerly, on synthetic batches, on one device or
+    over workers with DDP (issue 44): anything else is refused here, by name, before a child
+    starts."""
     from gpuscout.measure.backends import require_torch
 
     given = [(flag, why) for flag, why, value in (
         ("--mode inference", "serving is not measured on PyTorch yet", config.mode != "train"),
         ("--xla", "PyTorch steps run eagerly (no XLA; torch.compile is not measured yet)",
          config.xla),
-        ("--devices", "data parallel (DDP) is not measured on PyTorch yet", config.devices),
-        ("--workers/--cluster", "DDP over workers is not measured on PyTorch yet",
-         config.workers),
-        ("--global-batch-size", "it splits a batch over devices, and PyTorch runs use one",
-         config.global_batch_size),
+        ("--devices", "DDP runs one process per device, and --devices is one process; "
+         "start one per device with --cluster (srun, SkyPilot, TF_CONFIG) or --workers",
+         config.devices),
+        ("--global-batch-size", "it splits a batch over workers, and this run has one",
+         config.global_batch_size and not config.workers),
         ("--data", "your own data is not fed to PyTorch yet; it trains on synthetic batches",
          config.data),
     ) if value]  # fmt: skip
@@ -100,6 +106,14 @@ def _check_torch(config: BenchConfig) -> None:
         raise UserError(
             f"--backend torch does not take {flag}: {why}.",
             f"drop {flag.split('/')[0].split(' ')[0]}, or use --backend tensorflow or jax.",
+        )
+    if config.workers and config.model and is_torch_module_file(parse_model_spec(config.model)):
+        raise UserError(
+            f"--backend torch over workers does not take --model {config.model} yet: DDP runs "
+            "are measured on Keras models (a built-in --workload, or your keras.Model), and "
+            "a plain torch.nn.Module's step is not wired into DDP.",
+            "measure your module on one device (drop --cluster/--workers), or a Keras model "
+            "over workers.",
         )
     if not config.model and get_workload(config.workload).has_pipeline:
         raise UserError(

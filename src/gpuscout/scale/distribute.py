@@ -28,6 +28,7 @@ MIRRORED = "MirroredStrategy"
 MULTI_WORKER = "MultiWorkerMirroredStrategy"
 JAX_SHARDING = "jax.sharding"
 JAX_DISTRIBUTED = "jax.distributed"  # JAX over workers: a Mesh of every process's devices
+TORCH_DDP = "DistributedDataParallel"  # PyTorch over workers: one process and device each
 # XLA's flag that splits the host into N CPU devices; set by the measuring child before JAX starts.
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 # The phase a worker reports while it waits for the others; the parent gives it
@@ -152,7 +153,7 @@ def plan(config: BenchConfig) -> Plan:
                 f"pass --task-index 0..{len(config.workers) - 1}: this worker's place in "
                 "--workers (0 is the chief, whose timing is the run's).",
             )
-        strategy = JAX_DISTRIBUTED if config.backend == "jax" else MULTI_WORKER
+        strategy = {"jax": JAX_DISTRIBUTED, "torch": TORCH_DDP}.get(config.backend, MULTI_WORKER)
         return Plan(strategy, workers=tuple(config.workers), task_index=config.task_index)
     assert config.devices is not None
     if config.device:
@@ -186,6 +187,13 @@ def with_host_devices(xla_flags: str, n: int) -> str:
 
 def _check_combinations(config: BenchConfig) -> None:
     where = "--workers" if config.workers else "--devices"
+    if config.loop == "fit" and config.backend == "torch":
+        raise UserError(
+            f"--loop fit with {where} on PyTorch: data-parallel PyTorch runs use gpuscout's "
+            "own step with the model in DistributedDataParallel; Keras' model.fit has no DDP "
+            "wrapper to call.",
+            "drop --loop fit.",
+        )
     if config.loop == "fit" and config.backend == "jax":
         raise UserError(
             f"--loop fit with {where} on JAX: data-parallel JAX runs use gpuscout's own step "

@@ -30,6 +30,7 @@ from gpuscout.measure.protocol import BUILDING, INTERVAL_ASSUMPTION, Outcome, Pr
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec
+from gpuscout.scale import distribute
 from gpuscout.workloads import Workload
 
 MODEL_BATCH = {"GPU": 256, "CPU": 32}  # as the other backends' for a user's model
@@ -59,6 +60,11 @@ def session(config: BenchConfig, device: Device) -> Iterator[Any]:
 def run(job: Job) -> RunResult:
     """Measure ``job.config`` on a PyTorch device; raises on failure (the caller stores it)."""
     config = job.config
+    plan = distribute.plan(config)
+    if plan.workers:  # --workers/--cluster: DDP, one process per worker (torch/workers.py)
+        from gpuscout.measure.backends.torch import workers
+
+        return workers.run(job, plan)
     job.on_phase("starting PyTorch")
     torch = runtime.import_torch()
     device = runtime.resolve_device(torch, config.device)

@@ -10,9 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 
-def train_step(torch: Any, built: Any, precision: str) -> Callable[[Any, Any], Any]:
+def train_step(
+    torch: Any, built: Any, precision: str, call: Callable[..., Any] | None = None
+) -> Callable[[Any, Any], Any]:
     """The step ``(x, y) -> loss``, run eagerly (one kernel per op, as a plain PyTorch loop
-    runs; torch.compile is not used).
+    runs; torch.compile is not used). ``call``: what the forward pass calls instead of the
+    model (over workers, its ``DistributedDataParallel`` wrapper, whose backward all-reduces
+    the gradients before the optimizer reads them).
 
     The same work as the JAX step, written as Keras' own torch trainer writes it: the forward
     pass with ``training=True``, the loss on float32 predictions, ``loss.backward()`` into each
@@ -28,9 +32,10 @@ def train_step(torch: Any, built: Any, precision: str) -> Callable[[Any, Any], A
     optimizer = with_loss_scaling(built.optimizer, precision)
     optimizer.build(model.trainable_variables)
     trainable = list(model.trainable_variables)
+    forward = model if call is None else call
 
     def step(x: Any, y: Any) -> Any:
-        pred = model(x, training=True)
+        pred = forward(x, training=True)
         loss = loss_fn(y, keras.ops.cast(pred, "float32"))
         for v in trainable:
             v.value.grad = None
