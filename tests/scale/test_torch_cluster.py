@@ -22,10 +22,12 @@ from pathlib import Path
 
 import pytest
 
+from gpuscout.cli.cluster_args import refuse_torchrun
+from gpuscout.core.errors import UserError
 from gpuscout.core.records import RunResult
 from gpuscout.measure.backends.torch.distributed import local_rank
 from gpuscout.store import Store
-from tests.conftest import PATIENCE_S, leftovers
+from tests.conftest import PATIENCE_S, assert_user_errors, leftovers
 from tests.scale.test_cluster_e2e import (
     MANAGERS,
     MLP_GRADIENT_BYTES,
@@ -181,3 +183,20 @@ def test_the_ddp_step_averages_the_gradients_over_the_ranks() -> None:
 def test_local_rank_is_the_workers_before_this_one_on_its_host() -> None:
     workers = ("a:7000", "a:7001", "b:7000", "[::1]:7000", "a:7002", "[::1]:7001")
     assert [local_rank(workers, r) for r in range(6)] == [0, 1, 0, 0, 2, 1]
+
+
+def test_cluster_auto_under_torchrun_is_refused_not_run_as_one_process_per_rank(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torchrun = {"TORCHELASTIC_RUN_ID": "none", "RANK": "1", "WORLD_SIZE": "2",
+                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}  # fmt: skip
+    with pytest.raises(UserError, match=r"--cluster auto under torchrun \(.*RANK='1'"):
+        refuse_torchrun(torchrun)
+    refuse_torchrun({"RANK": "1"})  # no torchrun: nothing to refuse
+    for name in [k for k in os.environ if k.startswith(MANAGERS)]:
+        monkeypatch.delenv(name)
+    for name, value in torchrun.items():
+        monkeypatch.setenv(name, value)
+    assert_user_errors(  # through the command, where auto found no other source
+        [(("bench", "--backend", "torch", "--cluster", "auto"), "--cluster auto under torchrun")]
+    )

@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from gpuscout.core.ranges import int_in
 from gpuscout.scale.cluster import DEFAULT_PORT_BASE, KINDS, MAX_PORT, MIN_PORT
 
 PORT_BASE = int_in(MIN_PORT, MAX_PORT)  # no privileged port (below 1024)
+TORCHRUN_MARKER = "TORCHELASTIC_RUN_ID"  # set by torchrun in every process it starts
 
 
 def add_cluster_args(group: Any) -> None:
@@ -57,8 +59,29 @@ def resolve_cluster(args: argparse.Namespace, say: bool) -> None:
 
     workers = [w.strip() for w in args.workers.split(",") if w.strip()] if args.workers else None
     found = cluster.resolve(args.cluster, os.environ, args.port_base, workers, args.task_index)
+    if found.source == "none":
+        refuse_torchrun(os.environ)
     cluster.check_size(found, psutil.virtual_memory().available, usable_cores())
     args.workers = ",".join(found.workers) or None
     args.task_index = found.rank
     if say:  # the line holds the manager's values (host names, a node list): shown escaped
         print(f"cluster: {printable(found.line)}", file=sys.stderr)
+
+
+def refuse_torchrun(environ: Mapping[str, str]) -> None:
+    """UserError for ``--cluster auto`` that found no source in a process torchrun started:
+    torchrun's variables name the master (whose port its agent's own store holds) but not every
+    worker's address, which is what the cluster layer gives the frameworks; read as no
+    cluster, each of its ranks would run and store a one-process run of its own."""
+    from gpuscout.core.errors import UserError
+
+    if not environ.get(TORCHRUN_MARKER, "").strip():
+        return
+    said = ", ".join(f"{v}={environ[v]!r}" for v in (TORCHRUN_MARKER, "RANK", "WORLD_SIZE")
+                     if v in environ)  # fmt: skip
+    raise UserError(
+        f"--cluster auto under torchrun ({said[:200]}): torchrun's variables are not a source "
+        "gpuscout reads (they name no worker's address but the master's).",
+        "start one gpuscout bench per worker with srun, SkyPilot or TF_CONFIG (--cluster), "
+        "or on one machine with gpuscout launch --workers N.",
+    )
