@@ -15,7 +15,7 @@ import gc
 from typing import Any
 
 from gpuscout.core.errors import UserError
-from gpuscout.core.records import RunResult, WorkerRun
+from gpuscout.core.records import Distribution, RunResult, WorkerRun
 from gpuscout.core.run_settings import tf32_run_note
 from gpuscout.measure import environment, peaks
 from gpuscout.measure.backends.keras.weights import checked
@@ -141,7 +141,7 @@ def _measure(torch: Any, job: Job, device: Device, group: ddp.Group) -> RunResul
 
 def _spread(
     group: ddp.Group, device: Device, batch: int, fields: dict[str, Any], rows: list[WorkerRun]
-) -> Any:
+) -> Distribution:
     """The run's record of how it was spread: one replica per worker, each on its device."""
     spread = distribute.spread(
         distribute.TORCH_DDP, [device.name], False, group.world, batch, group.world
