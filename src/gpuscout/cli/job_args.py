@@ -23,6 +23,8 @@ from gpuscout.cli.parser import (
     SAMPLES,
     SEQ_LEN,
     STEPS,
+    DefaultBackend,
+    backend_typed,
     comma_items,
     model_spec,
 )
@@ -317,9 +319,10 @@ def check_job_options(args: argparse.Namespace, outputs: list[tuple[Path | None,
                             f"the {what} it reads", f"pass another file to {flag}.")  # fmt: skip
 
 
-def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
+def job_spec(args: argparse.Namespace, backend: str = DefaultBackend("tensorflow")) -> JobSpec:
     """The job the options name (``--job``, where a command has it, read as a workload,
-    run:ID or a model spec); a stored run read from ``args.db``."""
+    run:ID or a model spec); a stored run read from ``args.db``. A plain PyTorch model runs
+    on PyTorch (``user_spec.backend_for_model``), whatever the default backend."""
     from gpuscout.predict.job import JobSpec
     from gpuscout.workloads.llm import JOBS, checkpointing_dims, mode_dims
 
@@ -353,12 +356,18 @@ def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
                                    source))  # fmt: skip
     if getattr(args, "seq_len", None):
         dims["seq_len"] = args.seq_len
+    if model:
+        from gpuscout.measure.user_spec import backend_for_model, parse_model_spec
+
+        backend = backend_for_model(backend, backend_typed(backend), parse_model_spec(model))
     run = None
     if run_id is not None:
         from gpuscout.store import Store
 
         with Store(args.db, readonly=True) as store:
             run = store.get(run_id)
+        if run is not None and run.config.model and not model:
+            backend = _run_backend(backend, run.config.model)
     return JobSpec(
         workload=workload,
         model=model,
@@ -373,3 +382,14 @@ def job_spec(args: argparse.Namespace, backend: str = "tensorflow") -> JobSpec:
         backend=backend,
         dims=dims,
     )
+
+
+def _run_backend(backend: str, model: str) -> str:
+    """The backend a stored run's model is traced on: PyTorch for a plain PyTorch module,
+    else the command's (a model file gone since is left to the trace to report)."""
+    from gpuscout.measure.user_spec import backend_for_model, parse_model_spec
+
+    try:
+        return backend_for_model(backend, False, parse_model_spec(model, check=False))
+    except UserError:
+        return backend

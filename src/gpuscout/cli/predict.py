@@ -121,9 +121,13 @@ def register(sub: Any) -> None:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from gpuscout.measure.backends import refuse_torch
+    from gpuscout.cli.parser import backend_typed
+    from gpuscout.measure.user_spec import backend_for_model, parse_model_spec
 
-    refuse_torch("predict", args.backend)  # before anything is read, built or stored
+    # a plain PyTorch --model is captured by PyTorch (--backend naming another framework is
+    # refused here, before anything is read, built or stored)
+    spec = parse_model_spec(args.model) if args.model else None
+    backend = backend_for_model(args.backend, backend_typed(args.backend), spec)
     from gpuscout.predict.request import PredictRequest, predict_for
     from gpuscout.workloads.llm import checkpointing_dims, mode_dims
 
@@ -147,7 +151,7 @@ def run_predict(args: argparse.Namespace) -> int:
             workload=args.workload,
             model=args.model,
             precision=args.precision,
-            backend=args.backend,
+            backend=backend,
             tf32=args.tf32,
             mode="train" if args.mode == "lora" else args.mode,
             batch_size=args.batch_size,

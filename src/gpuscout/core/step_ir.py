@@ -26,6 +26,9 @@ class StepIR:
     # Weights the step reads but does not train (LoRA's frozen base): held, no gradient or
     # optimizer state. 0 where every weight is trained.
     frozen_bytes: int = 0
+    # How the step was traced and what that assumed, where the tracer says more than the
+    # framework's name (a captured PyTorch step: "; "-joined, said in the profile's method)
+    notes: str = ""
 
 
 def variable_bytes(var: Any) -> int:
@@ -42,3 +45,7 @@ def variable_bytes(var: Any) -> int:
 FUSED_ATTENTION_FORWARD = "gpuscout_fused_attention_fwd"
 FUSED_ATTENTION_BACKWARD = "gpuscout_fused_attention_bwd"
 CAUSAL = "_causal"
+# How a captured PyTorch step names its backward ops (``metadata={op_name="autograd/..."}``;
+# its forward ops are named under the model, as a traced XLA step's are), so the saved
+# activations are found as for TensorFlow's gradient tape (``predict/hlo.py``)
+TORCH_BACKWARD = "autograd"

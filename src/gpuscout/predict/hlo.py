@@ -65,6 +65,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from gpuscout.core.step_ir import TORCH_BACKWARD
 from gpuscout.predict.hlo_kernels import kernels, op_by_op_kernels
 from gpuscout.predict.hlo_loops import called as called_by
 from gpuscout.predict.hlo_loops import trip_count
@@ -257,8 +258,9 @@ def _fused_into_consumer(instrs: list[Instr]) -> dict[str, bool]:
     return {ins.name: ins.name in targets for ins in instrs}
 
 
-# How a gradient op is named: TensorFlow's GradientTape, JAX's transpose of the forward's jvp
-_GRADIENT_MARKS = ('op_name="gradient_tape', "/transpose(jvp(")
+# How a gradient op is named: TensorFlow's GradientTape, JAX's transpose of the forward's jvp,
+# a captured PyTorch step's autograd (``measure/backends/torch/to_hlo.py``)
+_GRADIENT_MARKS = ('op_name="gradient_tape', "/transpose(jvp(", f'op_name="{TORCH_BACKWARD}/')
 # How JAX names the forward ops a checkpointed (``jax.checkpoint``) step recomputes in its
 # backward pass
 REMATTED = "/rematted_computation/"

@@ -110,10 +110,12 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
             "drop them, or name a built-in --workload.",
         )
     if model is not None:  # sized before tracing: a job without a size fails in a moment
-        from gpuscout.measure.user_spec import parse_model_spec
+        from gpuscout.measure.user_spec import backend_for_model, parse_model_spec
         from gpuscout.predict.profile_trace import get_user_profile
 
-        parse_model_spec(model)  # a missing file is one line, before TensorFlow loads
+        # a missing file is one line, before TensorFlow loads; a stored run's plain PyTorch
+        # model is captured by PyTorch (a --model's backend the command chose already)
+        backend = backend_for_model(spec.backend, False, parse_model_spec(model))
         if batch is None:
             batch = MODEL_BATCH
             source = source or f"{batch}, gpuscout's default for your model"
@@ -124,7 +126,7 @@ def resolve_job(spec: JobSpec, catalog: Catalog) -> Job:
             )
         what = f"your model {model}"
         samples, size = _size(spec, None, batch, "samples", what)
-        profile = get_user_profile(model, batch, precision, spec.backend)
+        profile = get_user_profile(model, batch, precision, backend)
         unit = "samples"
     else:
         from gpuscout.core.limits import check_fits_a_gpu

@@ -108,8 +108,9 @@ class Profile(BaseModel):
     # for ``predict --mode inference``
     kind: Literal["train", "forward"] = "train"
     # whose HLO was counted: TensorFlow's tf.function or JAX's jitted step (the shipped
-    # profiles are TensorFlow's; ``predict --backend jax`` traces on JAX)
-    backend: Literal["tensorflow", "jax"] = "tensorflow"
+    # profiles are TensorFlow's; ``predict --backend jax`` traces on JAX; a plain PyTorch
+    # model's step is captured by PyTorch, ``measure/backends/torch/capture.py``)
+    backend: Literal["tensorflow", "jax", "torch"] = "tensorflow"
     # The step's kernels after fusion, identical ones merged (see predict/kernels.py).
     kernels: list[Kernel] = []
     # The same step run op by op, nothing fused (``hlo_kernels.op_by_op_kernels``): how eager

@@ -87,6 +87,7 @@ def profile_from_ir(
     from gpuscout.predict.hlo import loops_note
 
     on_jax = str(ir.tf_version).startswith("jax")
+    on_torch = str(ir.tf_version).startswith("torch")
     abstract = " from shapes alone (no weight allocated)" if (
         on_jax and workload in LLAMA_NAMES) else ""  # fmt: skip
     method = (
@@ -96,6 +97,10 @@ def profile_from_ir(
         else "XLA HLO of the model's forward pass (training=False"
         + (", jitted on JAX)" if on_jax else ", stage=hlo)")
     )  # fmt: skip
+    if on_torch:  # how the step was captured and what that assumed, said by the capture
+        method = (
+            ir.notes if kind == "train" else f"the model's forward pass (eval, no_grad): {ir.notes}"
+        )
     from gpuscout.core.step_ir import FUSED_ATTENTION_FORWARD
 
     if FUSED_ATTENTION_FORWARD in ir.hlo:
@@ -108,7 +113,7 @@ def profile_from_ir(
     loops = loops_note(cost)
     return Profile(
         kind=kind,
-        backend="jax" if on_jax else "tensorflow",
+        backend="jax" if on_jax else "torch" if on_torch else "tensorflow",
         workload=workload,
         dims=dims,
         batch=batch,
@@ -177,7 +182,13 @@ def get_user_profile(
         cost = step_cost(ir.hlo, forward_scope=ir.model_name)
         found = profile_from_ir(name, {}, batch, precision, ir, cost)
         store(found)
-    return found
+    return eager(found)
+
+
+def eager(profile: Profile) -> Profile:
+    """A captured PyTorch step as eager PyTorch runs it: its op-by-op kernels (one an aten op),
+    not the fused ones the same profile holds for a compiled step; any other step as it is."""
+    return profile.as_op_by_op() if profile.backend == "torch" and profile.op_by_op else profile
 
 
 def get_profile(
@@ -222,4 +233,4 @@ def get_forward_profile(
         cost = step_cost(ir.hlo, forward_scope=ir.model_name)
         found = profile_from_ir(name, resolved, batch, precision, ir, cost, "forward")
         store(found)
-    return found
+    return eager(found)

@@ -18,7 +18,7 @@ from gpuscout.core.run_settings import TRAINING_PRECISION, tf32_prediction_note
 from gpuscout.predict import scaling
 from gpuscout.predict.job import MODEL_BATCH
 from gpuscout.predict.predictor import Prediction
-from gpuscout.predict.profile import Profile
+from gpuscout.predict.profile import OP_BY_OP, Profile
 from gpuscout.predict.session import Session, session
 
 
@@ -161,6 +161,17 @@ def _backend(req: PredictRequest) -> str:
         from gpuscout.measure.backends import require_jax
 
         require_jax("predict --backend jax")
+    if req.backend == "torch":
+        from gpuscout.measure.backends import require_torch
+
+        if req.model is None:
+            raise UserError(
+                f"predict --backend torch captures a plain PyTorch --model; --workload "
+                f"{req.workload} is a Keras model gpuscout builds.",
+                "predict it with --backend tensorflow or jax, or give --model FILE.py:FUNCTION "
+                "returning a torch.nn.Module.",
+            )
+        require_torch(f"predict --model {req.model} (a plain PyTorch model)")
     return req.backend
 
 
@@ -212,7 +223,7 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         check_fits_a_gpu(workload.name, resolved, batch, precision, "train", catalog)
         profile = get_profile(workload.name, resolved, batch, precision, _backend(req))
         epoch, unit = req.epoch_samples or workload.epoch_samples, workload.epoch_unit
-    if req.op_by_op:
+    if req.op_by_op and OP_BY_OP not in profile.method:  # a PyTorch step is already eager
         profile = _op_by_op(profile)
     gpus = resolve_gpus(catalog, req.gpus)
     reference = catalog.resolve(req.reference).gpu

@@ -42,14 +42,18 @@ def trace_abstract_step(
 
 
 def trace_user_step(model_spec: str, batch: int, precision: str) -> StepIR:
-    _not_yet(f"tracing --model {model_spec}")
+    from gpuscout.measure.backends.torch import capture
+
+    return capture.user_step_hlo(model_spec, batch, precision)
 
 
 def trace_forward(
     workload: str | None, model_spec: str | None, dims: Mapping[str, int], batch: int,
     precision: str,
 ) -> StepIR:  # fmt: skip
-    _not_yet("tracing a forward pass")
+    from gpuscout.measure.backends.torch import capture
+
+    return capture.forward_hlo(workload, model_spec, dims, batch, precision)
 
 
 def trace_live_step(model: Any, batch: int, precision: str) -> StepIR:

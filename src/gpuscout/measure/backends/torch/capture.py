@@ -1,0 +1,253 @@
+"""A user's PyTorch training step captured once on the CPU, from shapes alone, for ``predict``.
+
+The step (forward, loss, backward, ``optimizer.step()``) runs under PyTorch's
+``FakeTensorMode``: every tensor has its shape, dtype and device but no memory, every op runs
+its meta kernel, so ResNet-50 at batch 256 is captured in seconds with no compute and no
+activation memory. A ``TorchDispatchMode`` records each aten op the dispatcher runs (the ones
+that would launch kernels on a GPU: below autograd, after autocast), with its arguments and
+results, and ``to_hlo.py`` writes them as HLO text, which ``predict`` counts like any other
+traced step.
+
+What the capture assumes, said in the profile's method:
+
+- the step's second run is recorded, the first left out: it creates the optimizer's state
+  (``zeros_like`` per weight) and initialises lazy modules, once in a training run;
+- mixed precision is ``torch.autocast`` (float16 or bfloat16) over the forward pass and the
+  loss, as PyTorch's AMP recipe runs it; the CPU's autocast casts the same ops as CUDA's
+  (matmuls, convolutions and attention in 16 bits, norms and softmax as their inputs or
+  float32); float16 adds ``GradScaler``'s loss scaling and its one pass over the gradients;
+- the optimizer steps with its multi-tensor (``foreach``) kernels, PyTorch's default on a
+  GPU, unless the user's ``make_optimizer`` chose otherwise;
+- ``scaled_dot_product_attention`` is the fused (flash) kernel a GPU runs: the CPU's own
+  fused kernel is what the capture sees, written as the fused attention call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from gpuscout.core.errors import UserError
+from gpuscout.core.step_ir import StepIR
+from gpuscout.measure.backends.torch.aten_ops import DTYPES, AtenOp, TensorRef
+from gpuscout.measure.backends.torch.to_hlo import to_hlo
+
+# GradScaler's first scale (``torch.amp.GradScaler(init_scale=2**16)``)
+LOSS_SCALE = 2.0**16
+HOW = (
+    "aten ops of the PyTorch step (forward, loss, backward, optimizer.step) captured once on "
+    "the CPU under FakeTensorMode (shapes only: nothing computed or allocated), its second "
+    "step recorded"
+)
+
+
+def user_step_hlo(spec: str, batch: int, precision: str) -> StepIR:
+    """The user's module's training step (``--model FILE.py:FUNCTION``), captured."""
+    return _capture(spec, batch, precision, "train")
+
+
+def forward_hlo(
+    workload: str | None, spec: str | None, dims: Mapping[str, int], batch: int, precision: str
+) -> StepIR:
+    """The user's module's forward pass (inference: ``eval()``, no gradients), captured.
+    Only a user's module: the built-in workloads are Keras models (``dims`` unused)."""
+    if spec is None:
+        raise UserError(
+            f"the PyTorch backend captures a plain PyTorch --model, not --workload {workload}.",
+            "predict the built-in workload with --backend tensorflow or jax.",
+        )
+    return _capture(spec, batch, precision, "forward")
+
+
+def _capture(spec: str, batch: int, precision: str, kind: str) -> StepIR:
+    from gpuscout.measure.backends.torch import user_module
+    from gpuscout.measure.backends.torch.runtime import import_torch
+    from gpuscout.measure.user_spec import parse_model_spec
+
+    torch = import_torch()
+    function = parse_model_spec(spec, check=False).function
+    if function is None:
+        raise UserError(
+            f"--model {spec} is a Keras file: the PyTorch backend captures a torch.nn.Module "
+            "built by a Python function.",
+            "pass --model FILE.py:FUNCTION returning a torch.nn.Module, or --backend "
+            "tensorflow for a .keras file.",
+        )
+    parts = user_module.load(function, batch)
+    ops, sizes = capture(torch, parts, precision, kind)
+    name = re.sub(r"[^\w.\-]", "_", type(parts.module).__name__) or "model"
+    # predict says the eager view itself (``profile.OP_BY_OP``, the kernels it counts)
+    notes = [HOW, *_precision_notes(precision, kind), *parts.assumptions]
+    if kind == "train":
+        notes.insert(1, "the optimizer's multi-tensor (foreach) kernels, PyTorch's default "
+                     "on a GPU, unless make_optimizer chose otherwise")  # fmt: skip
+    return StepIR(
+        hlo=to_hlo(ops, name),
+        params=sizes["params"],
+        param_bytes=sizes["param_bytes"],
+        optimizer_state_bytes=sizes["optimizer_state_bytes"],
+        tf_version=f"torch {torch.__version__}",
+        model_name=name,
+        frozen_bytes=sizes["frozen_bytes"],
+        notes="; ".join(notes),
+    )
+
+
+def _precision_notes(precision: str, kind: str) -> list[str]:
+    if precision == "fp32":
+        return ["float32 throughout (no autocast)"]
+    dtype = "float16" if precision == "mixed_float16" else "bfloat16"
+    said = [f"torch.autocast({dtype}) over the forward pass and the loss (AMP)"]
+    if precision == "mixed_float16" and kind == "train":
+        said.append("GradScaler's loss scaling, and its unscale and check of the gradients")
+    return said
+
+
+def capture(
+    torch: Any, parts: Any, precision: str, kind: str
+) -> tuple[list[AtenOp], dict[str, int]]:
+    """The aten ops of one step of ``parts`` (``user_module.TorchParts``) and the sizes of its
+    weights and optimizer state; ``kind``: "train" (the whole step) or "forward"."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    module = parts.module
+    _to_fake(torch, module, mode)
+    inputs, targets = _fake_tree(torch, parts.inputs, mode), _fake_tree(torch, parts.targets, mode)
+    autocast: Any = contextlib.nullcontext()
+    if precision != "fp32":
+        dtype = torch.float16 if precision == "mixed_float16" else torch.bfloat16
+        autocast = torch.autocast("cpu", dtype=dtype)
+    recorder = _Recorder(torch)
+    trainable = [p for p in module.parameters() if p.requires_grad]
+    frozen = [p for p in module.parameters() if not p.requires_grad]
+    sizes = {
+        "params": sum(int(p.numel()) for p in trainable),
+        "param_bytes": sum(_nbytes(p) for p in trainable),
+        "frozen_bytes": sum(_nbytes(p) for p in frozen),
+        "optimizer_state_bytes": 0,
+    }
+    if kind == "forward":
+        module.eval()
+        with mode, torch.no_grad(), recorder, autocast:
+            parts.forward(inputs)
+        return recorder.ops, sizes
+    module.train()
+    with mode:
+        optimizer = parts.make_optimizer(module.parameters())
+        for group in optimizer.param_groups:
+            if group.get("foreach", False) is None and not group.get("fused"):
+                group["foreach"] = True  # multi_tensor_apply, as on a GPU
+        scaled = precision == "mixed_float16"
+        _step(torch, parts, module, optimizer, inputs, targets, autocast, scaled, None)
+        _step(torch, parts, module, optimizer, inputs, targets, autocast, scaled, recorder)
+    sizes["optimizer_state_bytes"] = sum(
+        _nbytes(v) for state in optimizer.state.values() for v in state.values()
+        if isinstance(v, torch.Tensor)
+    )  # fmt: skip
+    return recorder.ops, sizes
+
+
+def _step(torch: Any, parts: Any, module: Any, optimizer: Any, inputs: Any, targets: Any,
+          autocast: Any, scaled: bool, recorder: _Recorder | None) -> None:  # fmt: skip
+    """One training step, recorded by ``recorder`` (None: run only)."""
+    with recorder if recorder is not None else contextlib.nullcontext():
+        with autocast:
+            loss = parts.loss(parts.forward(inputs), targets)
+        if recorder is not None:
+            recorder.phase = "backward"
+        (loss * LOSS_SCALE if scaled else loss).backward()
+        grads = [p.grad for p in module.parameters() if p.grad is not None]
+        if recorder is not None and scaled:  # GradScaler.unscale_: one pass over the grads
+            recorder.ops.append(AtenOp("_amp_foreach_non_finite_check_and_unscale_",
+                                       {"self": [recorder.ref(g) for g in grads]}, [],
+                                       "backward"))  # fmt: skip
+        if recorder is not None:
+            recorder.phase = "optimizer"
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def _nbytes(t: Any) -> int:
+    return int(t.numel()) * int(t.element_size())
+
+
+def _to_fake(torch: Any, module: Any, mode: Any) -> None:
+    """The module's weights and buffers swapped for fake tensors of their shapes, in place (a
+    weight shared by two layers stays one)."""
+    seen: dict[int, Any] = {}
+    for sub in module.modules():
+        for key, p in list(sub._parameters.items()):
+            if p is not None:
+                if id(p) not in seen:
+                    seen[id(p)] = torch.nn.Parameter(mode.from_tensor(p), p.requires_grad)
+                sub._parameters[key] = seen[id(p)]
+        for key, b in list(sub._buffers.items()):
+            if b is not None:
+                seen.setdefault(id(b), mode.from_tensor(b))
+                sub._buffers[key] = seen[id(b)]
+
+
+def _fake_tree(torch: Any, value: Any, mode: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return mode.from_tensor(value)
+    if isinstance(value, dict):
+        return {k: _fake_tree(torch, v, mode) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return type(value)(_fake_tree(torch, v, mode) for v in value)
+    return value
+
+
+def _recorder_base() -> Any:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    return TorchDispatchMode
+
+
+class _Recorder(_recorder_base()):  # type: ignore[misc]
+    """Records every aten op dispatched while it is active (below autograd and autocast: the
+    ops a GPU would run), in order, with the phase of the step it ran in."""
+
+    def __init__(self, torch: Any) -> None:
+        super().__init__()
+        self.torch = torch
+        self.ops: list[AtenOp] = []
+        self.phase = "forward"
+        self._held: list[Any] = []  # every tensor seen, so that no id is reused
+
+    def ref(self, t: Any) -> TensorRef:
+        self._held.append(t)
+        return TensorRef(id(t), DTYPES.get(str(t.dtype), "f32"), tuple(int(s) for s in t.shape))
+
+    def _value(self, v: Any) -> Any:
+        if isinstance(v, self.torch.Tensor):
+            return self.ref(v)
+        if isinstance(v, list | tuple):
+            return [self._value(x) for x in v]
+        if v is None or isinstance(v, bool | int | float | str):
+            return v
+        return str(v)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        namespace, _, name = func._schema.name.partition("::")
+        if namespace != "aten":
+            return out
+        named: dict[str, Any] = {}
+        for i, a in enumerate(func._schema.arguments):
+            given = args[i] if i < len(args) else kwargs.get(a.name, a.default_value)
+            named[a.name] = self._value(given)
+        outputs: list[TensorRef | None] = []
+        for o in out if isinstance(out, tuple | list) else [out]:
+            if isinstance(o, list | tuple):
+                outputs.extend(self.ref(x) for x in o if isinstance(x, self.torch.Tensor))
+            else:
+                outputs.append(self.ref(o) if isinstance(o, self.torch.Tensor) else None)
+        self.ops.append(AtenOp(name, named, outputs, self.phase))
+        return out
+
+
+__all__ = ["capture", "forward_hlo", "user_step_hlo"]
