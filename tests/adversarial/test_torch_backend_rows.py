@@ -18,7 +18,11 @@ CASES = [
     Case(("doctor", "--backend", "torch"), 2, f"doctor {ONLY}"),
     Case(("soak", "--backend", "torch", "--minutes", "1"), 2, f"soak {ONLY}"),
     Case(("scout", "--backend", "torch", "--html", "{tmp}/r.html"), 2, f"scout {ONLY}"),
-    Case(("predict", "--backend", "torch", "--workload", "mlp"), 2, f"predict {ONLY}"),
+    Case(
+        ("predict", "--backend", "torch", "--workload", "mlp"),
+        2,
+        "predict --backend torch captures a plain PyTorch --model; --workload mlp is a Keras",
+    ),
     Case(
         ("bench", "--backend", "torch", "--mode", "inference"),
         2,

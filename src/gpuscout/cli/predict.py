@@ -122,12 +122,14 @@ def register(sub: Any) -> None:
 
 def run_predict(args: argparse.Namespace) -> int:
     from gpuscout.cli.parser import backend_typed
+    from gpuscout.measure.backends import refuse_torch_workload
     from gpuscout.measure.user_spec import backend_for_model, parse_model_spec
 
     # a plain PyTorch --model is captured by PyTorch (--backend naming another framework is
     # refused here, before anything is read, built or stored)
     spec = parse_model_spec(args.model) if args.model else None
     backend = backend_for_model(args.backend, backend_typed(args.backend), spec)
+    refuse_torch_workload("predict", backend, args.workload)
     from gpuscout.predict.request import PredictRequest, predict_for
     from gpuscout.workloads.llm import checkpointing_dims, mode_dims
 

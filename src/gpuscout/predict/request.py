@@ -162,15 +162,9 @@ def _backend(req: PredictRequest) -> str:
 
         require_jax("predict --backend jax")
     if req.backend == "torch":
-        from gpuscout.measure.backends import require_torch
+        from gpuscout.measure.backends import refuse_torch_workload, require_torch
 
-        if req.model is None:
-            raise UserError(
-                f"predict --backend torch captures a plain PyTorch --model; --workload "
-                f"{req.workload} is a Keras model gpuscout builds.",
-                "predict it with --backend tensorflow or jax, or give --model FILE.py:FUNCTION "
-                "returning a torch.nn.Module.",
-            )
+        refuse_torch_workload("predict", req.backend, req.workload)
         require_torch(f"predict --model {req.model} (a plain PyTorch model)")
     return req.backend
 

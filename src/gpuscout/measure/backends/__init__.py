@@ -72,3 +72,19 @@ def get(backend: str) -> Backend:
             f"backend '{backend}' is not one gpuscout has.", f"use one of {', '.join(BACKENDS)}."
         )
     return cast("Backend", importlib.import_module(f"{__name__}.{backend}.entry"))
+
+
+def refuse_torch_workload(command: str, backend: str, workload: str | None) -> None:
+    """UserError when ``command`` is asked to trace a built-in workload on PyTorch: the
+    PyTorch backend captures a plain PyTorch ``--model`` (``backends/torch/capture.py``); the
+    built-in workloads are Keras models, traced by TensorFlow or JAX."""
+    if backend != "torch" or workload is None:
+        return
+    from gpuscout.core.errors import UserError
+
+    raise UserError(
+        f"{command} --backend torch captures a plain PyTorch --model; --workload {workload} "
+        "is a Keras model gpuscout builds.",
+        "predict it with --backend tensorflow or jax, or give --model FILE.py:FUNCTION "
+        "returning a torch.nn.Module.",
+    )

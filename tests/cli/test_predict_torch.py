@@ -1,0 +1,75 @@
+"""``predict``, ``cost`` and ``advise`` of a plain PyTorch ``--model`` (issue 44): its step
+captured once in the tracing child (PyTorch found from the file's imports), predicted eager at
+the pytorch stack level, and read from the cache the next time.
+
+Each capture starts a child that imports torch (seconds): the tests share one batch, so one
+capture serves predict, cost and advise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_in_process
+
+pytest.importorskip("torch", reason="the capture needs pip install 'gpuscout[torch]'")
+
+MODEL = f"{Path(__file__).parents[2] / 'examples' / 'models' / 'torch_cnn.py'}:build"
+GPUS = ("--gpus", "rtx-4090,a100-80gb-sxm,h100-sxm")
+BATCH = ("-b", "256")
+
+
+def test_predict_cost_and_advise_a_torch_module_from_one_cached_capture(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first predict captures the step (the child's answer), the H100 ranks fastest, the
+    assumptions say how the step was captured and which stack it is predicted at; then a
+    trace timeout gpuscout would refuse proves predict, cost and advise read the cache."""
+    first = run_in_process("predict", "--model", MODEL, *GPUS, *BATCH, "--json",
+                           stderr_file=True)  # fmt: skip
+    assert first.code == 0, first.err
+    rows = first.json()
+    assert {r["gpu"] for r in rows} == {"rtx-4090", "a100-80gb-sxm", "h100-sxm"}
+    fastest = max(rows, key=lambda r: r["samples_per_second"])
+    assert fastest["gpu"] == "h100-sxm"
+    said = " ".join(rows[0]["common_assumptions"] + rows[0]["assumptions"])
+    assert "FakeTensorMode" in said and "op by op, as eager PyTorch" in said
+    assert "software stack: pytorch" in said and "GradScaler" in said
+
+    monkeypatch.setenv("GPUSCOUT_TRACE_TIMEOUT", "never")  # a trace would now be refused
+    again = run_in_process("predict", "--model", MODEL, *GPUS, *BATCH, "--json")
+    assert again.code == 0, again.err
+    assert [r["samples_per_second"] for r in again.json()] == [
+        r["samples_per_second"] for r in rows
+    ]
+    cost = run_in_process("cost", "--model", MODEL, *BATCH, "--samples", "1000000", "--json")
+    assert cost.code == 0, cost.err
+    assert "software stack: pytorch" in cost.out
+    advise = run_in_process("advise", "--model", MODEL, *BATCH, "--samples", "1000000",
+                            "--json")  # fmt: skip
+    assert advise.code == 0, advise.err
+    assert "torch_cnn.py:build" in advise.out
+    # a new batch is captured again: the refused trace says so in one line
+    other = run_in_process("predict", "--model", MODEL, *GPUS, "-b", "8")
+    assert other.code == 2 and "GPUSCOUT_TRACE_TIMEOUT='never'" in other.err, other.err
+
+
+def test_a_module_without_example_batch_is_one_line_from_predict(tmp_path: Path) -> None:
+    """The protocol's error comes back from the capturing child as predict's own one line."""
+    path = tmp_path / "bare.py"
+    path.write_text("import torch\n\n\ndef build():\n    return torch.nn.Linear(4, 2)\n")
+    r = run_in_process("predict", "--model", f"{path}:build", *GPUS, stderr_file=True)
+    assert r.code == 2, r.err
+    assert "no example_batch(batch_size) method" in r.err and "Traceback" not in r.err
+
+
+def test_torch_refusals_name_what_works() -> None:
+    """A built-in workload is a Keras model (not captured by PyTorch); another framework
+    named for a plain PyTorch model cannot run it; scout needs bench of the module first."""
+    workload = run_in_process("predict", "--workload", "mlp", "--backend", "torch", *GPUS)
+    assert workload.code == 2 and "captures a plain PyTorch --model" in workload.err
+    jax = run_in_process("predict", "--model", MODEL, "--backend", "jax", *GPUS)
+    assert jax.code == 2 and "is a plain PyTorch model" in jax.err
+    scout = run_in_process("scout", "--model", MODEL, "--samples", "1000")
+    assert scout.code == 2 and "gpuscout predict --model" in scout.err, scout.err
