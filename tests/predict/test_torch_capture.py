@@ -162,3 +162,31 @@ def test_an_mlp_counts_flopcounter_flops_and_its_forward_pass_alone(tmp_path: Pa
     counted = step_cost(forward.hlo, forward_scope=forward.model_name)
     assert counted.flops["matmul"] == 2 * 16 * (48 * 96 + 96 * 96 + 96 * 8)
     assert forward.optimizer_state_bytes == 0 and "autograd/" not in forward.hlo
+
+
+CONVS = """
+import torch
+from torch import nn
+
+
+class Convs(nn.Sequential):
+    def example_batch(self, batch_size):
+        return torch.randn(batch_size, 4, 16, 16), torch.randn(batch_size, 8, 16, 16)
+
+
+def build():
+    return Convs(nn.Conv2d(4, 16, 3, 2, 1), nn.ReLU(), nn.Conv2d(16, 16, 3, 1, 1, groups=4),
+                 nn.Conv2d(16, 16, 1), nn.ConvTranspose2d(16, 8, 4, 2, 1))
+"""
+
+
+def test_strided_grouped_and_transposed_convolutions_count_their_work(tmp_path: Path) -> None:
+    """A strided convolution (its input gradient input-dilated), a grouped one, a 1x1 and a
+    transposed one: FlopCounterMode's count, but for the grouped convolution's weight
+    gradient, which FlopCounterMode counts as if ungrouped (x4 here): each of its 16x4x3x3
+    weights sums 4 images x 8x8 pixels, 2 FLOPs a product, whatever the groups."""
+    spec = _file(tmp_path, "convs", CONVS)
+    _, cost = _captured(spec, 4, "fp32")
+    grouped_weight_gradient = 2 * 16 * 4 * 3 * 3 * (4 * 8 * 8)
+    expected = _flop_counter(spec, 4) - 3 * grouped_weight_gradient
+    assert cost.flops["matmul"] == pytest.approx(expected, rel=0.01)
