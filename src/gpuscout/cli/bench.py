@@ -29,6 +29,7 @@ from gpuscout.cli.parser import (
     devices,
     model_spec,
     precision_help,
+    resolved_backend,
 )
 from gpuscout.core.errors import UserError
 from gpuscout.core.run_settings import LOOPS, PRECISIONS, TF32_HELP
@@ -97,6 +98,12 @@ def register(sub: Any) -> None:
         default=False,
         help="compile the step with XLA (default: off)",
     )
+    how.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
+                     help="compile a plain PyTorch --model's step with torch.compile (Inductor; "
+                     "default: off, eager)")  # fmt: skip
+    how.add_argument("--channels-last", action="store_true",
+                     help="a plain PyTorch --model and its 4-D inputs in torch.channels_last "
+                     "memory format (NHWC; default: the model's own)")  # fmt: skip
     how.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True, help=TF32_HELP)
     how.add_argument(
         "--batch-size",
@@ -255,6 +262,7 @@ def _refuse_on_torch(args: argparse.Namespace) -> None:
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     from gpuscout.core.records import BenchConfig
 
+    args.backend = resolved_backend(args.backend, args.model)  # the same answer when asked again
     if args.mode == "inference" and args.scaling:
         raise UserError("--mode inference does not take --scaling.", "drop --scaling.")
     from gpuscout.workloads.llm import mode_dims
@@ -269,6 +277,8 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         loop=args.loop,
         precision=args.precision,
         xla=args.xla,
+        compile=args.compile,
+        channels_last=args.channels_last,
         tf32=args.tf32,
         batch_size=args.batch_size,
         device=args.device,
@@ -301,6 +311,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuscout.measure.runner import run_isolated
     from gpuscout.store import Store
 
+    args.backend = resolved_backend(args.backend, args.model)  # a plain PyTorch --model: torch
     _refuse_on_torch(args)  # before a cluster manager's variables are read
     resolve_cluster(args, say=not args.quiet and not args.json)  # into --workers/--task-index
     config = config_from_args(args)

@@ -112,7 +112,10 @@ def bench_of(tokens: list[str]) -> Bench:
         args = [_replace(a, flag, value, remote) for a in args]
     if ns.devices is None and not ns.scaling:
         args += ["--devices", "{gpus_per_node}"]  # filled in per candidate
-    return Bench(tuple(args), measure, how, tuple(shipped), ns.backend, tuple(counts))
+    from gpuscout.cli.parser import resolved_backend
+
+    backend = resolved_backend(ns.backend, ns.model)  # a plain PyTorch model installs torch
+    return Bench(tuple(args), measure, how, tuple(shipped), backend, tuple(counts))
 
 
 def _replace(token: str, flag: str, value: str, new: str) -> str:

@@ -333,6 +333,16 @@ def backend_typed(backend: str) -> bool:
     return not isinstance(backend, DefaultBackend)
 
 
+def resolved_backend(backend: str, model: str | None) -> str:
+    """``--backend`` as a run of ``--model`` will use it: a plain PyTorch model (its file
+    imports torch, not Keras) runs on PyTorch unless another framework was typed (refused in one
+    line). Read from the file without running it; resolving twice gives the same answer."""
+    from gpuscout.measure.user_spec import backend_for_model, parse_model_spec
+
+    spec = parse_model_spec(model, check=False) if model else None
+    return backend_for_model(backend, backend_typed(backend), spec)
+
+
 def add_backend_option(group: Any, what: str) -> None:
     """``--backend tensorflow|jax|torch``, the same on every command that measures."""
     from gpuscout.core.records import BACKENDS

@@ -77,6 +77,9 @@ def compare(a: RunResult, b: RunResult) -> Comparison:
         ),
         ("loop", a.loop, b.loop, True),
         ("XLA", a.xla, b.xla, not cross),
+        # PyTorch's compiler and memory format: settings of the run, as XLA is
+        ("torch.compile", a.config.compile, b.config.compile, not cross),
+        ("channels_last", a.config.channels_last, b.config.channels_last, not cross),
         ("TF32", _tf32(a), _tf32(b), _tf32_matters(a) or _tf32_matters(b)),
         *(
             (name, a.env.get(name), b.env.get(name), not (cross and name in WITH_THE_BACKEND))

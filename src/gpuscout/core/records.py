@@ -52,6 +52,8 @@ class BenchConfig(_Record):
     loop: Loop = "custom"
     precision: Precision = "fp32"
     xla: bool = False
+    compile: bool = False  # torch.compile (Inductor) on a plain PyTorch --model's step
+    channels_last: bool = False  # a plain PyTorch --model in torch.channels_last memory format
     # TF32 tensor cores for float32 matmuls/convs (Ampere+ GPUs); True is TensorFlow's default,
     # and what a stored run from before this field read as.
     tf32: bool = True

@@ -22,6 +22,7 @@ from gpuscout.measure.pipelines import check_demo_batch
 from gpuscout.measure.protocol import Progress
 from gpuscout.measure.user_spec import (
     ModelSpec,
+    backend_for_model,
     is_torch_module_file,
     parse_function_spec,
     parse_model_spec,
@@ -43,6 +44,7 @@ def check(config: BenchConfig) -> tuple[Workload | None, ModelSpec | None]:
     dims = workload.resolve(config.dims) if workload is not None else {}  # bad sizes fail here
     _check_mode(config)
     _check_backend(config)
+    _check_torch_module(config, model_spec)
     if workload is not None and host_is_the_device(config.device):
         import psutil
 
@@ -91,7 +93,7 @@ def _check_torch(config: BenchConfig) -> None:
 
     given = [(flag, why) for flag, why, value in (
         ("--mode inference", "serving is not measured on PyTorch yet", config.mode != "train"),
-        ("--xla", "PyTorch steps run eagerly (no XLA; torch.compile is not measured yet)",
+        ("--xla", "XLA is not PyTorch's compiler; --compile is, for a plain PyTorch --model",
          config.xla),
         ("--devices", "DDP runs one process per device, and --devices is one process; "
          "start one per device with --cluster (srun, SkyPilot, TF_CONFIG) or --workers",
@@ -122,6 +124,28 @@ def _check_torch(config: BenchConfig) -> None:
             "pick another --workload, or use --backend tensorflow or jax.",
         )
     require_torch()
+
+
+def _check_torch_module(config: BenchConfig, spec: ModelSpec | None) -> None:
+    """A plain PyTorch ``--model`` (a ``torch.nn.Module``) runs on the PyTorch backend only,
+    without Keras' ``model.fit``; ``--compile`` and ``--channels-last`` act on such a model
+    only. Each refused by name where it cannot apply, before a child starts."""
+    plain = spec is not None and is_torch_module_file(spec)
+    if plain and config.backend != "torch":  # the command line resolves it; a library call
+        backend_for_model(config.backend, True, spec)  # is refused as a typed --backend is
+    for flag, given in (("--compile", config.compile), ("--channels-last", config.channels_last)):
+        if given and not plain:
+            raise UserError(
+                f"{flag} applies to a plain PyTorch --model (a torch.nn.Module) only, so far; "
+                "a Keras model (a built-in workload or yours) runs as Keras builds it.",
+                f"drop {flag}, or measure a torch.nn.Module (docs/torch.md).",
+            )
+    if plain and config.loop == "fit":
+        raise UserError(
+            "--loop fit is Keras' model.fit, which a plain PyTorch --model (a torch.nn.Module) "
+            "does not have.",
+            "drop --loop fit: gpuscout's own loop times the module's training step.",
+        )
 
 
 def _check_mode(config: BenchConfig) -> None:

@@ -110,7 +110,13 @@ def result_table(result: RunResult) -> Table:
         table,
         "settings",
         f"batch {result.batch_size or 'not given'} · {result.precision} · "
-        f"XLA {'on' if result.xla else 'off'} · loop {result.loop}"
+        + (
+            f"torch.compile {'on' if result.config.compile else 'off'}"
+            if result.backend == "torch"
+            else f"XLA {'on' if result.xla else 'off'}"
+        )
+        + (" · channels_last" if result.config.channels_last else "")
+        + f" · loop {result.loop}"
         + (f" · {shape}" if shape else ""),
     )
     if result.distribution is not None:
@@ -135,7 +141,13 @@ def result_table(result: RunResult) -> Table:
     _plain(
         table,
         "software",
-        f"{framework(env)} · Keras {env.get('keras')} · Python {env.get('python')}",
+        f"{framework(env)}"
+        + (  # a plain PyTorch model runs without Keras
+            " · no Keras"
+            if result.backend == "torch" and not env.get("keras")
+            else f" · Keras {env.get('keras')}"
+        )
+        + f" · Python {env.get('python')}",
     )
     _plain(table, "device", f"{env.get('device_name')} ({env.get('cpu_cores')} CPU cores)")
     if result.monitor is not None:

@@ -29,7 +29,7 @@ from gpuscout.measure.job import Job
 from gpuscout.measure.protocol import BUILDING, INTERVAL_ASSUMPTION, Outcome, Protocol, StopRule
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
-from gpuscout.measure.user_spec import ModelSpec
+from gpuscout.measure.user_spec import ModelSpec, is_torch_module_file
 from gpuscout.scale import distribute
 from gpuscout.workloads import Workload
 
@@ -58,7 +58,12 @@ def session(config: BenchConfig, device: Device) -> Iterator[Any]:
 
 
 def run(job: Job) -> RunResult:
-    """Measure ``job.config`` on a PyTorch device; raises on failure (the caller stores it)."""
+    """Measure ``job.config`` on a PyTorch device; raises on failure (the caller stores it).
+    A plain PyTorch ``--model`` (a ``torch.nn.Module``) is measured without Keras."""
+    if job.model_spec is not None and is_torch_module_file(job.model_spec):
+        from gpuscout.measure.backends.torch import module_bench
+
+        return module_bench.run(job)
     config = job.config
     plan = distribute.plan(config)
     if plan.workers:  # --workers/--cluster: DDP, one process per worker (torch/workers.py)
@@ -154,7 +159,8 @@ def _measure(torch: Any, job: Job, device: Device) -> RunResult:
                 "(matmuls, convolutions and attention)"
             )
     prep.assumptions.append(
-        "PyTorch backend: Keras 3 on PyTorch, eager (no torch.compile); "
+        "PyTorch backend: Keras 3 on PyTorch, eager (no torch.compile: --compile takes a plain "
+        "PyTorch --model); "
         + (
             "Keras' model.fit, timed per batch by a callback"
             if config.loop == "fit"

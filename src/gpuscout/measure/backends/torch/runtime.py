@@ -139,15 +139,17 @@ def _cpu_matmul_peak(torch: Any, precision: str) -> float:
         return peaks.matmul_flops(n, lambda: a @ a)
 
 
-def torch_environment(torch: Any, device: Device) -> dict[str, object]:
-    """Versions of PyTorch, its CUDA and cuDNN (None on a CPU build), Keras, and the device."""
-    import keras
-
+def torch_environment(torch: Any, device: Device, with_keras: bool = True) -> dict[str, object]:
+    """Versions of PyTorch, its CUDA and cuDNN (None on a CPU build), Keras (``with_keras``:
+    a plain ``torch.nn.Module`` runs without it, and Keras is not imported for it), and the
+    device."""
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    env: dict[str, object] = {
-        "torch": torch.__version__,
-        "keras": keras.__version__,
-        "keras_backend": keras.backend.backend(),
+    env: dict[str, object] = {"torch": torch.__version__}
+    if with_keras:
+        import keras
+
+        env |= {"keras": keras.__version__, "keras_backend": keras.backend.backend()}
+    env |= {
         "device": device.name,
         "device_name": device.description,
         "cuda": torch.version.cuda,
