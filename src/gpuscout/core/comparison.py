@@ -78,8 +78,8 @@ def compare(a: RunResult, b: RunResult) -> Comparison:
         ("loop", a.loop, b.loop, True),
         ("XLA", a.xla, b.xla, not cross),
         # PyTorch's compiler and memory format: settings of the run, as XLA is
-        ("torch.compile", a.config.compile, b.config.compile, not cross),
-        ("channels_last", a.config.channels_last, b.config.channels_last, not cross),
+        ("torch.compile", _on(a.config.compile), _on(b.config.compile), not cross),
+        ("channels_last", _on(a.config.channels_last), _on(b.config.channels_last), not cross),
         ("TF32", _tf32(a), _tf32(b), _tf32_matters(a) or _tf32_matters(b)),
         *(
             (name, a.env.get(name), b.env.get(name), not (cross and name in WITH_THE_BACKEND))
@@ -134,6 +134,10 @@ def _tf32_matters(run: RunResult) -> bool:
         return tuple(int(n) for n in cc.split(".")) >= (8, 0) if cc else True
     except ValueError:
         return True
+
+
+def _on(setting: bool) -> str:
+    return "on" if setting else "off"
 
 
 def _strategy(run: RunResult) -> str:

@@ -128,6 +128,11 @@ def _measure(torch: Any, job: Job, device: Device) -> RunResult:
         + (" (torch.cuda.synchronize)" if device.kind == "GPU" else ""),
         AUTOCAST[config.precision],
     ]
+    if config.precision == "mixed_float16" and device.kind == "CPU":
+        prep.assumptions.append(
+            "mixed_float16 on a CPU: autocast to float16 runs, but most CPUs have no float16 "
+            "arithmetic (PyTorch converts, often far slower than fp32); measured as asked"
+        )
     prep.say_flops(own_model=True)
     job.on_phase("finding the device's peak FLOP/s")
     peak = runtime.device_peak_flops(torch, device, config.precision)
