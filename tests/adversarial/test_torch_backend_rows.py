@@ -28,7 +28,26 @@ CASES = [
         2,
         f"{NOT} --mode inference: serving is not measured on PyTorch yet",
     ),
-    Case(("bench", "--backend", "torch", "--xla"), 2, f"{NOT} --xla: PyTorch steps run eagerly"),
+    Case(("bench", "--backend", "torch", "--xla"), 2, f"{NOT} --xla: XLA is not PyTorch's"),
+    Case(("bench", "--backend", "torch", "--compile"), 2, "--compile applies to a plain PyTorch"),
+    Case(("bench", "--compile"), 2, "--compile applies to a plain PyTorch --model"),
+    Case(
+        ("bench", "--backend", "jax", "--channels-last"),
+        2,
+        "--channels-last applies to a plain PyTorch --model",
+    ),
+    Case(
+        ("bench", "--backend", "tensorflow", "--model", "{tmp}/m.py:build"),
+        2,
+        "is a plain PyTorch model (its file imports torch, not Keras), which --backend tensorflow",
+        files={"m.py": "import torch\n\ndef build():\n    pass\n"},
+    ),
+    Case(
+        ("bench", "--model", "{tmp}/m.py:build", "--loop", "fit"),
+        2,
+        "--loop fit is Keras' model.fit, which a plain PyTorch --model",
+        files={"m.py": "import torch.nn\n\ndef build():\n    pass\n"},
+    ),
     Case(
         ("bench", "--backend", "torch", "--devices", "2"),
         2,

@@ -73,3 +73,19 @@ def test_the_next_commands_are_shell_quoted(tmp_path: Path) -> None:
     collect = line.split("), then ")[1]
     assert shlex.split(run) == ["gpuscout", "cloud", "run", str(out_dir)]
     assert shlex.split(collect) == ["gpuscout", "cloud", "collect", str(out_dir)]
+
+
+def test_a_plain_pytorch_model_is_planned_on_torch_and_one_device(tmp_path: Path) -> None:
+    """A --model whose file imports torch, not Keras, runs on PyTorch on the node: the task
+    installs gpuscout[torch], and bench gets no --devices (PyTorch measures one device)."""
+    model = Path(__file__).parents[2] / "examples" / "models" / "torch_cnn.py"
+    out_dir = tmp_path / "plans"
+    code, _, err = _plan(
+        out_dir, "--gpus", "l4", "--gpus-per-node", "2", "--",
+        "bench", "--model", f"{model}:build", "--seconds", "10",
+    )  # fmt: skip
+    assert code == 0, err
+    (task,) = out_dir.glob("*.yaml")
+    text = task.read_text()
+    assert 'pip install ".[torch]"' in text and "torch_cnn.py:build --seconds 10" in text
+    assert "--devices" not in text

@@ -110,11 +110,11 @@ def bench_of(tokens: list[str]) -> Bench:
             continue
         remote = ship(flag, value, shipped)  # the file's folder: its neighbours travel too
         args = [_replace(a, flag, value, remote) for a in args]
-    if ns.devices is None and not ns.scaling:
-        args += ["--devices", "{gpus_per_node}"]  # filled in per candidate
     from gpuscout.cli.parser import resolved_backend
 
     backend = resolved_backend(ns.backend, ns.model)  # a plain PyTorch model installs torch
+    if ns.devices is None and not ns.scaling and backend != "torch":  # torch: one device
+        args += ["--devices", "{gpus_per_node}"]  # filled in per candidate
     return Bench(tuple(args), measure, how, tuple(shipped), backend, tuple(counts))
 
 
