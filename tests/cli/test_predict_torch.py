@@ -66,10 +66,25 @@ def test_a_module_without_example_batch_is_one_line_from_predict(tmp_path: Path)
 
 def test_torch_refusals_name_what_works() -> None:
     """A built-in workload is a Keras model (not captured by PyTorch); another framework
-    named for a plain PyTorch model cannot run it; scout needs bench of the module first."""
+    named for a plain PyTorch model cannot run it."""
     workload = run_in_process("predict", "--workload", "mlp", "--backend", "torch", *GPUS)
     assert workload.code == 2 and "captures a plain PyTorch --model" in workload.err
     jax = run_in_process("predict", "--model", MODEL, "--backend", "jax", *GPUS)
     assert jax.code == 2 and "is a plain PyTorch model" in jax.err
-    scout = run_in_process("scout", "--model", MODEL, "--samples", "1000")
-    assert scout.code == 2 and "gpuscout predict --model" in scout.err, scout.err
+
+
+def test_scout_measures_and_predicts_a_torch_module(tmp_path: Path) -> None:
+    """scout's whole journey for a plain PyTorch model, found from its file: the module is
+    benched on PyTorch (no Keras), stored with its backend, and predicted from its captured
+    step on the catalog's GPUs, in one report."""
+    db, html = tmp_path / "runs.sqlite", tmp_path / "r.html"
+    r = run_in_process(
+        "scout", "--model", MODEL, "--seconds", "4", "--samples", "50000", "--epochs", "10",
+        "-b", "16", "--db", str(db), "--html", str(html), stderr_file=True,
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    assert "torch" in r.out and "predicted" in r.out and html.is_file()
+    listed = run_in_process("runs", "list", "--db", str(db), "--json")
+    assert listed.code == 0, listed.err
+    (run,) = listed.json()
+    assert run["backend"] == "torch" and run["status"] == "ok", run

@@ -352,6 +352,6 @@ def add_backend_option(group: Any, what: str) -> None:
         choices=BACKENDS,
         default=DefaultBackend("tensorflow"),
         help=f"the framework Keras {what} on: tensorflow (default), jax (pip install "
-        "'gpuscout[jax]') or torch (PyTorch, pip install 'gpuscout[torch]'; bench only, "
-        "training on one device, so far)",
+        "'gpuscout[jax]') or torch (PyTorch, pip install 'gpuscout[torch]'; "
+        "a plain PyTorch --model runs on it without this option)",
     )

@@ -68,10 +68,15 @@ def default_measure(spec: JobSpec) -> str | None:
 
 
 def run_scout(args: argparse.Namespace) -> int:
+    from gpuscout.cli.parser import resolved_backend
     from gpuscout.measure.backends import refuse_torch
+    from gpuscout.measure.user_spec import is_torch_module_file, parse_model_spec
 
-    refuse_torch("scout", args.backend)  # before anything is read, built or stored
-    _refuse_torch_model(args.model)
+    # a plain PyTorch --model is measured and predicted on PyTorch; Keras on PyTorch is not
+    # scouted yet: refused before anything is read, built or stored
+    args.backend = resolved_backend(args.backend, args.model)
+    if not (args.model and is_torch_module_file(parse_model_spec(args.model, check=False))):
+        refuse_torch("scout", args.backend)
     from rich.console import Console
     from rich.text import Text
 
@@ -139,20 +144,3 @@ def run_scout(args: argparse.Namespace) -> int:
 
         print(f"gpuscout: run {r.id} failed ({r.status}): {printable(r.message)}", file=sys.stderr)
     return 1 if failed else 0
-
-
-def _refuse_torch_model(model: str | None) -> None:
-    """Scout measures the model before it predicts it, and bench does not measure a plain
-    PyTorch module yet: refused before anything starts, naming what does work for it."""
-    from gpuscout.measure.user_spec import is_torch_module_file, parse_model_spec
-
-    if model is None or not is_torch_module_file(parse_model_spec(model)):
-        return
-    from gpuscout.core.errors import UserError
-
-    raise UserError(
-        f"scout --model {model}: it is a plain PyTorch model, and scout measures it with "
-        "bench first, which does not run a plain PyTorch module yet.",
-        f"predict, price and size it meanwhile: gpuscout predict --model {model} (and cost, "
-        "advise with the same --model).",
-    )
