@@ -17,6 +17,10 @@
     python benchmarks/prediction_accuracy.py           # print
     python benchmarks/prediction_accuracy.py --write   # and store the fit and the figures
                                                        # predictions use (predict/data/)
+    python benchmarks/prediction_accuracy.py --pytorch-traced torch
+        # the published PyTorch rows modelled from their networks written in plain PyTorch and
+        # traced from torch (examples/models/torch_resnet50.py, torch_bert.py) instead of the
+        # Keras models: the same splits, then the PyTorch rows' figures apart (never --write)
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from pathlib import Path
 from gpuscout.catalog import load_catalog
 from gpuscout.predict.bands import coverage
 from gpuscout.predict.calibrate import fit_calibration, write_shipped
-from gpuscout.predict.calibration_points import published_points
+from gpuscout.predict.calibration_points import published_points, torch_traced_missing
 from gpuscout.predict.out_of_sample import (
     FROZEN_CHIPS,
     FROZEN_SOURCES,
@@ -48,6 +52,8 @@ from gpuscout.predict.out_of_sample import (
     leave_one_gpu_out,
     leave_one_source_out,
     mape,
+    measured_on,
+    shipped,
     write,
 )
 
@@ -135,6 +141,26 @@ def end_to_end(points: Sequence) -> None:  # type: ignore[type-arg]
            FIGURES.source_absolute)  # fmt: skip
 
 
+def pytorch_rows(points: Sequence) -> None:  # type: ignore[type-arg]
+    """The published PyTorch rows' held-out figures apart (each still held out among all the
+    rows): inside the bands recomputed from these points, and inside the shipped bands (what
+    ``predict`` prints today, made from the Keras-traced profiles)."""
+    dev = development(points)
+    by_source, by_chip = leave_one_source_out(dev), leave_one_chip_out(dev)
+    n = len(measured_on(by_source, "pytorch"))
+    print(f"\n   PUBLISHED PYTORCH ROWS ({n} development rows), held out as above:")
+    _table("leave one whole source out, bands recomputed from these points:",
+           measured_on(by_source, "pytorch"), FIGURES.source_absolute)  # fmt: skip
+    _table("leave one whole source out, the shipped bands:",
+           measured_on(by_source, "pytorch"), shipped().source_absolute)  # fmt: skip
+    _table("leave one chip out (relative), bands recomputed from these points:",
+           measured_on(by_chip, "pytorch"), FIGURES.chip_relative, relative=True)  # fmt: skip
+    _table("leave one chip out (relative), the shipped bands:",
+           measured_on(by_chip, "pytorch"), shipped().chip_relative, relative=True)  # fmt: skip
+    _table("frozen test split's PyTorch rows (reported apart, never tuned on):",
+           measured_on(frozen_test(points), "pytorch"), FIGURES.source_absolute)  # fmt: skip
+
+
 def scaling() -> None:
     fit = _data("scaling_fit.json")
     c = fit["constants"]
@@ -147,13 +173,30 @@ def scaling() -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--write", action="store_true", help="store predict's figures")
+    parser.add_argument(
+        "--pytorch-traced",
+        choices=("tensorflow", "torch"),
+        default="tensorflow",
+        help="whose trace models the published PyTorch rows: the Keras model's (shipped fit) "
+        "or the plain-PyTorch model's, traced from torch",
+    )
     args = parser.parse_args(argv)
+    if args.write and args.pytorch_traced != "tensorflow":
+        parser.error("--write stores the shipped fit, which is fitted with the Keras-traced "
+                     "profiles: drop --pytorch-traced to write")  # fmt: skip
     start = time.perf_counter()
-    points = published_points(load_catalog())
+    catalog = load_catalog()
+    points = published_points(catalog, args.pytorch_traced)
     global FIGURES
     FIGURES = Figures.of(points)
+    if args.pytorch_traced == "torch":
+        missing = torch_traced_missing(catalog)
+        print(f"PyTorch rows modelled from torch-traced profiles; {len(missing)} without one "
+              f"left out{': ' + '; '.join(missing) if missing else ''}")  # fmt: skip
     kernel_level()
     end_to_end(points)
+    if args.pytorch_traced == "torch":
+        pytorch_rows(points)
     scaling()
     f = FIGURES
     print("\nranges predictions print (per family, each as wide as covers 80 % of a group left "

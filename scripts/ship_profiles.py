@@ -11,6 +11,7 @@ HLO counting.
     python scripts/ship_profiles.py                    # every shape (about 30 min on 2 cores)
     python scripts/ship_profiles.py --only gpt2,bert-large   # those workloads' shapes, merged
     python scripts/ship_profiles.py --finetuning             # the fine-tuning rows' shapes
+    python scripts/ship_profiles.py --torch   # the plain-PyTorch reference models (minutes)
 
 Also the shapes of the published fine-tuning rows ``predict``'s decoder check uses
 (``predict/finetuning_rows.profile_shapes``), in their own precision.
@@ -55,6 +56,17 @@ SHAPES = [
     ("llama-2-7b", {}, 4),
     ("llama-2-7b", {"lora_rank": 64}, 4),
 ]
+# The published PyTorch rows' networks written in plain PyTorch (examples/models/torch_*.py),
+# traced from torch and shipped under their own "/torch" keys beside the Keras-traced ones:
+# (workload, dims, the module building it, batch, second batch for the per-sample growth).
+# Small batches: every size grows affinely with the batch, so at_batch rescales them exactly
+# to each row's batch (a test checks it on a TensorFlow trace), and a CPU traces them quickly.
+TORCH_PRECISIONS = ("fp32", "mixed_float16")  # the published PyTorch rows' precisions
+TORCH_SHAPES = [
+    ("resnet50-v1.5", {}, "examples/models/torch_resnet50.py:build", 8, 4),
+    ("bert-base", {"seq_len": 384}, "examples/models/torch_bert.py:build_squad", 4, 2),
+    ("bert-large", {"seq_len": 384}, "examples/models/torch_bert.py:build_large_squad", 4, 2),
+]
 # gpt2-medium and gpt2-large are not shipped: tracing them takes more than 20 GB of memory
 # (gpt2-medium's fp32 trace alone filled a 24 GB machine); predict traces them on demand.
 
@@ -72,7 +84,15 @@ def main() -> None:
         action="store_true",
         help="only the published fine-tuning rows' shapes (others kept)",
     )
+    parser.add_argument(
+        "--torch",
+        action="store_true",
+        help="only the plain-PyTorch reference models, traced from torch (others kept)",
+    )
     args = parser.parse_args()
+    if args.torch:
+        _ship_torch()
+        return
     only = set(args.only.split(",")) if args.only else None
     if args.finetuning:
         only = only or set(LLAMA_NAMES)
@@ -97,6 +117,27 @@ def main() -> None:
         _write(profiles)  # after each: a long run that stops keeps what it traced
         took = time.perf_counter() - start
         print(f"{profile.key}: {took:.0f} s", file=sys.stderr)
+    print(f"wrote {len(profiles)} profiles to {OUT}", file=sys.stderr)
+
+
+def _ship_torch() -> None:
+    """The TORCH_SHAPES' profiles, traced from torch, merged into the shipped ones."""
+    from gpuscout.predict.profile import Profile
+    from gpuscout.predict.profile_trace import compute_from_module
+
+    root = Path(__file__).resolve().parents[1]
+    profiles = {Profile.model_validate(raw).key: raw for raw in json.loads(OUT.read_text())}
+    for workload, dims, module, batch, other in TORCH_SHAPES:
+        for precision in TORCH_PRECISIONS:
+            start = time.perf_counter()
+            spec = str(root / module)
+            profile = compute_from_module(workload, dims, spec, batch, precision, other)
+            # the method names the module by its path in the repository, not this machine's
+            method = profile.method.replace(spec, module)
+            profile = profile.model_copy(update={"method": method})
+            profiles[profile.key] = profile.model_dump(mode="json")
+            _write(profiles)
+            print(f"{profile.key}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
     print(f"wrote {len(profiles)} profiles to {OUT}", file=sys.stderr)
 
 

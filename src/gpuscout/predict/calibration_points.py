@@ -88,35 +88,61 @@ def _stack(row: Published) -> str:
     return f"{row.framework} {row.software or '?'}".strip()
 
 
-def published_points(catalog: Catalog) -> list[Point]:
+def published_points(catalog: Catalog, pytorch_traced: str = "tensorflow") -> list[Point]:
     """The catalog's single-GPU published measurements that have a shipped profile (the same
-    rows give the same points: kept for the process, as each takes a profile rescaled)."""
+    rows give the same points: kept for the process, as each takes a profile rescaled).
+
+    ``pytorch_traced``: whose trace models the rows measured on PyTorch. "tensorflow" (what
+    the shipped calibration is fitted with): the Keras model's step, as every row; "torch":
+    the same network written in plain PyTorch and traced from torch (``examples/models/
+    torch_resnet50.py``, ``torch_bert.py``; shipped under their own ``/torch`` keys), a row
+    without such a profile left out (:func:`torch_traced_missing` names them)."""
     key = (tuple(catalog.published), tuple(catalog.published_from),
-           tuple(sorted(catalog.gpus.items())))  # fmt: skip
+           tuple(sorted(catalog.gpus.items())), pytorch_traced)  # fmt: skip
     if key not in _POINTS:
-        _POINTS[key] = _published_points(catalog)
+        _POINTS[key] = _published_points(catalog, pytorch_traced)
     return list(_POINTS[key])
 
 
 _POINTS: dict[object, list[Point]] = {}
 
 
-def _published_points(catalog: Catalog) -> list[Point]:
+def _published_points(catalog: Catalog, pytorch_traced: str = "tensorflow") -> list[Point]:
     points = []
     for index, row in enumerate(catalog.published):
-        point = _point(catalog, row, catalog.published_origin(index))
+        point = _point(catalog, row, catalog.published_origin(index), _backend(row, pytorch_traced))
         if point is not None:
             points.append(point)
     return points
 
 
-def profile_for(workload: str, dims: dict[str, int], batch: int, precision: str) -> Profile | None:
+def _backend(row: Published, pytorch_traced: str) -> str:
+    return pytorch_traced if row.framework == "pytorch" else "tensorflow"
+
+
+def torch_traced_missing(catalog: Catalog) -> list[str]:
+    """The published single-GPU PyTorch rows modelled with a TensorFlow-traced profile that
+    have no torch-traced one (``published_points(pytorch_traced="torch")`` leaves them out)."""
+    return [
+        f"{row.gpu} {row.workload} {row.precision} ({row.source_id})"
+        for row in catalog.published
+        if row.framework == "pytorch"
+        and _point(catalog, row) is not None
+        and _point(catalog, row, backend="torch") is None
+    ]
+
+
+def profile_for(
+    workload: str, dims: dict[str, int], batch: int, precision: str, backend: str = "tensorflow"
+) -> Profile | None:
     """A profile at this batch: shipped or cached; a shipped one at another batch is rescaled
     (``Profile.at_batch``), so each published row is modelled at its own batch."""
-    return cached(workload, dims, batch, precision)
+    return cached(workload, dims, batch, precision, backend=backend)
 
 
-def _point(catalog: Catalog, row: Published, origin: str = "built-in") -> Point | None:
+def _point(
+    catalog: Catalog, row: Published, origin: str = "built-in", backend: str = "tensorflow"
+) -> Point | None:
     if row.gpu_count != 1 or row.workload not in _SHAPES:
         return None
     _, dims, default_batch = _SHAPES[row.workload]
@@ -124,7 +150,7 @@ def _point(catalog: Catalog, row: Published, origin: str = "built-in") -> Point 
     if row.seq_len:
         dims = {**dims, "seq_len": row.seq_len}
     batch = row.batch_size_per_gpu or default_batch
-    profile = profile_for(workload, dims, batch, row.precision)
+    profile = profile_for(workload, dims, batch, row.precision, backend)
     if profile is None:
         return None
     label = f"{row.gpu} {row.workload} {row.precision} ({row.source_id})"

@@ -139,6 +139,12 @@ def leave_newest_out(points: Sequence[Point], newest: Sequence[str] = NEWEST) ->
     return _held_out(points, lambda p: p.gpu.architecture in newest, "train")
 
 
+def measured_on(held: Sequence[Held], framework: str) -> list[Held]:
+    """The held-out predictions of rows a ``framework`` measured ("pytorch": Lambda's and
+    NVIDIA's PyTorch rows), each still fitted and held out among all the rows."""
+    return [h for h in held if h.point.stack.split(" ")[0] == framework]
+
+
 def mape(logs: Sequence[float]) -> float:
     """Mean absolute percentage error of predictions whose log errors these are."""
     return statistics.fmean(abs(math.exp(e) - 1) for e in logs) if logs else float("nan")

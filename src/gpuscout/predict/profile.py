@@ -109,7 +109,8 @@ class Profile(BaseModel):
     kind: Literal["train", "forward"] = "train"
     # whose HLO was counted: TensorFlow's tf.function or JAX's jitted step (the shipped
     # profiles are TensorFlow's; ``predict --backend jax`` traces on JAX; a plain PyTorch
-    # model's step is captured by PyTorch, ``measure/backends/torch/capture.py``)
+    # model's step is captured by PyTorch, ``measure/backends/torch/capture.py``; the
+    # plain-PyTorch reference models' profiles are shipped under "/torch" keys)
     backend: Literal["tensorflow", "jax", "torch"] = "tensorflow"
     # The step's kernels after fusion, identical ones merged (see predict/kernels.py).
     kernels: list[Kernel] = []

@@ -75,6 +75,38 @@ def compute(
     )
 
 
+def compute_from_module(
+    workload: str,
+    dims: Mapping[str, int],
+    model_spec: str,
+    batch: int,
+    precision: str,
+    scale_from: int,
+    backend: str = "torch",
+) -> Profile:
+    """A built-in workload's profile traced from ``model_spec``, a module that builds the same
+    network in another framework (``examples/models/torch_resnet50.py:build`` for
+    ``resnet50-v1.5``), traced as a user's model is (``measure/trace_child.py``) at ``batch``
+    and ``scale_from``, and kept under the workload's key with ``backend`` in it ("/torch"):
+    the published rows measured on PyTorch can then be modelled from PyTorch's own step
+    (``calibration_points.published_points(pytorch_traced="torch")``). Whether the module is
+    that workload is its tests' claim (parameters and FLOPs), not checked here."""
+    from gpuscout.measure.trace_child import trace_user_step
+    from gpuscout.predict.hlo import step_cost
+    from gpuscout.workloads import get_workload
+
+    resolved = get_workload(workload).resolve(dims)
+    irs = [trace_user_step(model_spec, "train", b, precision, backend) for b in (batch, scale_from)]
+    costs = [step_cost(ir.hlo, forward_scope=ir.model_name) for ir in irs]
+    profile = profile_from_ir(workload, resolved, batch, precision, irs[0], costs[0])
+    kernels, op_by_op, per_sample = learn_per_sample(batch, costs[0], scale_from, costs[1])
+    method = f"{profile.method}; traced from {model_spec} on {backend} ({irs[0].tf_version})"
+    return profile.model_copy(update={
+        "kernels": kernels, "op_by_op": op_by_op, "per_sample": per_sample,
+        "backend": backend, "method": method,
+    })  # fmt: skip
+
+
 def profile_from_ir(
     workload: str,
     dims: dict[str, int],

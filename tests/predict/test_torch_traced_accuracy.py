@@ -1,0 +1,83 @@
+"""The published PyTorch rows modelled from torch-traced profiles (issue 44, deliverable 3):
+``published_points(pytorch_traced="torch")`` takes each PyTorch row's profile from the
+plain-PyTorch model's trace (shipped under its own ``/torch`` key by ``scripts/ship_profiles.py
+--torch``), every other row's as before, and ``benchmarks/prediction_accuracy.py
+--pytorch-traced torch`` holds them out as the shipped figures are. No framework: the shipped
+profiles and published rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from gpuscout.catalog import load_catalog
+from gpuscout.predict import calibration_points, profile
+from gpuscout.predict.calibration_points import published_points, torch_traced_missing
+from gpuscout.predict.out_of_sample import (
+    development,
+    family,
+    leave_one_source_out,
+    mape,
+    measured_on,
+)
+from gpuscout.predict.profile import Profile
+
+
+def _torch_copy(p: Profile) -> Profile:
+    return p.model_copy(update={"backend": "torch"})
+
+
+@pytest.fixture
+def stand_in(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The shipped profiles plus a "/torch" copy of the ResNet-50 v1.5 ones only: a stand-in
+    for traced ones, whose figures must then be the Keras-traced ones'. The points' process
+    cache is emptied before and after, so no other test sees them."""
+    shipped = profile._shipped()
+    copies = {
+        c.key: c
+        for c in (_torch_copy(p) for p in shipped.values() if p.workload == "resnet50-v1.5")
+    }
+    monkeypatch.setattr(profile, "_shipped", lambda: {**shipped, **copies})
+    monkeypatch.setattr(calibration_points, "_POINTS", {})
+    monkeypatch.setattr(calibration_points, "_TERMS", {})
+    yield
+    calibration_points._POINTS.clear()
+
+
+def test_pytorch_rows_take_the_torch_profile_and_the_rest_are_left_out(stand_in: None) -> None:
+    """Each PyTorch ResNet-50 row is modelled with its torch-keyed profile (at its own batch);
+    every TensorFlow row keeps its Keras-traced one; PyTorch BERT rows, with no torch profile
+    here, are left out and named; and a copy of the Keras-traced profile gives the very same
+    held-out errors, so the figures compare traces, nothing else."""
+    catalog = load_catalog()
+    keras_traced = published_points(catalog)
+    torch_traced = published_points(catalog, "torch")
+    on_torch = [p for p in torch_traced if p.profile.backend == "torch"]
+    assert on_torch and {p.stack.split(" ")[0] for p in on_torch} == {"pytorch"}
+    assert {p.workload for p in on_torch} == {"resnet50"}
+    assert all(p.profile.batch == p.measured_batch for p in on_torch if p.measured_batch)
+    tf_rows = [p for p in torch_traced if p.stack.startswith("tensorflow")]
+    assert tf_rows and all(p.profile.backend == "tensorflow" for p in tf_rows)
+    assert {p.workload for p in torch_traced if p.stack.startswith("pytorch")} == {"resnet50"}
+    missing = torch_traced_missing(catalog)
+    pytorch_bert = [p for p in keras_traced if p.stack.startswith("pytorch")
+                    and family(p) == "bert"]  # fmt: skip
+    assert len(missing) == len(pytorch_bert) > 0
+    assert all(" bert-" in m for m in missing)
+    kept = [p for p in keras_traced if not (p.stack.startswith("pytorch") and family(p) == "bert")]
+    assert [p.label for p in kept] == [p.label for p in torch_traced]
+    plain = measured_on(leave_one_source_out(development(kept)), "pytorch")
+    traced = measured_on(leave_one_source_out(development(torch_traced)), "pytorch")
+    assert [h.point.profile.backend for h in traced] == ["torch"] * len(traced)
+    assert [h.absolute for h in traced] == pytest.approx([h.absolute for h in plain], abs=1e-9)
+    assert mape([h.absolute for h in traced]) > 0
+
+
+def test_a_row_of_another_framework_is_never_in_the_pytorch_figures(stand_in: None) -> None:
+    points = published_points(load_catalog(), "torch")
+    held = leave_one_source_out(development(points))
+    mine = measured_on(held, "pytorch")
+    assert 0 < len(mine) < len(held)
+    assert {h.point.stack.split(" ")[0] for h in mine} == {"pytorch"}
+    assert measured_on(held, "tensorflow") and not measured_on(held, "jax")
