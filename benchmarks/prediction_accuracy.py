@@ -17,7 +17,7 @@
     python benchmarks/prediction_accuracy.py           # print
     python benchmarks/prediction_accuracy.py --write   # and store the fit and the figures
                                                        # predictions use (predict/data/)
-    python benchmarks/prediction_accuracy.py --pytorch-traced torch
+    python benchmarks/prediction_accuracy.py --pytorch-traced torch   # or torch-eager
         # the published PyTorch rows modelled from their networks written in plain PyTorch and
         # traced from torch (examples/models/torch_resnet50.py, torch_bert.py) instead of the
         # Keras models: the same splits, then the PyTorch rows' figures apart (never --write)
@@ -112,7 +112,7 @@ def _nested(split: str) -> None:
                   "well as the fit")  # fmt: skip
 
 
-def end_to_end(points: Sequence) -> None:  # type: ignore[type-arg]
+def end_to_end(points: Sequence) -> tuple[list[Held], list[Held]]:  # type: ignore[type-arg]
     dev = development(points)
     full = fit_calibration(dev)
     in_sample = mape(full.log_errors)
@@ -123,11 +123,12 @@ def end_to_end(points: Sequence) -> None:  # type: ignore[type-arg]
           f"{len(points) - len(dev)} rows left out)")  # fmt: skip
     print(f"   fit on all of them: {full.describe()}")
     print(f"   in-sample error {in_sample:.1%} (for reference only: never a measure of accuracy)")
+    by_source, by_chip = leave_one_source_out(dev), leave_one_chip_out(dev)
     _table("leave one whole source out (band printed without stored runs):",
-           leave_one_source_out(dev), FIGURES.source_absolute)  # fmt: skip
+           by_source, FIGURES.source_absolute)  # fmt: skip
     _nested("source")
     _table("leave one chip out (band printed with stored runs: relative):",
-           leave_one_chip_out(dev), FIGURES.chip_relative, relative=True)  # fmt: skip
+           by_chip, FIGURES.chip_relative, relative=True)  # fmt: skip
     _nested("chip")
     _table("leave one GPU id out (a same-chip twin stays in: flattering, no band):",
            leave_one_gpu_out(dev))  # fmt: skip
@@ -139,24 +140,22 @@ def end_to_end(points: Sequence) -> None:  # type: ignore[type-arg]
     )
     _table("frozen test, absolute against the no-stored-runs band:", test,
            FIGURES.source_absolute)  # fmt: skip
+    return by_source, by_chip
 
 
-def pytorch_rows(points: Sequence) -> None:  # type: ignore[type-arg]
-    """The published PyTorch rows' held-out figures apart (each still held out among all the
-    rows): inside the bands recomputed from these points, and inside the shipped bands (what
+def pytorch_rows(points: Sequence, by_source: Sequence[Held], by_chip: Sequence[Held]) -> None:  # type: ignore[type-arg]
+    """The published PyTorch rows' held-out figures apart (each held out among all the rows,
+    as above): inside the bands made from these points, and inside the shipped bands (what
     ``predict`` prints today, made from the Keras-traced profiles)."""
-    dev = development(points)
-    by_source, by_chip = leave_one_source_out(dev), leave_one_chip_out(dev)
-    n = len(measured_on(by_source, "pytorch"))
-    print(f"\n   PUBLISHED PYTORCH ROWS ({n} development rows), held out as above:")
-    _table("leave one whole source out, bands recomputed from these points:",
-           measured_on(by_source, "pytorch"), FIGURES.source_absolute)  # fmt: skip
-    _table("leave one whole source out, the shipped bands:",
-           measured_on(by_source, "pytorch"), shipped().source_absolute)  # fmt: skip
-    _table("leave one chip out (relative), bands recomputed from these points:",
-           measured_on(by_chip, "pytorch"), FIGURES.chip_relative, relative=True)  # fmt: skip
-    _table("leave one chip out (relative), the shipped bands:",
-           measured_on(by_chip, "pytorch"), shipped().chip_relative, relative=True)  # fmt: skip
+    src, chip = measured_on(by_source, "pytorch"), measured_on(by_chip, "pytorch")
+    print(f"\n   PUBLISHED PYTORCH ROWS ({len(src)} development rows), held out as above:")
+    _table("leave one whole source out, bands made from these points:", src,
+           FIGURES.source_absolute)  # fmt: skip
+    _table("leave one whole source out, the shipped bands:", src, shipped().source_absolute)
+    _table("leave one chip out (relative), bands made from these points:", chip,
+           FIGURES.chip_relative, relative=True)  # fmt: skip
+    _table("leave one chip out (relative), the shipped bands:", chip, shipped().chip_relative,
+           relative=True)  # fmt: skip
     _table("frozen test split's PyTorch rows (reported apart, never tuned on):",
            measured_on(frozen_test(points), "pytorch"), FIGURES.source_absolute)  # fmt: skip
 
@@ -175,10 +174,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write", action="store_true", help="store predict's figures")
     parser.add_argument(
         "--pytorch-traced",
-        choices=("tensorflow", "torch"),
+        choices=("tensorflow", "torch", "torch-eager"),
         default="tensorflow",
-        help="whose trace models the published PyTorch rows: the Keras model's (shipped fit) "
-        "or the plain-PyTorch model's, traced from torch",
+        help="whose trace models the published PyTorch rows: the Keras model's (shipped fit), "
+        "or the plain-PyTorch model's captured from torch, its kernels fused as XLA would "
+        "(torch) or op by op as eager PyTorch runs them (torch-eager)",
     )
     args = parser.parse_args(argv)
     if args.write and args.pytorch_traced != "tensorflow":
@@ -189,14 +189,12 @@ def main(argv: list[str] | None = None) -> None:
     points = published_points(catalog, args.pytorch_traced)
     global FIGURES
     FIGURES = Figures.of(points)
-    if args.pytorch_traced == "torch":
+    if args.pytorch_traced != "tensorflow":
         missing = torch_traced_missing(catalog)
         print(f"PyTorch rows modelled from torch-traced profiles; {len(missing)} without one "
               f"left out{': ' + '; '.join(missing) if missing else ''}")  # fmt: skip
     kernel_level()
-    end_to_end(points)
-    if args.pytorch_traced == "torch":
-        pytorch_rows(points)
+    pytorch_rows(points, *end_to_end(points))
     scaling()
     f = FIGURES
     print("\nranges predictions print (per family, each as wide as covers 80 % of a group left "

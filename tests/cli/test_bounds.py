@@ -93,7 +93,10 @@ def test_the_activation_floor_stays_below_every_traced_step() -> None:
     keeps (the HLO-traced profiles); it is only useful if it is not far below it."""
     profiles = json.loads(PROFILES.read_text())
     assert len({p["workload"] for p in profiles}) >= 4
-    for p in profiles:
+    # The built-in workloads' own steps (Keras on TensorFlow or JAX), whose jobs the floor
+    # refuses; the plain-PyTorch reference models' captured steps ("/torch", issue 44) keep
+    # less (SDPA's fused attention keeps no L x L scores) and are never refused by it.
+    for p in (p for p in profiles if p.get("backend") != "torch"):
         floor = activation_floor(p["workload"], p["dims"], p["batch"], p["precision"], "train")
         # kept for the backward pass, and with checkpointing one block's recomputed activations
         recomputing = p.get("recomputed_activation_bytes", 0.0) / p["dims"].get("layers", 1)

@@ -288,7 +288,8 @@ def fit_calibration(points: Sequence[Point], cached: bool = False) -> Calibratio
     """Least-squares tensor shares, their scaling with rho, the board power and the traffic
     factors of these points (the same points give the same fit: kept for the process).
     ``cached``: also kept on disk (``calibration_cache.py``), for the fit every command uses."""
-    key = tuple((p.label, p.measured, p.profile.key, p.gpu, p.stack, p.tf32) for p in points)
+    key = tuple((p.label, p.measured, p.profile.key, p.profile.method, p.gpu, p.stack, p.tf32)
+                for p in points)  # fmt: skip
     if key not in _FITS:
         _FITS[key] = _cached_fit(points) if cached else _fit(points)
     return _FITS[key]

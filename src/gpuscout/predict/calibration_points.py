@@ -74,11 +74,12 @@ class Point:
         return (self.source_id, self.profile.key.split("@")[0], self.profile.precision)
 
 
-_TERMS: dict[tuple[str, str, str, bool], Terms] = {}
+_TERMS: dict[tuple[str, str, str, str, bool], Terms] = {}
 
 
 def point_terms(p: Point) -> Terms:
-    key = (p.profile.key, p.gpu.model_dump_json(), p.stack, p.tf32)
+    # the method too: the same step's op-by-op kernels (``as_op_by_op``) share its key
+    key = (p.profile.key, p.profile.method, p.gpu.model_dump_json(), p.stack, p.tf32)
     if key not in _TERMS:
         _TERMS[key] = terms(p.profile, p.gpu, p.tf32)
     return _TERMS[key]
@@ -94,9 +95,11 @@ def published_points(catalog: Catalog, pytorch_traced: str = "tensorflow") -> li
 
     ``pytorch_traced``: whose trace models the rows measured on PyTorch. "tensorflow" (what
     the shipped calibration is fitted with): the Keras model's step, as every row; "torch":
-    the same network written in plain PyTorch and traced from torch (``examples/models/
-    torch_resnet50.py``, ``torch_bert.py``; shipped under their own ``/torch`` keys), a row
-    without such a profile left out (:func:`torch_traced_missing` names them)."""
+    the same network written in plain PyTorch and captured from torch (``examples/models/
+    torch_resnet50.py``, ``torch_bert.py``; shipped under their own ``/torch`` keys), its
+    kernels fused as the Keras-traced ones are; "torch-eager": that step's op-by-op kernels,
+    as ``predict`` runs a user's PyTorch model (``profile_trace.eager``). A row without a
+    torch-traced profile is left out (:func:`torch_traced_missing` names them)."""
     key = (tuple(catalog.published), tuple(catalog.published_from),
            tuple(sorted(catalog.gpus.items())), pytorch_traced)  # fmt: skip
     if key not in _POINTS:
@@ -137,6 +140,9 @@ def profile_for(
 ) -> Profile | None:
     """A profile at this batch: shipped or cached; a shipped one at another batch is rescaled
     (``Profile.at_batch``), so each published row is modelled at its own batch."""
+    if backend == "torch-eager":
+        found = cached(workload, dims, batch, precision, backend="torch")
+        return found.as_op_by_op() if found is not None and found.op_by_op else None
     return cached(workload, dims, batch, precision, backend=backend)
 
 
