@@ -88,3 +88,18 @@ def test_scout_measures_and_predicts_a_torch_module(tmp_path: Path) -> None:
     assert listed.code == 0, listed.err
     (run,) = listed.json()
     assert run["backend"] == "torch" and run["status"] == "ok", run
+
+
+def test_memory_of_a_torch_module_from_its_captured_step() -> None:
+    """``memory --model`` counts a plain PyTorch module's training memory from the same
+    captured step predict reads (weights, Adam's two moments, activations), said as PyTorch's;
+    an LLM's shape options beside it are refused, naming both."""
+    r = run_in_process("memory", "--model", MODEL, *BATCH, "--gpu", "rtx-4090", "--json")
+    assert r.code == 0, r.err
+    out = r.json()
+    assert "on PyTorch" in out["model"] and "batch 256" in out["model"], out["model"]
+    parts = out["breakdown_gb"]
+    assert parts["activations"] > 0 and {"weights", "gradients", "optimizer state"} <= set(parts)
+    assert out["gpus"][0]["verdict"] == "fits"
+    both = run_in_process("memory", "--model", MODEL, "--params", "7e9")
+    assert both.code == 2 and "--params" in both.err and "Traceback" not in both.err, both.err

@@ -100,6 +100,11 @@ def register(sub: Any) -> None:
         "without it, describe an LLM with --params, --layers, --hidden and --heads",
     )
     m.add_argument(
+        "--model",
+        help="your own model instead, FILE.py:FUNCTION returning a keras.Model or a plain "
+        "torch.nn.Module (docs/torch.md), or a .keras file: memory from its traced step",
+    )
+    m.add_argument(
         "--precision", choices=PRECISIONS,
         help=precision_help("mixed_float16", "; with --workload only: an LLM is counted with "
                             "16-bit weights and gradients and fp32 Adam state"),
@@ -242,7 +247,10 @@ def run_memory(args: argparse.Namespace) -> int:
     picked = {g.id: g for g in (catalog.resolve(n).gpu for n in names if n != "all")}
     gpus = list(picked.values()) if names and "all" not in names else list(catalog.gpus.values())
     _check_memory_pairs(args)
-    if args.workload:
+    if args.model:
+        breakdown, what = _model_memory(args)
+        notes: list[str] = []
+    elif args.workload:
         from gpuscout.core.limits import check_fits_a_gpu
         from gpuscout.predict.predictor import memory_parts
         from gpuscout.predict.profile_trace import get_profile
@@ -263,7 +271,7 @@ def run_memory(args: argparse.Namespace) -> int:
         shape = run_shape(w.name, dims)[1]
         what = (f"{w.name}{f' ({shape})' if shape else ''}, batch {profile.batch}, "
                 f"{profile.precision} (from the compiled step)")  # fmt: skip
-        notes: list[str] = []
+        notes = []
     else:
         missing = [n for n in ("params", "layers", "hidden", "heads") if not getattr(args, n)]
         if missing:
@@ -313,11 +321,37 @@ LLM_OPTIONS = {
 }  # fmt: skip
 
 
+def _model_memory(args: argparse.Namespace) -> tuple[dict[str, float], str]:
+    """Your model's training memory, from its traced step (a plain PyTorch module's captured
+    step, found from its file's imports, or a Keras model's on TensorFlow), as predict counts
+    it: the same profile, the same cache."""
+    from gpuscout.cli.parser import DefaultBackend, resolved_backend
+    from gpuscout.predict.job import MODEL_BATCH
+    from gpuscout.predict.predictor import memory_parts
+    from gpuscout.predict.profile_trace import get_user_profile
+
+    backend = resolved_backend(DefaultBackend("tensorflow"), args.model)
+    batch = args.batch_size or MODEL_BATCH
+    precision = args.precision or "mixed_float16"
+    profile = get_user_profile(args.model, batch, precision, backend)
+    said = "" if args.batch_size else ", gpuscout's default for your model (-b)"
+    return memory_parts(profile), (
+        f"your model {args.model}, batch {profile.batch}{said}, {profile.precision} (from its "
+        f"traced step, on {'PyTorch' if backend == 'torch' else backend})"
+    )
+
+
 def _check_memory_pairs(args: argparse.Namespace) -> None:
     """A workload's memory is counted from its compiled step and an LLM's from its shape, so
     an option of the other kind would be dropped unsaid: refused, naming both."""
     from gpuscout.cli.job_args import given, refuse_with
 
+    if args.model:
+        refuse_with(f"--model {args.model}", given(args, {**LLM_OPTIONS, "workload":
+                    "--workload", "checkpointing": "--checkpointing"}),
+                    "your model's memory is counted from its own traced step", "drop them, "
+                    "or drop --model.")  # fmt: skip
+        return
     if args.workload:
         from gpuscout.workloads.llm import LLAMA_NAMES
 
