@@ -15,7 +15,10 @@
 #    peak memory and the monitor's utilisation, SM clock and power are there, and the
 #    measurement is compared with `gpuscout predict`'s range for that GPU;
 # 4. writes OUT_DIR/summary.md, one page. Exit 1 if a check failed;
-# 5. before the checks, scripts/gpu_kernel_probe.py: issue 41's open kernel questions
+# 5. where PyTorch is installed: a plain PyTorch model (examples/models/torch_cnn.py, and on a
+#    GPU torch_resnet50.py at batch 128 mixed_float16, eager and with --compile), measured by
+#    bench's PyTorch backend and checked the same way, against `predict --model`'s range;
+# 6. before the checks, scripts/gpu_kernel_probe.py: issue 41's open kernel questions
 #    (FP16 convolutions' overlap, NCHW->NHWC transpose rate, large streaming kernels), in
 #    OUT_DIR/kernel_probe.md and .json; it never fails the run.
 #
@@ -73,6 +76,30 @@ echo "gpu_acceptance: inference sweep (${sweep[*]})" >&2
 "$python" -m gpuscout bench --backend jax --mode inference --precision mixed_bfloat16 \
     "${sweep[@]}" --db "$db" --json > "$out/inference.json" ||
     echo "gpu_acceptance: the inference sweep did not measure (its JSON says why)" >&2
+# PyTorch (issue 44): a plain torch.nn.Module, eager and compiled, where torch imports
+torch_runs=""
+if "$python" -c "import torch" 2>/dev/null; then
+    if ((cpu)); then
+        torch_jobs=("torch_cnn examples/models/torch_cnn.py:build --precision mixed_bfloat16 -b 16")
+    else
+        torch_jobs=(
+            "torch_cnn examples/models/torch_cnn.py:build --precision mixed_bfloat16 -b 256"
+            "torch_resnet50 examples/models/torch_resnet50.py:build --precision mixed_float16 -b 128"
+            "torch_resnet50_compiled examples/models/torch_resnet50.py:build --precision mixed_float16 -b 128 --compile"
+        )
+    fi
+    for job in "${torch_jobs[@]}"; do
+        read -r name spec rest <<< "$job"
+        echo "gpu_acceptance: measuring $name on PyTorch (${budget[*]})" >&2
+        # shellcheck disable=SC2086  # $rest: the job's own options, word-split on purpose
+        (cd "$here" && "$python" -m gpuscout bench --model "$spec" $rest "${budget[@]}" \
+            --db "$db" --json) > "$out/$name.json" ||
+            echo "gpu_acceptance: $name did not measure (its JSON says why)" >&2
+        torch_runs+=" $name"
+    done
+else
+    echo "gpu_acceptance: PyTorch is not installed: its step is skipped" >&2
+fi
 # issue 41's open questions, measured (about 2 minutes on a GPU; never fails the run)
 echo "gpu_acceptance: kernel probe (convolution overlap, layout transposes, streaming)" >&2
 probe=("$out")
@@ -81,4 +108,6 @@ probe=("$out")
     echo "gpu_acceptance: the kernel probe did not finish" >&2
 check=(--out "$out")
 ((cpu)) && check+=(--cpu)
-"$python" "$here/scripts/gpu_acceptance_check.py" "${check[@]}" $workloads inference
+# shellcheck disable=SC2086  # the run names, one word each
+(cd "$here" && "$python" "$here/scripts/gpu_acceptance_check.py" "${check[@]}" $workloads \
+    inference $torch_runs)

@@ -51,10 +51,16 @@ def check_run(run: dict[str, Any], cpu: bool) -> list[Check]:
     if run.get("mode") == "inference":
         return checks + _check_sweep(run, cpu)
     checks.append(_check_mfu(run, cpu))
-    checks.append(("backend jax", run.get("backend") == "jax", str(run.get("backend"))))
+    # the script measures the workloads on JAX and a plain PyTorch --model on PyTorch
+    expected = "torch" if (run.get("config") or {}).get("model") else "jax"
+    checks.append((f"backend {expected}", run.get("backend") == expected,
+                   str(run.get("backend"))))  # fmt: skip
     memory = run.get("peak_memory_bytes")
-    checks.append(("peak memory", bool(memory), f"{(memory or 0) / 1e9:.2f} GB, "
-                   f"{run.get('memory_method')}"))  # fmt: skip
+    if cpu and expected == "torch":  # PyTorch reports no allocator peak on a CPU (said)
+        checks.append(("peak memory", None, str(run.get("memory_method"))))
+    else:
+        checks.append(("peak memory", bool(memory), f"{(memory or 0) / 1e9:.2f} GB, "
+                       f"{run.get('memory_method')}"))  # fmt: skip
     if cpu:
         checks.append(("GPU checks", None, "skipped: --cpu"))
         return checks
@@ -129,7 +135,9 @@ def _check_sweep(run: dict[str, Any], cpu: bool) -> list[Check]:
 
 
 def _against_prediction(run: dict[str, Any], gpu_id: str) -> Check:
-    args = ["predict", "--workload", run["workload"], "--precision", run["precision"],
+    model = (run.get("config") or {}).get("model")  # a user's (PyTorch) model: its own step
+    what = ["--model", model] if model else ["--workload", run["workload"]]
+    args = ["predict", *what, "--precision", run["precision"],
             "--gpus", gpu_id, "--batch-size", str(run["batch_size"])]  # fmt: skip
     try:
         row = _gpuscout(*args)[0]
@@ -146,12 +154,15 @@ def _against_prediction(run: dict[str, Any], gpu_id: str) -> Check:
 def summary(runs: dict[str, dict[str, Any]], checks: dict[str, list[Check]], cpu: bool) -> str:
     first = next(iter(runs.values()), {})
     env = first.get("env", {})
+    torch = {
+        f", PyTorch {r['env']['torch']}" for r in runs.values() if r.get("env", {}).get("torch")
+    }
     lines = [
         f"# gpuscout GPU acceptance{' (--cpu)' if cpu else ''}",
         "",
         f"{datetime.now(UTC).isoformat(timespec='seconds')} · {env.get('device_name')} · "
         f"JAX {env.get('jax')}, Keras {env.get('keras')}, gpuscout {env.get('gpuscout')}, "
-        f"Python {platform.python_version()}",
+        f"Python {platform.python_version()}{''.join(sorted(torch))}",
         "",
         "| workload | samples/s [95% CI] | MFU | peak memory | check | result | detail |",
         "|---|---:|---:|---:|---|---|---|",

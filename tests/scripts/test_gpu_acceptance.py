@@ -61,7 +61,13 @@ def test_the_acceptance_script_runs_end_to_end_on_a_cpu(tmp_path: Path) -> None:
     assert sweep["mode"] == "inference" and sweep["backend"] == "jax"
     assert [p["batch_size"] for p in sweep["inference"]["points"]] == [1, 8]
     checks = json.loads((out / "checks.json").read_text())
-    assert set(checks) == {"mlp", "inference"}
+    torch_here = importlib.util.find_spec("torch") is not None
+    assert set(checks) == {"mlp", "inference"} | ({"torch_cnn"} if torch_here else set())
+    if torch_here:  # issue 44's PyTorch step: a plain module, measured on PyTorch and checked
+        run = json.loads((out / "torch_cnn.json").read_text())
+        assert run["backend"] == "torch" and run["status"] == "ok", run.get("message")
+        assert ["backend torch", True] in [c[:2] for c in checks["torch_cnn"]]
+        assert "PyTorch 2." in summary
     assert ["p99 with interval", True] in [c[:2] for c in checks["inference"]]
     # the kernel probe's smoke run: one shape of each kind, timed, with its sizes for the model
     probe = json.loads((out / "kernel_probe.json").read_text())
