@@ -74,6 +74,10 @@ def register(sub: Any) -> None:
                    "every elementwise op its own kernel, reading its inputs and writing its "
                    "result (default: fused as XLA or torch.compile fuses it; llama-* "
                    "workloads)")  # fmt: skip
+    p.add_argument("--compile", action="store_true",
+                   help="a plain PyTorch --model run under torch.compile: its captured step's "
+                   "kernels fused (as XLA fuses them, gpuscout's stand-in for Inductor's), not "
+                   "one kernel an op as eager PyTorch runs it (the default)")  # fmt: skip
     p.add_argument("-b", "--batch-size", type=BATCH,
                    help="samples per GPU per step (default: the workload's)")  # fmt: skip
     p.add_argument("--seq-len", type=SEQ_LEN,
@@ -130,6 +134,13 @@ def run_predict(args: argparse.Namespace) -> int:
     spec = parse_model_spec(args.model) if args.model else None
     backend = backend_for_model(args.backend, backend_typed(args.backend), spec)
     refuse_torch_workload("predict", backend, args.workload)
+    if args.compile and backend != "torch":
+        raise UserError(
+            "--compile predicts a plain PyTorch --model under torch.compile; "
+            + (f"--model {args.model}" if args.model else f"--workload {args.workload}")
+            + " is a Keras model, which its backend compiles with XLA (bench --xla).",
+            "drop --compile, or give --model FILE.py:FUNCTION returning a torch.nn.Module.",
+        )
     from gpuscout.predict.request import PredictRequest, predict_for
     from gpuscout.workloads.llm import checkpointing_dims, mode_dims
 
@@ -163,6 +174,7 @@ def run_predict(args: argparse.Namespace) -> int:
             counts=args.count,
             sharded=args.sharded,
             op_by_op=args.op_by_op,
+            compiled=args.compile,
             network_gbit=args.network,
             epoch_samples=args.epoch_samples,
             reference=args.reference,

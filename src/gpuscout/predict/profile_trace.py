@@ -201,9 +201,11 @@ def tracer(backend: str) -> Backend:
 
 
 def get_user_profile(
-    model_spec: str, batch: int, precision: str, backend: str = "tensorflow"
-) -> Profile:
-    """The profile of a user's model, from the cache or traced (needs the backend)."""
+    model_spec: str, batch: int, precision: str, backend: str = "tensorflow",
+    compiled: bool = False,
+) -> Profile:  # fmt: skip
+    """The profile of a user's model, from the cache or traced (needs the backend); a plain
+    PyTorch model's as eager PyTorch runs it, or (``compiled``) as ``torch.compile`` would."""
     name = user_model_name(model_spec)
     found = cached(name, {}, batch, precision, backend=backend)
     if found is None:
@@ -214,13 +216,26 @@ def get_user_profile(
         cost = step_cost(ir.hlo, forward_scope=ir.model_name)
         found = profile_from_ir(name, {}, batch, precision, ir, cost)
         store(found)
-    return eager(found)
+    return eager(found, compiled)
 
 
-def eager(profile: Profile) -> Profile:
+# How a captured PyTorch step's method says it is predicted compiled (``predict --compile``)
+COMPILED = (
+    "compiled (torch.compile): the captured step's kernels fused as XLA's GPU fusion fuses "
+    "them, gpuscout's stand-in for Inductor's fusion (not run here): each loop fusion of "
+    "elementwise ops, and each reduction with the ops it takes in, one kernel"
+)
+
+
+def eager(profile: Profile, compiled: bool = False) -> Profile:
     """A captured PyTorch step as eager PyTorch runs it: its op-by-op kernels (one an aten op),
-    not the fused ones the same profile holds for a compiled step; any other step as it is."""
-    return profile.as_op_by_op() if profile.backend == "torch" and profile.op_by_op else profile
+    not the fused ones the same profile holds for a compiled step; ``compiled``: the fused
+    ones, said in its method. Any other step as it is."""
+    if profile.backend != "torch":
+        return profile
+    if compiled:
+        return profile.model_copy(update={"method": f"{profile.method}; {COMPILED}"})
+    return profile.as_op_by_op() if profile.op_by_op else profile
 
 
 def get_profile(
@@ -241,10 +256,10 @@ def get_profile(
 
 def get_forward_profile(
     workload: str | None, model_spec: str | None, dims: Mapping[str, int], batch: int,
-    precision: str, backend: str = "tensorflow",
+    precision: str, backend: str = "tensorflow", compiled: bool = False,
 ) -> Profile:  # fmt: skip
     """The forward pass's profile (one inference call at ``batch``), cached after the first
-    trace (which needs the backend)."""
+    trace (which needs the backend); a PyTorch step eager or ``compiled`` as above."""
     from gpuscout.predict.hlo import step_cost
 
     if model_spec is not None:
@@ -265,4 +280,4 @@ def get_forward_profile(
         cost = step_cost(ir.hlo, forward_scope=ir.model_name)
         found = profile_from_ir(name, resolved, batch, precision, ir, cost, "forward")
         store(found)
-    return eager(found)
+    return eager(found, compiled)

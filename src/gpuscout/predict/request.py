@@ -46,6 +46,9 @@ class PredictRequest:
     # the step run op by op (eager PyTorch of a model written as tensor ops, no torch.compile:
     # Hugging Face's Llama with PEFT's LoRA), not as XLA fuses it (``Profile.as_op_by_op``)
     op_by_op: bool = False
+    # a plain PyTorch --model under torch.compile: its captured step fused (``profile_trace.
+    # COMPILED``), not op by op as eager PyTorch runs it
+    compiled: bool = False
     network_gbit: float = scaling.DEFAULT_NETWORK_GBIT
     epoch_samples: int | None = None
     reference: str = REFERENCE_GPU
@@ -202,7 +205,7 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         batch = req.batch_size or MODEL_BATCH  # the same default as every job (predict.job)
         if not req.batch_size:
             notes.append(f"batch {batch} per GPU for your model (set it with --batch-size)")
-        profile = get_user_profile(req.model, batch, precision, _backend(req))
+        profile = get_user_profile(req.model, batch, precision, _backend(req), req.compiled)
         epoch, unit = req.epoch_samples or 1_000_000, "samples"
         if not req.epoch_samples:
             notes.append("epoch = 1,000,000 samples (set it with --epoch-samples)")
@@ -309,7 +312,8 @@ def _inference(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
 
         resolved = get_workload(req.workload).resolve(dims)
         check_fits_a_gpu(req.workload, resolved, batch, precision, "forward", catalog)
-    profile = get_forward_profile(req.workload, req.model, dims, batch, precision, _backend(req))
+    profile = get_forward_profile(req.workload, req.model, dims, batch, precision, _backend(req),
+                                  req.compiled)  # fmt: skip
     gpus = resolve_gpus(catalog, req.gpus)
     reference = catalog.resolve(req.reference).gpu
     model: Session = session(catalog, req.db, stack=req.stack, backend=req.backend)
