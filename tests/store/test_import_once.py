@@ -107,3 +107,34 @@ def test_a_postgresql_store_also_stores_an_imported_run_once(tmp_path: Path, pg_
     assert "its 2 run(s) are already stored" in _import(export, pg_url)
     with Store(pg_url, readonly=True) as store:
         assert store.count() == 2
+
+
+def test_a_field_at_its_default_is_hashed_as_absent_and_away_from_it_as_content() -> None:
+    """A field at its default reads as absent (so a field a later gpuscout adds leaves every
+    older run's hash as it was); away from its default it is content: the same run compiled
+    (issue 44's ``compile``) is another run."""
+    run = _result(0)
+    compiled = run.model_copy(update={"config": run.config.model_copy(update={"compile": True})})
+    assert content_hash(compiled) != content_hash(run)
+    hashed = json.loads(export_json([run]))["runs"][0]
+    assert hashed["config"]["compile"] is False  # exported in full: only the hash omits it
+    noted = run.model_copy(update={"note": "x"})
+    assert content_hash(noted) != content_hash(run)
+
+
+def test_a_v5_store_gets_its_hashes_again_when_migrated(tmp_path: Path) -> None:
+    """v6 recomputes every stored hash: a v5 store's runs, hashed with every field, match
+    the file they came from once migrated."""
+    path = tmp_path / "v5.sqlite"
+    with Store(path) as store:
+        store.save(_result(0))
+    con = sqlite3.connect(path)
+    with con:  # as v5 left it: another hash, and version 5
+        con.execute("update runs set content_hash = ?", ("0" * 64,))
+        con.execute("update gpuscout_meta set value = '5' where key = 'schema_version'")
+    con.close()
+    export = tmp_path / "e.json"
+    export.write_text(export_json([_result(0)]))
+    assert "its 1 run(s) are already stored" in _import(export, path)
+    con = sqlite3.connect(path)
+    assert con.execute("select content_hash from runs").fetchall() == [(content_hash(_result(0)),)]

@@ -6,14 +6,22 @@ own that survives an export (its id is the store's, and a new store gives a new 
 run is known by its content: the SHA-256 of everything that is stored of it but its id, in
 canonical JSON. Every stored run carries it (schema v5, filled in for older runs when the
 store is migrated), and ``runs import`` skips a run whose hash is already there.
+
+A field at its default is hashed as its absence: a field a later gpuscout adds (``compile``
+and ``channels_last`` in issue 44) leaves the hash of every run made before it unchanged, so a
+file exported before the field existed still matches the run it came from (schema v6
+recomputed every stored hash this way).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
-from gpuscout.core.records import RunResult, in_utc
+from pydantic import BaseModel
+
+from gpuscout.core.records import BenchConfig, RunResult, in_utc
 
 HASH_LENGTH = 64  # hex digits of a SHA-256
 
@@ -21,8 +29,10 @@ HASH_LENGTH = 64  # hex digits of a SHA-256
 def content_hash(run: RunResult) -> str:
     """SHA-256 (hex) of the run's stored content without its id: the result as ``bench
     --json`` prints it, its step times and its monitor timeline, keys sorted."""
+    stored = run.to_json_dict()
     body = {
-        **run.to_json_dict(),
+        **_without_defaults(stored, RunResult),
+        "config": _without_defaults(stored["config"], BenchConfig),
         "id": None,
         "created_at": _utc(run.created_at),
         "step_times_s": run.step_times_s,
@@ -30,6 +40,25 @@ def content_hash(run: RunResult) -> str:
     }
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _without_defaults(fields: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """``fields`` (a model's JSON) less those at their default, which read as absent."""
+    defaults = {
+        name: _json(info.get_default(call_default_factory=True))
+        for name, info in model.model_fields.items()
+        if not info.is_required()
+    }
+    return {k: v for k, v in fields.items() if k not in defaults or v != defaults[k]}
+
+
+def _json(value: Any) -> Any:
+    """A default as the JSON dump writes it (a tuple as a list; a model as a dict)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, tuple):
+        return list(value)
+    return value
 
 
 def _utc(created_at: str) -> str:

@@ -103,11 +103,23 @@ def _v5(conn: Connection) -> None:
     """Each run's content hash, so an import stores a run once. Older runs get theirs here,
     read back as the store reads them; a run too damaged to parse keeps NULL (it is never
     changed or dropped: it only cannot match an imported copy)."""
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN content_hash VARCHAR(64)")
+    conn.exec_driver_sql("CREATE INDEX ix_runs_content_hash ON runs (content_hash)")
+    _hash_every_run(conn)
+
+
+def _v6(conn: Connection) -> None:
+    """Every run's hash again, its default-valued fields read as absent (``content_hash``):
+    v5's hashes changed with each field a later gpuscout added, so a file exported before
+    ``compile`` existed would have been imported twice."""
+    _hash_every_run(conn)
+
+
+def _hash_every_run(conn: Connection) -> None:
+    """Each run's content hash, read back as the store reads it, a chunk at a time."""
     from gpuscout.store.content_hash import content_hash
     from gpuscout.store.reading import UnreadableRun, parse_run
 
-    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN content_hash VARCHAR(64)")
-    conn.exec_driver_sql("CREATE INDEX ix_runs_content_hash ON runs (content_hash)")
     r = runs.c
     last = 0
     while True:  # a chunk of runs at a time: memory holds a chunk, not the store
@@ -143,6 +155,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = (
     (3, _v3),
     (4, _v4),
     (5, _v5),
+    (6, _v6),
 )
 LATEST = MIGRATIONS[-1][0]
 
