@@ -17,22 +17,40 @@ the side path (alpha / r) x @ A @ B, A Kaiming-uniform and B zero as PEFT draws 
 r / 4 (QLoRA's r = 64, alpha = 16); everything else is frozen, so the optimizer holds the
 adapters only and the base computes no weight gradient.
 
+Gradient checkpointing (the workload's ``checkpointing`` 1): each block runs under
+``torch.utils.checkpoint`` (non-reentrant), as torchtune's and Hugging Face's per-layer
+activation checkpointing wrap each decoder layer: the block's input is kept, the block is
+recomputed in the backward pass. ``fused_attention=False`` writes attention as Hugging Face's
+eager path does (scores, an additive causal mask, a float32 softmax, the weighted sum), for a
+run that does not call a fused kernel.
+
 ``build()`` is ``llama-tiny`` (2 layers, hidden 64: a CPU traces it in a second);
 ``build_llama2_7b()`` and ``build_llama2_7b_lora()`` the shapes most published fine-tuning
 rows run, and ``llama(name, ...)`` any decoder workload at any sequence length and rank.
-Building a 7B model allocates 27 GB of float32 weights: trace it under ``FakeTensorMode``.
+Building a 7B model allocates 27 GB of float32 weights: trace it under ``FakeTensorMode``, or
+through a shape builder (``shape_builder``: ``build_llama_2_7b_s2048_r64_ckpt`` and the like,
+made on request by the module's ``__getattr__``), which builds on the meta device, nothing
+allocated, for gpuscout's capture to read the step's shapes from.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from gpuscout.workloads import WORKLOADS
-from gpuscout.workloads.llm import LORA_ALPHA_PER_RANK, LORA_RANK, LORA_TARGETS, linear_shapes
+from gpuscout.workloads.llm import (
+    LLAMA_NAMES,
+    LORA_ALPHA_PER_RANK,
+    LORA_RANK,
+    LORA_TARGETS,
+    linear_shapes,
+)
 
 RMS_EPS = 1e-5  # rms_norm_eps of every release in workloads/llm.py
 INIT_STD = 0.02
@@ -74,8 +92,9 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 class Block(nn.Module):
     """One decoder block: pre-RMSNorm attention and SwiGLU feed-forward, each residual."""
 
-    def __init__(self, d: Mapping[str, int]) -> None:
+    def __init__(self, d: Mapping[str, int], fused_attention: bool = True) -> None:
         super().__init__()
+        self.fused_attention = fused_attention
         self.heads, self.kv_heads = d["heads"], d["kv_heads"]
         self.head_dim = d["hidden"] // d["heads"]
         self.attn_norm = nn.RMSNorm(d["hidden"], eps=RMS_EPS)
@@ -95,24 +114,38 @@ class Block(nn.Module):
         q = rotate(self._heads(p["q_proj"](y), self.heads), cos, sin)
         k = rotate(self._heads(p["k_proj"](y), self.kv_heads), cos, sin)
         v = self._heads(p["v_proj"](y), self.kv_heads)
-        a = nn.functional.scaled_dot_product_attention(
-            q, k, v, is_causal=True, enable_gqa=self.kv_heads != self.heads
-        )
+        a = self._attention(q, k, v)
         x = x + p["o_proj"](a.transpose(1, 2).reshape(x.shape))
         y = self.mlp_norm(x)
         return x + p["down_proj"](nn.functional.silu(p["gate_proj"](y)) * p["up_proj"](y))
+
+    def _attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Causal attention: SDPA (a fused kernel on a GPU), or written out as Hugging Face's
+        eager attention (``modeling_llama.eager_attention_forward``) with its mask."""
+        if self.fused_attention:
+            return nn.functional.scaled_dot_product_attention(
+                q, k, v, is_causal=True, enable_gqa=self.kv_heads != self.heads
+            )
+        groups = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+        length = q.shape[2]
+        mask = torch.full((length, length), float("-inf"), dtype=q.dtype, device=q.device)
+        scores = q @ k.transpose(2, 3) / math.sqrt(self.head_dim) + mask.triu(1)
+        weights = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        return weights @ v
 
 
 class Llama(nn.Module):
     """The decoder at the sizes in ``d`` (a decoder workload's resolved dims)."""
 
-    def __init__(self, d: Mapping[str, int]) -> None:
+    def __init__(self, d: Mapping[str, int], fused_attention: bool = True) -> None:
         super().__init__()
         self.dims = dict(d)
+        self.checkpointing = bool(d.get("checkpointing"))
         h, vocab = d["hidden"], d["vocab"]
         self.embedding = nn.Embedding(vocab, h)
         nn.init.normal_(self.embedding.weight, std=INIT_STD)
-        self.blocks = nn.ModuleList(Block(d) for _ in range(d["layers"]))
+        self.blocks = nn.ModuleList(Block(d, fused_attention) for _ in range(d["layers"]))
         self.final_norm = nn.RMSNorm(h, eps=RMS_EPS)
         self.lm_head: nn.Linear | None = None
         if not d["tied"]:
@@ -130,8 +163,12 @@ class Llama(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.embedding(ids)
         cos, sin = self.get_buffer("cos")[: ids.shape[1]], self.get_buffer("sin")[: ids.shape[1]]
+        recompute = self.checkpointing and self.training and torch.is_grad_enabled()
         for block in self.blocks:
-            x = block(x, cos, sin)
+            if recompute:  # no randomness in a block: no RNG state to stash and restore
+                x = checkpoint(block, x, cos, sin, use_reentrant=False, preserve_rng_state=False)
+            else:
+                x = block(x, cos, sin)
         x = self.final_norm(x)
         if self.lm_head is None:
             return nn.functional.linear(x, self.embedding.weight)
@@ -156,11 +193,52 @@ def llama_dims(name: str = "llama-tiny", **overrides: int) -> dict[str, int]:
     return WORKLOADS[name].resolve(overrides)
 
 
-def llama(name: str = "llama-tiny", seq_len: int | None = None, lora_rank: int = 0) -> Llama:
+def llama(
+    name: str = "llama-tiny",
+    seq_len: int | None = None,
+    lora_rank: int = 0,
+    checkpointing: bool = False,
+    fused_attention: bool = True,
+) -> Llama:
     """The decoder workload ``name`` at ``seq_len`` tokens (default: the workload's), fully
-    trained (``lora_rank`` 0) or with rank-``lora_rank`` adapters."""
-    overrides = {"lora_rank": lora_rank, **({"seq_len": seq_len} if seq_len else {})}
-    return Llama(llama_dims(name, **overrides))
+    trained (``lora_rank`` 0) or with rank-``lora_rank`` adapters, each block checkpointed or
+    not, its attention fused (SDPA) or written out."""
+    overrides = {"lora_rank": lora_rank, "checkpointing": int(checkpointing),
+                 **({"seq_len": seq_len} if seq_len else {})}  # fmt: skip
+    return Llama(llama_dims(name, **overrides), fused_attention)
+
+
+# A shape builder's name: build_<workload, "-" and "." as "_">_s<seq_len>_r<lora rank>, then
+# _ckpt where each block is checkpointed and _unfused where attention is written out
+SHAPE = re.compile(r"build_(?P<name>\w+?)_s(?P<seq>\d+)_r(?P<rank>\d+)(?P<ckpt>_ckpt)?"
+                   r"(?P<unfused>_unfused)?")  # fmt: skip
+
+
+def shape_builder(name: str) -> Callable[[], nn.Module] | None:
+    """The builder a shape builder's name asks for (see ``SHAPE``), or None: the decoder at
+    that workload, sequence, rank, checkpointing and attention, on the meta device (no weight
+    allocated: what gpuscout's capture reads shapes from; running it needs ``llama``)."""
+    found = SHAPE.fullmatch(name)
+    workloads = {w.replace("-", "_").replace(".", "_"): w for w in LLAMA_NAMES}
+    if found is None or found["name"] not in workloads:
+        return None
+    workload = workloads[found["name"]]
+
+    def build() -> nn.Module:
+        with torch.device("meta"):
+            return llama(workload, int(found["seq"]), int(found["rank"]), bool(found["ckpt"]),
+                         not found["unfused"])  # fmt: skip
+
+    build.__name__ = build.__qualname__ = name
+    return build
+
+
+def __getattr__(name: str) -> Callable[[], nn.Module]:
+    """``torch_llama.py:build_llama_3_1_8b_s8192_r0_ckpt`` and the like (``shape_builder``)."""
+    found = shape_builder(name)
+    if found is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return found
 
 
 def build() -> nn.Module:

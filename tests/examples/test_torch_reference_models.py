@@ -178,3 +178,47 @@ def test_the_7b_builders_are_the_registrys_shapes() -> None:
     assert full.dims == WORKLOADS["llama-2-7b"].dims
     assert lora.dims == {**WORKLOADS["llama-2-7b"].dims, "lora_rank": 64}
     assert _params(full) == 6_738_415_616  # meta-llama/Llama-2-7b-hf's count
+
+
+def test_checkpointing_and_unfused_attention_compute_the_same_step() -> None:
+    """Per-block ``torch.utils.checkpoint`` and the written-out attention change how the step
+    runs, not what it computes: from the same weights, the same loss and gradients (llama-tiny
+    with grouped-query attention, float32 on the CPU)."""
+    module = _example("torch_llama")
+    torch.manual_seed(0)
+    plain = module.llama("llama-tiny")
+    inputs, targets = plain.example_batch(2)
+    variants = [module.llama("llama-tiny", checkpointing=True),
+                module.llama("llama-tiny", fused_attention=False)]  # fmt: skip
+    results = []
+    for model in [plain, *variants]:
+        model.load_state_dict(plain.state_dict())
+        loss = model.loss(model(inputs), targets)
+        loss.backward()
+        results.append((loss.detach(), [p.grad for p in model.parameters()]))
+    assert variants[0].checkpointing and not plain.checkpointing
+    loss0, grads0 = results[0]
+    for loss, grads in results[1:]:
+        assert torch.allclose(loss, loss0, atol=1e-6)
+        assert all(torch.allclose(g, h, atol=1e-6) for g, h in zip(grads, grads0, strict=True))
+
+
+def test_shape_builders_build_any_decoder_shape_on_the_meta_device() -> None:
+    """``torch_llama.py:build_llama_2_7b_s2048_r64_ckpt`` (the name the fine-tuning check asks
+    for, ``finetuning_torch.builder_name``) is Llama-2-7B at 2,048 tokens, rank 64, each block
+    checkpointed, with no weight allocated; a name it cannot read is no attribute."""
+    from gpuscout.predict.finetuning_torch import builder_name
+
+    module = _example("torch_llama")
+    dims = WORKLOADS["llama-2-7b"].resolve({"lora_rank": 64, "checkpointing": 1})
+    name = builder_name("llama-2-7b", dims)
+    assert name == "build_llama_2_7b_s2048_r64_ckpt"
+    model = getattr(module, name)()
+    assert model.dims == dims and model.checkpointing
+    assert {p.device.type for p in model.parameters()} == {"meta"}
+    unfused = getattr(module, builder_name("llama-3.1-8b", {"seq_len": 8192, "lora_rank": 0},
+                                           fused_attention=False))()  # fmt: skip
+    assert unfused.dims["seq_len"] == 8192 and not unfused.blocks[0].fused_attention
+    for wrong in ("build_gpt2_s1024_r0", "build_llama_9b_s2048_r0", "build_llama_2_7b"):
+        with pytest.raises(AttributeError, match=wrong):
+            getattr(module, wrong)

@@ -19,7 +19,13 @@ What the capture assumes, said in the profile's method:
 - the optimizer steps with its multi-tensor (``foreach``) kernels, PyTorch's default on a
   GPU, unless the user's ``make_optimizer`` chose otherwise;
 - ``scaled_dot_product_attention`` is the fused (flash) kernel a GPU runs: the CPU's own
-  fused kernel is what the capture sees, written as the fused attention call.
+  fused kernel is what the capture sees, written as the fused attention call;
+- what ``torch.utils.checkpoint`` recomputes in the backward pass (ops run with gradients on
+  inside the autograd engine) is named as a recomputed forward (``to_hlo.RECOMPUTE``), so
+  its work is timed and what it hands the backward is counted as a checkpointed step's.
+
+A module built on the meta device (``with torch.device("meta")``: a model too big to build,
+shapes only) is captured as if on the CPU: its weights and buffers become fake CPU tensors.
 """
 
 from __future__ import annotations
@@ -182,12 +188,20 @@ def _to_fake(torch: Any, module: Any, mode: Any) -> None:
         for key, p in list(sub._parameters.items()):
             if p is not None:
                 if id(p) not in seen:
-                    seen[id(p)] = torch.nn.Parameter(mode.from_tensor(p), p.requires_grad)
+                    seen[id(p)] = torch.nn.Parameter(_fake(torch, p, mode), p.requires_grad)
                 sub._parameters[key] = seen[id(p)]
         for key, b in list(sub._buffers.items()):
             if b is not None:
-                seen.setdefault(id(b), mode.from_tensor(b))
+                seen.setdefault(id(b), _fake(torch, b, mode))
                 sub._buffers[key] = seen[id(b)]
+
+
+def _fake(torch: Any, t: Any, mode: Any) -> Any:
+    """``t`` as a fake tensor; a meta tensor (a model built with no memory) as a CPU one."""
+    if t.device.type != "meta":
+        return mode.from_tensor(t)
+    with mode:
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cpu")
 
 
 def _fake_tree(torch: Any, value: Any, mode: Any) -> Any:
@@ -236,6 +250,9 @@ class _Recorder(_recorder_base()):  # type: ignore[misc]
         namespace, _, name = func._schema.name.partition("::")
         if namespace != "aten":
             return out
+        phase = self.phase
+        if phase == "backward" and self._recomputing():
+            phase = "recompute"
         named: dict[str, Any] = {}
         for i, a in enumerate(func._schema.arguments):
             given = args[i] if i < len(args) else kwargs.get(a.name, a.default_value)
@@ -246,8 +263,14 @@ class _Recorder(_recorder_base()):  # type: ignore[misc]
                 outputs.extend(self.ref(x) for x in o if isinstance(x, self.torch.Tensor))
             else:
                 outputs.append(self.ref(o) if isinstance(o, self.torch.Tensor) else None)
-        self.ops.append(AtenOp(name, named, outputs, self.phase))
+        self.ops.append(AtenOp(name, named, outputs, phase))
         return out
+
+    def _recomputing(self) -> bool:
+        """Inside the autograd engine with gradients on: a checkpointed region's forward run
+        again (``torch.utils.checkpoint`` recomputes under ``enable_grad``), where the
+        engine's own backward ops run with gradients off."""
+        return bool(self.torch.is_grad_enabled()) and self.torch._C._current_graph_task_id() >= 0
 
 
 __all__ = ["capture", "forward_hlo", "user_step_hlo"]

@@ -22,7 +22,10 @@ Each aten op is one HLO instruction, as eager PyTorch launches one kernel an op:
 
 Forward ops are named under the model (``metadata={op_name="MODEL/..."}``), backward ops under
 ``autograd/`` (``step_ir.TORCH_BACKWARD``), so the saved activations are counted as for a
-traced XLA step. Every result nothing reads is in the ROOT tuple: eager PyTorch drops nothing.
+traced XLA step; the forward ops a checkpointed region recomputes in the backward pass under
+``autograd/rematted_computation/`` (``RECOMPUTE``), as JAX names its rematerialized ones, so
+they count as backward work and what they hand the backward as recomputed activations. Every
+result nothing reads is in the ROOT tuple: eager PyTorch drops nothing.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from gpuscout.measure.backends.torch.aten_ops import (
     base_name,
     is_attention,
 )
+from gpuscout.predict.hlo import REMATTED
 
 # HLO opcodes an elementwise aten name must not take (they mean something else to the parser)
 _RESERVED = frozenset(
@@ -73,6 +77,8 @@ RANDOM = frozenset(
         "exponential_",
     ]
 )
+# The scope of a recomputed forward op (``capture.py``'s "recompute" phase)
+RECOMPUTE = f"{BACKWARD_SCOPE}{REMATTED}".rstrip("/")
 _GATHERS = frozenset(["embedding", "index_select", "gather", "index", "take", "masked_select"])
 
 
@@ -126,7 +132,8 @@ class _Writer:
         self, opcode: str, result: str, reads: list[str], attrs: str, op: AtenOp, free: bool = False
     ) -> str:
         name = self._new(re.sub(r"[^a-z0-9]+", "-", opcode))
-        scope = {"forward": self.model_name, "backward": BACKWARD_SCOPE}.get(op.phase, op.phase)
+        scope = {"forward": self.model_name, "backward": BACKWARD_SCOPE,
+                 "recompute": f"{RECOMPUTE}/{self.model_name}"}.get(op.phase, op.phase)  # fmt: skip
         meta = f'metadata={{op_name="{scope}/aten.{op.name}"}}'
         tail = ", ".join(x for x in (attrs, meta) if x)
         self.lines.append(f"  %{name} = {result} {opcode}({', '.join(reads)}), {tail}")
