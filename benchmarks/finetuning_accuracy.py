@@ -10,19 +10,27 @@ among the rows: the project runs that test on what lands.
     python benchmarks/finetuning_accuracy.py           # print
     python benchmarks/finetuning_accuracy.py --write   # and store the summary predict shows
                                                        # (predict/data/finetuning_accuracy.json)
+    python benchmarks/finetuning_accuracy.py --traced torch   # each row from the decoder
+        # written in plain PyTorch (examples/models/torch_llama.py), captured from torch, and
+        # beside it the JAX-traced figures (never --write)
 
-Uses the shipped profiles (``scripts/ship_profiles.py`` traces the rows' shapes); a shape not
-shipped is traced on JAX first (seconds to a minute each).
+Uses the shipped profiles (``scripts/ship_profiles.py`` traces the rows' shapes,
+``scripts/ship_torch_llm_profiles.py`` captures them from torch); a shape not shipped is traced
+on JAX first (seconds to a minute each), or captured from torch (a minute each).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from gpuscout.catalog import load_catalog
 from gpuscout.predict.finetuning_check import Checked, Summary, check, summarize, write
 from gpuscout.predict.finetuning_rows import load_rows
+from gpuscout.predict.finetuning_torch import MODULE
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _table(checked: list[Checked]) -> None:
@@ -45,20 +53,46 @@ def _summary(name: str, s: Summary) -> None:
     print("  by mode: " + ", ".join(f"{k} {v:.1%}" for k, v in s.by_mode.items()))
 
 
+def _beside(torch: list[Checked], jax: list[Checked]) -> None:
+    """Each row's ratio from the two steps, side by side."""
+    print("\neach row, predicted / published, from each step:")
+    print(f"  {'row':78} {'JAX-traced':>10} {'torch-captured':>14}")
+    for t, j in zip(torch, jax, strict=True):
+        print(f"  {t.row.label:78} {j.ratio:10.2f} {t.ratio:14.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--write", action="store_true", help="store the summary predict shows")
+    parser.add_argument(
+        "--traced",
+        choices=("jax", "torch"),
+        default="jax",
+        help="whose step models the rows: the Keras decoder traced on JAX (shipped, stored), "
+        f"or the decoder in plain PyTorch ({MODULE}) captured from torch, printed beside it",
+    )
     args = parser.parse_args()
+    if args.write and args.traced != "jax":
+        parser.error("--write stores the JAX-traced figures predict shows; drop --traced torch")
     start = time.perf_counter()
     catalog = load_catalog()
     rows = load_rows()
     checked, left = check(list(rows), catalog)
-    print("\nvalidation rows (predicted / published, tokens/s per GPU):")
-    _table(checked)
+    if args.traced == "torch":
+        captured, _ = check(list(rows), catalog, "torch", ROOT / MODULE)
+        print("\nvalidation rows from the plain-PyTorch decoder's captured step "
+              "(predicted / published, tokens/s per GPU):")  # fmt: skip
+        _table(captured)
+        _beside(captured, checked)
+    else:
+        print("\nvalidation rows (predicted / published, tokens/s per GPU):")
+        _table(checked)
     for line in left:
         print(f"  left out: {line}")
     summary = summarize(checked)
-    _summary("validation", summary)
+    _summary("validation, JAX-traced" if args.traced == "torch" else "validation", summary)
+    if args.traced == "torch":
+        _summary("validation, torch-captured", summarize(captured))
     print(f"\n({time.perf_counter() - start:.0f} s)")
     if args.write:
         print(f"wrote {write(summary)}")

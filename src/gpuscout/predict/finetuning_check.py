@@ -7,7 +7,9 @@ sample by whole source; they give the error ``predict`` reports for the decoder 
 
 ``benchmarks/finetuning_accuracy.py`` prints them and ``--write`` stores the summary in
 ``predict/data/finetuning_accuracy.json`` (what ``predict`` says of its range); a test
-recomputes it from the shipped profiles.
+recomputes it from the shipped profiles. ``traced="torch"`` models each row from the decoder
+written in plain PyTorch and captured from torch instead (``finetuning_torch.py``): printed
+apart, never stored.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 from gpuscout.catalog import Catalog
 from gpuscout.predict.finetuning_rows import FinetuneRow, dims_of, excluded
@@ -51,15 +55,31 @@ SHARDED = ("fsdp", "zero3")
 ROWS_STACK = "pytorch"
 
 
-def predict_row(row: FinetuneRow) -> Checked:
-    """``gpuscout predict`` for the row's settings (its profile shipped or traced on JAX), at
-    the rows' own software stack (``ROWS_STACK``), its weights sharded where the row's are
-    (``SHARDED``; a QLoRA row's base all-gathered in 4 bits), its step run op by op where the
-    row's software runs the model's tensor ops eagerly (the csv's ``kernels``, ``--op-by-op``)."""
+# Whose step models the rows: the Keras decoder traced on JAX from shapes (what is shipped and
+# stored), or the decoder written in plain PyTorch and captured from torch
+Traced = Literal["jax", "torch"]
+
+
+def predict_row(
+    row: FinetuneRow, traced: Traced = "jax", catalog: Catalog | None = None,
+    module: Path | None = None,
+) -> Checked:  # fmt: skip
+    """``gpuscout predict`` for the row's settings (its profile shipped or traced on JAX; with
+    ``traced="torch"`` the plain-PyTorch decoder's captured step, shipped, cached or captured
+    from ``module``), at the rows' own software stack (``ROWS_STACK``), its weights sharded
+    where the row's are (``SHARDED``; a QLoRA row's base all-gathered in 4 bits), its step run
+    op by op where the row's software runs the model's tensor ops eagerly (the csv's
+    ``kernels``, ``--op-by-op``)."""
     from gpuscout.predict.request import PredictRequest, predict_for
 
     assert row.workload is not None and row.policy is not None and row.batch_size_per_gpu
     d = dims_of(row)
+    profile = None
+    if traced == "torch":
+        from gpuscout.catalog import load_catalog
+        from gpuscout.predict.finetuning_torch import row_profile
+
+        profile = row_profile(row, catalog or load_catalog(), module)
     answer = predict_for(
         PredictRequest(
             gpus=row.gpu_id,
@@ -74,22 +94,27 @@ def predict_row(row: FinetuneRow) -> Checked:
             sharded=row.parallelism in SHARDED,
             four_bit_base=row.mode == "qlora",
             op_by_op=row.kernels == "op-by-op",
-        )
+        ),
+        profile,
     )
     r = answer.rows[0]
     per = row.seq_len / row.gpu_count
     return Checked(row, r.samples_per_second * per, r.low * per, r.high * per)
 
 
-def check(rows: Sequence[FinetuneRow], catalog: Catalog) -> tuple[list[Checked], list[str]]:
-    """Every row predicted, or named with why it is left out."""
+def check(
+    rows: Sequence[FinetuneRow], catalog: Catalog, traced: Traced = "jax",
+    module: Path | None = None,
+) -> tuple[list[Checked], list[str]]:  # fmt: skip
+    """Every row predicted (from ``traced``'s step, see ``predict_row``), or named with why it
+    is left out."""
     done, left = [], []
     for row in rows:
         why = excluded(row, catalog)
         if why:
             left.append(f"{row.label}: {why}")
         else:
-            done.append(predict_row(row))
+            done.append(predict_row(row, traced, catalog, module))
     return done, left
 
 
@@ -138,6 +163,7 @@ def summarize(checked: Sequence[Checked]) -> Summary:
 __all__ = [
     "Checked",
     "Summary",
+    "Traced",
     "check",
     "mape",
     "predict_row",

@@ -306,13 +306,21 @@ def profile_key(
     return f"{workload}[{sizes}]@b{batch}/{precision}{suffix}"
 
 
+# The shipped profiles' files: the built-in workloads' (scripts/ship_profiles.py), and the
+# plain-PyTorch decoder's captured steps at the published fine-tuning rows' shapes
+# (scripts/ship_torch_llm_profiles.py, under "/torch" keys), apart so each script rewrites its own
+SHIPPED_FILES = ("profiles.json", "profiles_torch_llm.json")
+
+
 @functools.cache
 def _shipped() -> dict[str, Profile]:
     """Read once per process: with their kernels the shipped profiles are megabytes of JSON."""
-    path = Path(str(resources.files("gpuscout.predict") / "data" / "profiles.json"))
-    if not path.exists():
-        return {}
-    return {p.key: p for p in (Profile.model_validate(d) for d in json.loads(path.read_text()))}
+    found: dict[str, Profile] = {}
+    for name in SHIPPED_FILES:
+        path = Path(str(resources.files("gpuscout.predict") / "data" / name))
+        if path.exists():
+            found |= {p.key: p for p in map(Profile.model_validate, json.loads(path.read_text()))}
+    return found
 
 
 def cache_dir() -> Path:

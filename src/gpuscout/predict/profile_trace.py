@@ -137,7 +137,12 @@ def profile_from_ir(
 
     if FUSED_ATTENTION_FORWARD in ir.hlo:
         method += f"; {FUSED_ATTENTION}"
-    if dims.get("checkpointing"):
+    if dims.get("checkpointing") and on_torch:
+        method += (
+            "; gradient checkpointing: each block under torch.utils.checkpoint, its input "
+            "kept and its forward recomputed in the backward pass"
+        )
+    elif dims.get("checkpointing"):
         method += (
             "; gradient checkpointing: each block's input and the logits kept, the blocks "
             "recomputed in the backward pass (jax.checkpoint)"

@@ -128,12 +128,16 @@ class PredictAnswer:
                 "tokens_high": r.high * per}  # fmt: skip
 
 
-def predict_for(req: PredictRequest) -> PredictAnswer:
-    """Predict as asked: training on 1..N GPUs, or one GPU's forward pass (``inference``)."""
+def predict_for(req: PredictRequest, profile: Profile | None = None) -> PredictAnswer:
+    """Predict as asked: training on 1..N GPUs, or one GPU's forward pass (``inference``).
+
+    ``profile``: the workload's training step profiled elsewhere, in place of the one traced
+    or shipped for it (the fine-tuning check's plain-PyTorch decoder, captured from torch:
+    ``finetuning_torch.py``); it must be the step asked (workload, sizes, batch, precision)."""
     catalog = load_catalog(req.catalog)
     if req.mode == "inference":
         return _inference(req, catalog)
-    return _training(req, catalog)
+    return _training(req, catalog, profile)
 
 
 def resolve_gpus(catalog: Catalog, names: str) -> list[Gpu]:
@@ -193,7 +197,7 @@ def _precision(req: PredictRequest, run: RunResult | None = None) -> tuple[str, 
     ]
 
 
-def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
+def _training(req: PredictRequest, catalog: Catalog, given: Profile | None = None) -> PredictAnswer:
     from gpuscout.core.limits import check_fits_a_gpu
     from gpuscout.predict.profile_trace import get_profile, get_user_profile
     from gpuscout.workloads import get_workload
@@ -218,7 +222,7 @@ def _training(req: PredictRequest, catalog: Catalog) -> PredictAnswer:
         batch = req.batch_size or workload.default_batch_gpu
         resolved = workload.resolve(dims)
         check_fits_a_gpu(workload.name, resolved, batch, precision, "train", catalog)
-        profile = get_profile(workload.name, resolved, batch, precision, _backend(req))
+        profile = given or get_profile(workload.name, resolved, batch, precision, _backend(req))
         epoch, unit = req.epoch_samples or workload.epoch_samples, workload.epoch_unit
     if req.op_by_op and OP_BY_OP not in profile.method:  # a PyTorch step is already eager
         profile = _op_by_op(profile)
