@@ -76,8 +76,9 @@ def _params(model: Any, trainable: bool = False) -> int:
 
 @pytest.mark.parametrize(
     ("file", "function"),
-    [("torch_resnet50", "build"), ("torch_bert", "build_tiny"), ("torch_llama", "build_lora")],
-)
+    [("torch_resnet50", "build"), ("torch_bert", "build_tiny"), ("torch_bert", "build_tiny_unfused"),
+     ("torch_llama", "build_lora")],
+)  # fmt: skip
 def test_each_follows_the_protocol_and_trains_a_step(file: str, function: str) -> None:
     """Loaded as ``--model FILE.py:FUNCTION`` loads it, no assumption is needed (each brings
     its batch, loss and optimizer) and two steps move exactly the weights it trains (LoRA's A
@@ -135,6 +136,36 @@ def test_bert_matches_the_keras_workload(workload: str, builder: str, seq_len: i
     assert model.dims["seq_len"] == seq_len
     assert params == KERAS_PARAMS[(workload, seq_len)]
     assert flops == WORKLOADS[workload].flops_per_sample(model.dims)
+
+
+def test_bert_attentions_are_one_function_and_only_unfused_writes_the_scores() -> None:
+    """``"sdpa"`` and ``"unfused"`` (DeepLearningExamples' sequence-first bmm, mask, softmax)
+    give the same outputs from the same weights (dropout off, one GELU); captured, the unfused
+    step writes the [batch, heads, L, L] probabilities and runs no fused attention kernel, the
+    sdpa step the reverse: the difference the published rows' profiles rest on."""
+    from gpuscout.measure.backends.torch.capture import capture
+
+    module = _example("torch_bert")
+    fused, unfused = module.build_tiny(), module.build_tiny_unfused()
+    unfused.load_state_dict(fused.state_dict())
+    for layer in unfused.layers:
+        layer.approximate = "none"
+    ids, _ = fused.example_batch(3)
+    fused.eval(), unfused.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(unfused(ids), fused(ids))
+    d = fused.dims
+    scores = (2, d["heads"], d["seq_len"], d["seq_len"])
+    for builder, writes_scores in (("build_tiny", False), ("build_tiny_unfused", True)):
+        ops, _ = capture(torch, load(FunctionSpec(MODELS / "torch_bert.py", builder), 2),
+                         "fp32", "train")  # fmt: skip
+        softmax = [op for op in ops if op.name == "_softmax"]
+        fused_kernels = [op for op in ops if "scaled_dot_product" in op.name]
+        assert bool(softmax) is writes_scores and bool(fused_kernels) is not writes_scores
+        assert all(op.outputs[0] is not None and op.outputs[0].shape == scores for op in softmax)
+        dropped = [op for op in ops if op.name == "bernoulli_" and op.outputs[0] is not None
+                   and op.outputs[0].shape == scores]  # dropout's mask: the CPU's decomposition
+        assert len(dropped) == (d["layers"] if writes_scores else 0)
 
 
 def _lora_layer0_skipped(d: dict[str, int]) -> float:
