@@ -87,11 +87,18 @@ def test_a_row_of_another_framework_is_never_in_the_pytorch_figures(stand_in: No
 # docs/predict.md's figures for the published PyTorch development rows (114), held out among all
 # 124 (``benchmarks/prediction_accuracy.py --pytorch-traced MODE``): (relative by source,
 # absolute by source, relative by chip, absolute by chip) per family, and each family's
-# nested band coverage (source, chip). MARGIN as tests/predict/test_out_of_sample.py's.
+# nested band coverage (source, chip). MARGIN as tests/predict/test_out_of_sample.py's. The
+# BERT profiles are traced from the unfused attention the published runs ran
+# (examples/models/torch_bert.py:build_squad, build_large_squad).
 QUOTED = {
     "tensorflow": {"bert": (0.082, 0.114, 0.083, 0.094), "resnet50": (0.085, 0.089, 0.084, 0.078)},
-    "torch": {"bert": (0.114, 0.160, 0.119, 0.135), "resnet50": (0.109, 0.191, 0.098, 0.109)},
-    "torch-eager": {"bert": (0.098, 0.139, 0.117, 0.134), "resnet50": (0.095, 0.127, 0.095, 0.096)},
+    "torch": {"bert": (0.082, 0.190, 0.087, 0.101), "resnet50": (0.097, 0.186, 0.086, 0.096)},
+    "torch-eager": {"bert": (0.094, 0.135, 0.083, 0.088), "resnet50": (0.090, 0.121, 0.084, 0.092)},
+}  # fmt: skip
+NESTED = {
+    "tensorflow": {"bert": (0.792, 0.806), "resnet50": (0.827, 0.808)},
+    "torch": {"bert": (0.639, 0.806), "resnet50": (0.808, 0.808)},
+    "torch-eager": {"bert": (0.833, 0.806), "resnet50": (0.827, 0.865)},
 }  # fmt: skip
 MARGIN = 0.005
 
@@ -99,8 +106,10 @@ MARGIN = 0.005
 @pytest.mark.parametrize("mode", ["tensorflow", "torch", "torch-eager"])
 def test_the_pytorch_rows_figures_docs_quote(mode: str) -> None:
     """Recomputed from the shipped torch-traced profiles: every published PyTorch row has
-    one, the errors are as docs/predict.md quotes them, and each family's band covers 70-90 %
-    of a group left out of it as well as the fit."""
+    one, the errors and each family's nested band coverage are as docs/predict.md quotes
+    them, and that coverage is within 70-90 % save the fused torch step's BERT band by source
+    (64 %: docs/predict.md says it; the fused view is a comparison, the eager one what predict
+    runs for a PyTorch model)."""
     from gpuscout.predict.out_of_sample import Figures, leave_one_chip_out
 
     catalog = load_catalog()
@@ -121,5 +130,9 @@ def test_the_pytorch_rows_figures_docs_quote(mode: str) -> None:
             mape([h.absolute for h in chip]),
         )
         assert got == pytest.approx(quoted, abs=MARGIN), (fam, got)
-    for key, nested in Figures.of(points).nested.items():
-        assert 0.7 <= nested <= 0.9, (mode, key, nested)
+    nested = Figures.of(points).nested
+    for fam, (by_source, by_chip) in NESTED[mode].items():
+        got_nested = (nested[f"source:{fam}"], nested[f"chip:{fam}"])
+        assert got_nested == pytest.approx((by_source, by_chip), abs=MARGIN), (fam, got_nested)
+    outside = {k for k, v in nested.items() if not 0.7 <= v <= 0.9}
+    assert outside == ({"source:bert"} if mode == "torch" else set()), (mode, nested)
