@@ -35,7 +35,7 @@ from gpuscout.workloads.llm import adapter_params, base_params, linear_shapes  #
 
 MODELS = Path(__file__).parents[2] / "examples" / "models"
 # Keras' parameter counts of the workloads (model.count_params() of measure/backends/keras/
-# models.BUILDERS at these dims, 2026-12-08): bert-base at 384 and 128 tokens, bert-large at 384;
+# models.BUILDERS at these dims, 2026-12-07): bert-base at 384 and 128 tokens, bert-large at 384;
 # resnet50-v1.5's trainable weights (its count_params adds batch norm's 53,120 moving stats).
 KERAS_PARAMS = {
     ("bert-base", 384): 109_383_938,
