@@ -16,7 +16,18 @@ WORKERS = "localhost:1,localhost:2"
 ONLY = "--backend torch is not supported yet: the PyTorch backend only measures training"
 CASES = [
     Case(("doctor", "--backend", "torch"), 2, f"doctor {ONLY}"),
-    Case(("soak", "--backend", "torch", "--minutes", "1"), 2, f"soak {ONLY}"),
+    Case(("soak", "--backend", "torch", "--xla"), 2, f"{NOT} --xla: XLA is not PyTorch's"),
+    Case(
+        ("soak", "--backend", "torch", "--workload", "input-bound-demo"),
+        2,
+        f"{NOT} --workload input-bound-demo yet: its host input pipeline",
+    ),
+    Case(
+        ("soak", "--backend", "jax", "--model", "{tmp}/m.py:build"),
+        2,
+        "is a plain PyTorch model (its file imports torch, not Keras), which --backend jax",
+        files={"m.py": "import torch\n\ndef build():\n    pass\n"},
+    ),
     Case(("scout", "--backend", "torch", "--html", "{tmp}/r.html"), 2, f"scout {ONLY}"),
     Case(
         ("predict", "--backend", "torch", "--workload", "mlp"),

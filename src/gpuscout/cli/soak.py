@@ -56,9 +56,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuscout.measure.backends import refuse_torch
+    from gpuscout.cli.parser import resolved_backend
 
-    refuse_torch("soak", args.backend)  # before anything is read, built or stored
+    # a plain PyTorch --model (its file imports torch, not Keras) is soaked on PyTorch
+    args.backend = resolved_backend(args.backend, args.model)
     from rich.console import Console
 
     from gpuscout.diagnose.records import SoakConfig

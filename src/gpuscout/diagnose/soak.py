@@ -51,9 +51,6 @@ def soak(
     stall_s: float = STALL_S,
 ) -> tuple[SoakReport, RunResult]:
     """Soak-test ``config``; the report and the run to store (also when interrupted)."""
-    from gpuscout.measure.backends import refuse_torch
-
-    refuse_torch("soak", config.backend)
     check(config.bench_config())
 
     def relay(message: dict[str, Any]) -> None:

@@ -65,7 +65,9 @@ def doctor(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
 
 def soak(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    _not_yet("gpuscout soak")
+    from gpuscout.measure.backends.torch.soak import run_soak
+
+    return run_soak(payload, emit)
 
 
 def tf32_enabled() -> bool:
