@@ -15,7 +15,22 @@ NOT = "--backend torch does not take"
 WORKERS = "localhost:1,localhost:2"
 ONLY = "--backend torch is not supported yet: the PyTorch backend only measures training"
 CASES = [
-    Case(("doctor", "--backend", "torch"), 2, f"doctor {ONLY}"),
+    Case(
+        ("doctor", "--backend", "torch", "--xla"),
+        2,
+        "doctor --backend torch does not take --xla: XLA is not PyTorch's compiler",
+    ),
+    Case(
+        ("doctor", "--backend", "torch", "--model", "{tmp}/m.py:build"),
+        2,
+        "is a plain PyTorch model (its file imports torch, not Keras): doctor diagnoses a Keras",
+        files={"m.py": "import torch\n\ndef build():\n    pass\n"},
+    ),
+    Case(
+        ("doctor", "--backend", "torch", "--skip", "jax.jit"),
+        2,
+        "--skip 'jax.jit' is not a fix doctor tries on torch",
+    ),
     Case(("soak", "--backend", "torch", "--xla"), 2, f"{NOT} --xla: XLA is not PyTorch's"),
     Case(
         ("soak", "--backend", "torch", "--workload", "input-bound-demo"),

@@ -38,7 +38,8 @@ def add_target_options(p: argparse.ArgumentParser, data: bool = True) -> None:
         what.add_argument(
             "--data",
             help="your data: FILE.py:FUNCTION returning a batched tf.data.Dataset (on --backend "
-            "jax: an iterable of (x, y) NumPy batches, e.g. a keras.utils.PyDataset); it may "
+            "jax or torch: an iterable of (x, y) NumPy batches, e.g. a keras.utils.PyDataset); "
+            "it may "
             "take keyword arguments prefetch, parallel, cache to apply those fixes itself",
         )
     what.add_argument(
@@ -86,7 +87,8 @@ def register(sub: Any) -> None:
         description="Time the data pipeline alone, the step alone and the two together; then "
         "try each fix (prefetch, parallel map, cache, mixed precision, XLA, the compiled step: "
         "tf.function or jax.jit, the largest batch that fits), measure it, and rank them with "
-        "the code to apply each. On --backend jax the data are NumPy batches made on the host.",
+        "the code to apply each. On --backend jax and torch the data are NumPy batches made on the "
+        "host.",
     )
     add_target_options(p)
     m = p.add_argument_group("measuring")
@@ -101,7 +103,8 @@ def register(sub: Any) -> None:
     m.add_argument(
         "--skip", default="",
         help="fixes not to try, a comma list of: prefetch, parallel map, cache, mixed "
-        "precision, XLA, tf.function (jax.jit on --backend jax), batch size; e.g. "
+        "precision, XLA, tf.function (jax.jit on --backend jax, torch.compile on --backend torch), "
+        "batch size; e.g. "
         "--skip 'XLA,batch size' (default: try every fix)",
     )  # fmt: skip
     out = p.add_argument_group("output")
@@ -111,9 +114,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuscout.measure.backends import refuse_torch
-
-    refuse_torch("doctor", args.backend)  # before anything is read, built or stored
     from rich.console import Console
 
     from gpuscout.diagnose.doctor import diagnose

@@ -105,12 +105,17 @@ def run_ablations(
                     "changes the numerics: check that accuracy holds",
                 )
     if "XLA" in wanted:
-        if fixes_of.xla_always or config.xla:
+        if "XLA" in fixes_of.not_tried:
+            fixes.append(skipped("XLA", code.get("XLA", ""), fixes_of.not_tried["XLA"]))
+        elif fixes_of.xla_always or config.xla:
             why = fixes_of.xla_always or "the baseline already compiles with XLA"
             fixes.append(skipped("XLA", code.get("XLA", ""), why))
         else:
             attempt("XLA", replace(base, xla=True), code["XLA"])
-    if fixes_of.compiled in wanted:
+    if fixes_of.compiled in fixes_of.not_tried and fixes_of.compiled in wanted:
+        why = fixes_of.not_tried[fixes_of.compiled]
+        fixes.append(skipped(fixes_of.compiled, code[fixes_of.compiled], why))
+    elif fixes_of.compiled in wanted:
         attempt(
             fixes_of.compiled,
             replace(base, graph=False),

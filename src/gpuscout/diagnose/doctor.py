@@ -2,7 +2,7 @@
 
 :func:`diagnose` is the public entry. It checks the request without any framework, then
 runs the trials in a measuring child (``diagnose/ablations.py`` over the backend's target:
-``measure/backends/tensorflow/doctor.py`` or ``measure/backends/jax/doctor.py``), so that an
+``measure/backends/<name>/doctor.py``: TensorFlow's, JAX's or PyTorch's), so that an
 out-of-memory crash during the batch search cannot take the command down, while the parent's
 device monitor watches; the monitor's windows give the device-busy fraction of the training
 loop and the CPU's busiest core while only the data pipeline ran.
@@ -16,9 +16,12 @@ from typing import Any
 from gpuscout.core.errors import GpuscoutError, UserError, did_you_mean
 from gpuscout.diagnose.fixes import FIX_SETS
 from gpuscout.diagnose.records import DoctorConfig, DoctorReport
-from gpuscout.measure.backends import refuse_torch
 from gpuscout.measure.runner import STALL_S, run_child
-from gpuscout.measure.user_spec import parse_function_spec, parse_model_spec
+from gpuscout.measure.user_spec import (
+    is_torch_module_file,
+    parse_function_spec,
+    parse_model_spec,
+)
 from gpuscout.workloads import get_workload
 
 WINDOW_LABELS = {"data": "the data pipeline alone", "together": "the baseline training loop"}
@@ -26,9 +29,16 @@ WINDOW_LABELS = {"data": "the data pipeline alone", "together": "the baseline tr
 
 def check(config: DoctorConfig) -> None:
     """Everything checkable without a framework; UserError if bad."""
-    refuse_torch("doctor", config.backend)
     if config.model:
-        parse_model_spec(config.model)
+        spec = parse_model_spec(config.model)
+        if is_torch_module_file(spec):
+            raise UserError(
+                f"doctor --model {config.model} is a plain PyTorch model (its file imports "
+                "torch, not Keras): doctor diagnoses a Keras model's step and input pipeline "
+                "so far.",
+                "give doctor a keras.Model (it runs on --backend torch too); bench and soak "
+                "measure a torch.nn.Module.",
+            )
     else:
         get_workload(config.workload).resolve(config.dims)
     if config.data:
@@ -47,6 +57,20 @@ def check(config: DoctorConfig) -> None:
         from gpuscout.measure.backends import require_jax
 
         require_jax("doctor --backend jax")
+    if config.backend == "torch":
+        _check_torch(config)
+
+
+def _check_torch(config: DoctorConfig) -> None:
+    """What doctor on PyTorch cannot take, refused by name before a child starts."""
+    from gpuscout.measure.backends import require_torch
+
+    if config.xla:
+        raise UserError(
+            "doctor --backend torch does not take --xla: XLA is not PyTorch's compiler.",
+            "drop --xla, or use --backend tensorflow.",
+        )
+    require_torch("doctor --backend torch")
 
 
 def diagnose(

@@ -1,11 +1,14 @@
 """What doctor's fixes are called and the code that applies each, per backend.
 
-The same seven fixes on both backends, each written as a user of that framework writes it:
+The same seven fixes on every backend, each written as a user of that framework writes it:
 tf.data's ``prefetch``/``map``/``cache`` on TensorFlow, a thread pool and
-``jax.device_put`` ahead of the step on JAX (which has no input pipeline of its own). The
-compiled step is ``tf.function`` on TensorFlow and ``jax.jit`` on JAX; JAX compiles every
-jitted step with XLA, so XLA is no fix there. Chosen without any framework: ``--skip`` is
-checked against these names before anything starts.
+``jax.device_put`` ahead of the step on JAX (which has no input pipeline of its own), a
+``DataLoader``'s workers on PyTorch. The compiled step is ``tf.function`` on TensorFlow and
+``jax.jit`` on JAX; JAX compiles every jitted step with XLA, so XLA is no fix there. On PyTorch
+the baseline is the eager step (as bench's, and Keras' torch trainer by default), XLA is not
+its compiler, and ``torch.compile`` of a Keras model is not measured yet: both are reported as
+not tried, with why. Chosen without any framework: ``--skip`` is checked against these names
+before anything starts.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class FixSet:
     step_words: str  # how the baseline's step runs, for the method notes
     batch_code: str  # with {batch} and {bound}
     xla_always: str | None = None  # why XLA is not tried: the baseline always has it
+    not_tried: dict[str, str] = field(default_factory=dict)  # fix name: why it is not measured
     names: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -83,4 +87,35 @@ JAX = FixSet(
     xla_always="JAX compiles every jitted step with XLA: the baseline already does",
 )
 
-FIX_SETS = {"tensorflow": TENSORFLOW, "jax": JAX}
+TORCH = FixSet(
+    backend="torch",
+    compiled="torch.compile",
+    code={
+        "prefetch": "loader = DataLoader(dataset, batch_size=..., num_workers=2, "
+        "prefetch_factor=2, pin_memory=True)  # batches made ahead while the step runs; then "
+        "x.to(device, non_blocking=True)",
+        "parallel map": "loader = DataLoader(dataset, batch_size=..., num_workers=os.cpu_count())"
+        "  # each sample's __getitem__ (its preprocessing) in worker processes",
+        "cache": "samples = [preprocess(s) for s in raw]  # once, before the epochs "
+        "(deterministic preprocessing only); DataLoader(samples, shuffle=True) reshuffles "
+        "them each epoch",
+        **MIXED,
+        "torch.compile": "model.compile(..., jit_compile=True)  # Keras on PyTorch: the train "
+        "step through torch.compile",
+    },
+    gil_note="did not help here: gpuscout maps in threads, and Python code in the "
+    "preprocessing holds the GIL, so threads queue on it; DataLoader(num_workers=N) runs it "
+    "in processes, which do not queue: try that, or vectorise the preprocessing over the batch",
+    step_words="step run eagerly (Keras 3 on PyTorch: forward, loss.backward(), the "
+    "optimizer's apply, as bench --backend torch)",
+    batch_code="loader = DataLoader(dataset, batch_size={batch})  # the largest that fits "
+    "({bound}); scale the learning rate with it and re-check accuracy",
+    not_tried={
+        "XLA": "XLA is not PyTorch's compiler (torch.compile is)",
+        "torch.compile": "not measured yet: the baseline runs the step eagerly, as Keras' torch "
+        "trainer does by default; gpuscout does not time a Keras model's step under "
+        "torch.compile (model.compile(jit_compile=True)) yet",
+    },
+)
+
+FIX_SETS = {"tensorflow": TENSORFLOW, "jax": JAX, "torch": TORCH}

@@ -1,9 +1,10 @@
 """Input pipelines of NumPy batches made on the host, for a backend with no input pipeline of
-its own (JAX), with doctor's three pipeline fixes done the way a JAX training loop does them:
+its own (JAX; doctor on Keras-on-PyTorch too), with doctor's three pipeline fixes done the way a
+JAX training loop does them (a PyTorch ``DataLoader`` does the same in worker processes):
 
 - **prefetch**: a background thread makes the next batches and places them on the device
-  (``place``, which is ``jax.device_put``) while the step runs, as flax's
-  ``prefetch_to_device`` does;
+  (``place``: ``jax.device_put``, or torch tensors moved ``.to(device)``) while the step runs,
+  as flax's ``prefetch_to_device`` does;
 - **parallel map**: a batch's per-sample preprocessing runs in a thread pool (NumPy releases
   Python's GIL inside its array operations; Python code between them holds it), as Grain's
   ``ReadOptions(num_threads=...)`` does; a user's indexable data (a ``keras.utils.PyDataset``)

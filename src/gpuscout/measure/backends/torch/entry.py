@@ -61,7 +61,9 @@ def trace_live_step(model: Any, batch: int, precision: str) -> StepIR:
 
 
 def doctor(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    _not_yet("gpuscout doctor")
+    from gpuscout.measure.backends.torch.doctor import diagnose_here
+
+    return diagnose_here(payload, emit)
 
 
 def soak(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
