@@ -2,7 +2,8 @@
 
 A Keras callback, so it imports Keras; it lives with the Keras 3 code both backends share, and
 users import it as ``gpuscout.keras.ScoutCallback``. It reads the backend Keras runs on
-(TensorFlow or JAX), records it with the run and traces the step's HLO on it for predictions.
+(TensorFlow, JAX or PyTorch), records it with the run and traces the step on it for predictions
+(its HLO; on PyTorch the step's aten ops, captured from a clone of the model and written as HLO).
 :class:`FitTimer` times and composes the run; :class:`ScoutCallback` stores it, predicts other
 GPUs from the model's HLO and prints, as ``cli`` does for the commands.
 """
@@ -336,7 +337,7 @@ def _predict(
     from gpuscout.catalog import load_catalog
     from gpuscout.measure.fit_run import fit_workload
     from gpuscout.predict.hlo import step_cost
-    from gpuscout.predict.profile_trace import profile_from_ir, tracer
+    from gpuscout.predict.profile_trace import eager, profile_from_ir, tracer
     from gpuscout.predict.session import session
 
     precision = run.precision
@@ -344,11 +345,13 @@ def _predict(
     backend = keras.backend.backend()  # the HLO of the step as this process's Keras runs it
     ir = tracer(backend).trace_live_step(model, batch, precision)
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
-    profile = profile_from_ir(fit_workload(model.name), {}, batch, precision, ir, cost)
+    # on PyTorch the captured step as eager PyTorch runs it (one kernel an aten op)
+    profile = eager(profile_from_ir(fit_workload(model.name), {}, batch, precision, ir, cost))
     catalog = load_catalog()
     gpus = [catalog.resolve(g).gpu for g in gpu_ids]
     tf32 = _tf32_switch(backend)["tf32_enabled"]  # predict as the user's process trains
-    model_session = session(catalog, runs=[run])
+    # the stack level of the backend the user trains on (keras-jax, pytorch), as predict's
+    model_session = session(catalog, runs=[run], backend=backend)
     return model_session.predict(profile, gpus, [1], reference=gpus[0], epoch_samples=batch,
                                  tf32=tf32)  # fmt: skip
 

@@ -57,7 +57,9 @@ def trace_forward(
 
 
 def trace_live_step(model: Any, batch: int, precision: str) -> StepIR:
-    _not_yet("ScoutCallback's prediction")
+    from gpuscout.measure.backends.torch import live_capture
+
+    return live_capture.live_step_hlo(model, batch, precision)
 
 
 def doctor(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:

@@ -11,12 +11,14 @@ from typing import Any
 
 
 def train_step(
-    torch: Any, built: Any, precision: str, call: Callable[..., Any] | None = None
-) -> Callable[[Any, Any], Any]:
+    torch: Any, built: Any, precision: str, call: Callable[..., Any] | None = None,
+    mark: Callable[[str], None] | None = None,
+) -> Callable[[Any, Any], Any]:  # fmt: skip
     """The step ``(x, y) -> loss``, run eagerly (one kernel per op, as a plain PyTorch loop
     runs; torch.compile is not used). ``call``: what the forward pass calls instead of the
     model (over workers, its ``DistributedDataParallel`` wrapper, whose backward all-reduces
-    the gradients before the optimizer reads them).
+    the gradients before the optimizer reads them). ``mark``: told "backward" and "optimizer"
+    as the step enters each phase (the capture of a live model's step records them apart).
 
     The same work as the JAX step, written as Keras' own torch trainer writes it: the forward
     pass with ``training=True``, the loss on float32 predictions, ``loss.backward()`` into each
@@ -39,7 +41,11 @@ def train_step(
         loss = loss_fn(y, keras.ops.cast(pred, "float32"))
         for v in trainable:
             v.value.grad = None
+        if mark is not None:
+            mark("backward")
         optimizer.scale_loss(loss).backward()
+        if mark is not None:
+            mark("optimizer")
         with torch.no_grad():
             optimizer.apply([v.value.grad for v in trainable], trainable)
         return loss.detach()
