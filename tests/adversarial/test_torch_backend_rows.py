@@ -1,6 +1,7 @@
 """Rows for ``--backend torch`` (issue 44: ``bench`` trains Keras on PyTorch, on one device or
-over workers with DDP): every command and option it cannot run yet is refused by name, in one
-line, before anything starts (no child, no database, no torch imported).
+over workers with DDP; ``doctor`` and ``soak`` run on it too): every command and option it
+cannot run yet is refused by name, in one line, before anything starts (no child, no database,
+no torch imported).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from tests.adversarial.table import Case, cases, run_case
 
 NOT = "--backend torch does not take"
 WORKERS = "localhost:1,localhost:2"
-ONLY = "--backend torch is not supported yet: the PyTorch backend only measures training"
+KERAS = "--backend torch takes a plain PyTorch --model so far: a Keras model's step"
 CASES = [
     Case(
         ("doctor", "--backend", "torch", "--xla"),
@@ -43,7 +44,18 @@ CASES = [
         "is a plain PyTorch model (its file imports torch, not Keras), which --backend jax",
         files={"m.py": "import torch\n\ndef build():\n    pass\n"},
     ),
-    Case(("scout", "--backend", "torch", "--html", "{tmp}/r.html"), 2, f"scout {ONLY}"),
+    Case(("scout", "--backend", "torch", "--html", "{tmp}/r.html"), 2, f"scout {KERAS}"),
+    Case(
+        ("scout", "--backend", "torch", "--measure", "mlp=5", "--html", "{tmp}/r.html"),
+        2,
+        f"scout {KERAS}",
+    ),
+    Case(
+        ("scout", "--backend", "torch", "--model", "{tmp}/m.py:build", "--html", "{tmp}/r.html"),
+        2,
+        f"scout {KERAS}",
+        files={"m.py": "import keras\n\ndef build():\n    pass\n"},
+    ),
     Case(
         ("predict", "--backend", "torch", "--workload", "mlp"),
         2,

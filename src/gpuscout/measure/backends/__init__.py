@@ -44,16 +44,20 @@ def require_torch(what: str = "--backend torch") -> None:
 
 
 def refuse_torch(command: str, backend: str) -> None:
-    """UserError naming ``command`` when it is asked of the PyTorch backend, which so far only
-    measures training (``bench``): refused before anything starts (issue 44's first slice)."""
+    """UserError naming ``command`` when it would predict a Keras model (a built-in workload
+    or a Keras ``--model``) on PyTorch: the PyTorch backend captures the step of a plain
+    ``torch.nn.Module`` for predict, not of a Keras model gpuscout builds; refused before
+    anything is measured (``scout``: its predictions are half of it)."""
     if backend != "torch":
         return
     from gpuscout.core.errors import UserError
 
     raise UserError(
-        f"{command} --backend torch is not supported yet: the PyTorch backend only measures "
-        "training (gpuscout bench --backend torch).",
-        "use --backend tensorflow or --backend jax.",
+        f"{command} --backend torch takes a plain PyTorch --model so far: a Keras model's step "
+        "(a built-in workload, or your keras.Model) is not traced on PyTorch for predictions.",
+        "measure it with gpuscout bench --backend torch (or doctor, soak) and scout it with "
+        "--backend tensorflow or jax, or give --model FILE.py:FUNCTION returning a "
+        "torch.nn.Module.",
     )
 
 
