@@ -243,7 +243,7 @@ def test_recurrent_training_steps_match_the_analytic_count(name: str) -> None:
     """Counted once a step before loops were counted, an LSTM read 1/16 of its work."""
     from gpuscout.predict.profile_trace import tracer
 
-    ir = tracer("tensorflow").user_step_hlo(f"{MODELS}:{name}", 4, "fp32")
+    ir = tracer("tensorflow").trace_user_step(f"{MODELS}:{name}", 4, "fp32")
     cost = step_cost(ir.hlo, forward_scope=ir.model_name)
     assert cost.loop_trips == [rec.SEQ, rec.SEQ]  # the forward loop and its gradient's
     assert not cost.flops_lower_bound

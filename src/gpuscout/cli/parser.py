@@ -337,9 +337,13 @@ def resolved_backend(backend: str, model: str | None) -> str:
     """``--backend`` as a run of ``--model`` will use it: a plain PyTorch model (its file
     imports torch, not Keras) runs on PyTorch unless another framework was typed (refused in one
     line). Read from the file without running it; resolving twice gives the same answer."""
+    from gpuscout.core.errors import UserError
     from gpuscout.measure.user_spec import backend_for_model, parse_model_spec
 
-    spec = parse_model_spec(model, check=False) if model else None
+    try:
+        spec = parse_model_spec(model, check=False) if model else None
+    except UserError:  # a missing or malformed --model: the command's own checks say so, in
+        return backend  # their order (a contradiction of options before the file's absence)
     return backend_for_model(backend, backend_typed(backend), spec)
 
 

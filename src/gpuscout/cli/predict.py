@@ -125,14 +125,12 @@ def register(sub: Any) -> None:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from gpuscout.cli.parser import backend_typed
+    from gpuscout.cli.parser import resolved_backend
     from gpuscout.measure.backends import refuse_torch_workload
-    from gpuscout.measure.user_spec import backend_for_model, parse_model_spec
 
     # a plain PyTorch --model is captured by PyTorch (--backend naming another framework is
     # refused here, before anything is read, built or stored)
-    spec = parse_model_spec(args.model) if args.model else None
-    backend = backend_for_model(args.backend, backend_typed(args.backend), spec)
+    backend = resolved_backend(args.backend, args.model)
     refuse_torch_workload("predict", backend, args.workload)
     if args.compile and backend != "torch":
         raise UserError(
