@@ -13,22 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
-
 from gpuscout.core.errors import is_oom
 from gpuscout.diagnose.analysis import timing
 from gpuscout.diagnose.records import DoctorConfig, Timing
 from gpuscout.diagnose.trials import TargetBase, Trial, fits_in_cpu_memory
-from gpuscout.measure import host_data, user_code
+from gpuscout.measure import host_data
 from gpuscout.measure.backends.jax import runtime as jax_runtime
 from gpuscout.measure.backends.jax.backend import checked_device
 from gpuscout.measure.backends.jax.step import train_step
 from gpuscout.measure.backends.keras.trial_model import fresh_model
-from gpuscout.measure.pipelines import KNOBS, Knobs, Pipeline
+from gpuscout.measure.pipelines import Knobs, Pipeline
 from gpuscout.measure.protocol import Protocol
-from gpuscout.measure.user_spec import parse_function_spec
-
-MODEL_BATCH = 32  # a user's model without data or --batch-size, as on TensorFlow
 
 
 def diagnose_here(
@@ -74,28 +69,9 @@ class Target(TargetBase):
         return fresh_model(self, precision, seed, self.jax.default_device(self.device.handle))
 
     def build_pipeline(self, built: Any, knobs: Knobs, batch: int) -> Pipeline:
-        from gpuscout.measure.backends.keras import user_model as keras_user
+        from gpuscout.measure.backends.keras.host_pipeline import host_pipeline
 
-        cfg = self.config
-        if self.workload is not None:
-            return host_data.builtin(self.workload, self.dims, batch, knobs, cfg.seed, self.place)
-        if cfg.data:
-            spec = parse_function_spec(cfg.data, "--data")
-            takes = user_code.accepted_keywords(spec, "--data", KNOBS)
-            given = {k: getattr(knobs, k) for k in KNOBS}
-
-            def make() -> Any:
-                return user_code.call_function(spec, "--data", **given)
-
-            return host_data.user(make, cfg.data, knobs, takes, batch or None, self.place)
-        batch = batch or MODEL_BATCH
-        rng = np.random.default_rng(cfg.seed)
-        x, y, notes = keras_user.synthetic_user_batch(built.model, built.loss, 16 * batch, rng)
-        pipe = host_data.generated(
-            x[0] if len(x) == 1 else tuple(x), y, batch, knobs, cfg.seed, self.place
-        )
-        pipe.notes += notes
-        return pipe
+        return host_pipeline(self.config, self.workload, self.dims, built, knobs, batch, self.place)
 
     def loop(self, label: str, trial: Trial) -> Timing:
         built = self.model(trial.precision)

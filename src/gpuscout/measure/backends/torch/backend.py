@@ -9,7 +9,6 @@ results.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -18,15 +17,15 @@ import numpy as np
 
 from gpuscout.core.errors import UserError
 from gpuscout.core.records import BenchConfig, RunResult
-from gpuscout.core.run_settings import tf32_run_note
 from gpuscout.measure import environment
 from gpuscout.measure.backends.keras.seeding import seed_keras
 from gpuscout.measure.backends.keras.weights import checked
 from gpuscout.measure.backends.torch import runtime
+from gpuscout.measure.backends.torch.before_clock import before_the_clock
 from gpuscout.measure.backends.torch.runtime import Device
 from gpuscout.measure.backends.torch.step import count_flops, train_step
 from gpuscout.measure.job import Job
-from gpuscout.measure.protocol import BUILDING, INTERVAL_ASSUMPTION, Outcome, Protocol, StopRule
+from gpuscout.measure.protocol import BUILDING, Outcome, Protocol
 from gpuscout.measure.result import Prepared, compose
 from gpuscout.measure.synthetic import arrays
 from gpuscout.measure.user_spec import ModelSpec, is_torch_module_file
@@ -169,20 +168,7 @@ def _measure(torch: Any, job: Job, device: Device) -> RunResult:
         + "; each step waits for its results"
         + (" (torch.cuda.synchronize)" if device.kind == "GPU" else "")
     )
-    prep.say_flops(own_model=job.model_spec is not None)
-    job.on_phase("finding the device's peak FLOP/s")
-    peak = runtime.device_peak_flops(torch, device, config.precision)
-    prep.assumptions.append(f"peak for MFU: {peak[1]}")
-    tf32 = runtime.tf32_enabled(torch) if device.kind == "GPU" else config.tf32
-    if note := tf32_run_note(tf32, config.precision, device.kind, device.compute_capability):
-        prep.assumptions.append(note)
-    prep.assumptions.append(INTERVAL_ASSUMPTION)
-    rule = StopRule(
-        budget_s=config.seconds, fixed_steps=config.steps, fixed_warmup=config.warmup_steps
-    )
-    gc.collect()
-    runtime.reset_peak_memory(torch, device)
-    job.on_phase("measuring")
+    peak, rule, tf32 = before_the_clock(torch, job, device, prep)
     protocol = Protocol(rule, job.on_progress)
     env = {
         **environment.base_environment(),

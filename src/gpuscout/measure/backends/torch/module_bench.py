@@ -9,20 +9,19 @@ PyTorch model is measured as the user's own PyTorch loop would run it.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import time
 from typing import Any
 
 from gpuscout.core.errors import UserError
 from gpuscout.core.records import BenchConfig, RunResult
-from gpuscout.core.run_settings import tf32_run_note
 from gpuscout.measure import environment
 from gpuscout.measure.backends.torch import module_step, runtime, user_module
+from gpuscout.measure.backends.torch.before_clock import before_the_clock
 from gpuscout.measure.backends.torch.runtime import Device
 from gpuscout.measure.backends.torch.step import count_flops
 from gpuscout.measure.benchmark import MODEL_BATCH  # every backend's for a user's model
 from gpuscout.measure.job import Job
-from gpuscout.measure.protocol import BUILDING, INTERVAL_ASSUMPTION, Protocol, StopRule
+from gpuscout.measure.protocol import BUILDING, Protocol
 from gpuscout.measure.result import Prepared, compose
 
 PLAIN = (
@@ -133,20 +132,7 @@ def _measure(torch: Any, job: Job, device: Device) -> RunResult:
             "mixed_float16 on a CPU: autocast to float16 runs, but most CPUs have no float16 "
             "arithmetic (PyTorch converts, often far slower than fp32); measured as asked"
         )
-    prep.say_flops(own_model=True)
-    job.on_phase("finding the device's peak FLOP/s")
-    peak = runtime.device_peak_flops(torch, device, config.precision)
-    prep.assumptions.append(f"peak for MFU: {peak[1]}")
-    tf32 = runtime.tf32_enabled(torch) if device.kind == "GPU" else config.tf32
-    if note := tf32_run_note(tf32, config.precision, device.kind, device.compute_capability):
-        prep.assumptions.append(note)
-    prep.assumptions.append(INTERVAL_ASSUMPTION)
-    rule = StopRule(
-        budget_s=config.seconds, fixed_steps=config.steps, fixed_warmup=config.warmup_steps
-    )
-    gc.collect()
-    runtime.reset_peak_memory(torch, device)
-    job.on_phase("measuring")
+    peak, rule, tf32 = before_the_clock(torch, job, device, prep)
 
     def one_step() -> Any:
         loss = step(inputs, targets)

@@ -11,20 +11,19 @@ gradients before the optimizer reads them.
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 from gpuscout.core.errors import UserError
 from gpuscout.core.records import Distribution, RunResult, WorkerRun
-from gpuscout.core.run_settings import tf32_run_note
-from gpuscout.measure import environment, peaks
+from gpuscout.measure import environment
 from gpuscout.measure.backends.keras.weights import checked
 from gpuscout.measure.backends.torch import backend, runtime
 from gpuscout.measure.backends.torch import distributed as ddp
+from gpuscout.measure.backends.torch.before_clock import before_the_clock
 from gpuscout.measure.backends.torch.runtime import Device
 from gpuscout.measure.backends.torch.step import count_flops, train_step
 from gpuscout.measure.job import Job
-from gpuscout.measure.protocol import BUILDING, INTERVAL_ASSUMPTION, Outcome, Protocol, StopRule
+from gpuscout.measure.protocol import BUILDING, Outcome, Protocol
 from gpuscout.measure.result import compose
 from gpuscout.scale import distribute
 from gpuscout.scale.distribute import Plan
@@ -98,21 +97,7 @@ def _measure(torch: Any, job: Job, device: Device, group: ddp.Group) -> RunResul
         "model's forward pass (through DDP), loss.backward() and the optimizer's apply; each "
         "step waits for its results" + (" (torch.cuda.synchronize)" if device.kind == "GPU" else "")
     )
-    prep.say_flops(own_model=job.model_spec is not None)
-    job.on_phase("finding the device's peak FLOP/s")
-    one = runtime.device_peak_flops(torch, device, config.precision)
-    peak = peaks.replicated(one, device.kind, group.world)
-    prep.assumptions.append(f"peak for MFU: {peak[1]}")
-    tf32 = runtime.tf32_enabled(torch) if device.kind == "GPU" else config.tf32
-    if note := tf32_run_note(tf32, config.precision, device.kind, device.compute_capability):
-        prep.assumptions.append(note)
-    prep.assumptions.append(INTERVAL_ASSUMPTION)
-    rule = StopRule(
-        budget_s=config.seconds, fixed_steps=config.steps, fixed_warmup=config.warmup_steps
-    )
-    gc.collect()
-    runtime.reset_peak_memory(torch, device)
-    job.on_phase("measuring")
+    peak, rule, tf32 = before_the_clock(torch, job, device, prep, replicas=group.world)
     env = {  # before the steps: each worker sends the chief its own after them
         **environment.base_environment(),
         **runtime.torch_environment(torch, device),
