@@ -229,6 +229,7 @@ def _texts(path: Path) -> Iterator[str]:
 OTHER_PROGRAMS = {
     "--down": "sky launch (SkyPilot)",
     "--kill-after": "timeout (coreutils)",
+    "--traced": "benchmarks/finetuning_accuracy.py (the fine-tuning check from PyTorch's step)",
 }
 
 
