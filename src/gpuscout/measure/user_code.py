@@ -45,7 +45,9 @@ def _load_module(spec: FunctionSpec, flag: str) -> ModuleType:
     return module
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (300 characters at most), for a one-line refusal
+    that quotes what the user's code raised."""
     # A KeyError's str() wraps its message in quotes; its argument is the message itself.
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
     text = text.strip()
@@ -63,7 +65,7 @@ def _what(exc: BaseException, path: Path) -> str:
     except OSError:
         lines = []
     where = f" at line {lines[-1]}" if lines and lines[-1] else ""
-    return f"{type(exc).__name__}{where}: {_first_line(exc)}"
+    return f"{type(exc).__name__}{where}: {first_line(exc)}"
 
 
 def _required(fn: Any, given: dict[str, Any]) -> list[str]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from gpuscout.core.errors import UserError, is_oom
 from gpuscout.measure.backends.keras.models import Built
-from gpuscout.measure.user_code import _first_line, call_function
+from gpuscout.measure.user_code import first_line, call_function
 from gpuscout.measure.user_spec import ModelSpec
 
 
@@ -35,7 +35,7 @@ def load_model(spec: ModelSpec) -> Any:
                 raise
             raise UserError(
                 f"--model {label} is not a readable Keras file: Keras said "
-                f"{type(exc).__name__}: {_first_line(exc).rstrip('.')}.",
+                f"{type(exc).__name__}: {first_line(exc).rstrip('.')}.",
                 "save it with model.save('name.keras') in Keras 3 (safe mode refuses Lambda "
                 "layers, and custom layers need their code), or build it with --model "
                 "FILE.py:FUNCTION.",
@@ -60,7 +60,7 @@ def _check_inputs(model: Any, label: str) -> None:
         ok = bool(model.inputs) and bool(model.outputs)
         reason = "it has no inputs"
     except (AttributeError, ValueError) as exc:
-        ok, reason = False, _first_line(exc).rstrip(".")
+        ok, reason = False, first_line(exc).rstrip(".")
     if not ok:
         raise UserError(
             f"--model {label} returned a model without an input layer ({reason}), so its "
