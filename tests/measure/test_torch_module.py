@@ -140,7 +140,8 @@ def test_the_protocols_refusals_are_one_line(tmp_path: Path) -> None:
     """What the user must fix is one line, exit 2, nothing stored: a typed --backend of
     another framework (before any child), a module without example_batch, an example batch of
     the wrong size, a builder that returns no Module, --channels-last without an image input,
-    --compile and --loop fit where they cannot apply."""
+    --compile and --loop fit where they cannot apply; a forward pass that raises, a loss that
+    is not a scalar and a module with nothing to train (the first step, before any clock)."""
     bad = tmp_path / "bad.py"
     bad.write_text(
         "import torch\n\n"
@@ -157,7 +158,20 @@ def test_the_protocols_refusals_are_one_line(tmp_path: Path) -> None:
         "def no_batch():\n    return NoBatch()\n\n"
         "def fixed():\n    return Fixed()\n\n"
         "def not_module():\n    return 'a string'\n\n"
-        "def flat():\n    return Flat()\n"
+        "def flat():\n    return Flat()\n\n"
+        "class Raises(Flat):\n"
+        "    def forward(self, x):\n        raise RuntimeError('shapes disagree')\n\n"
+        "class Vector(Flat):\n"
+        "    def loss(self, out, y):\n        return out.sum(dim=1)\n\n"
+        "class Frozen(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('w', torch.randn(4, 2))\n\n"
+        "    def forward(self, x):\n        return x @ self.w\n\n"
+        "    def example_batch(self, n):\n"
+        "        return torch.randn(n, 4), torch.randn(n, 2)\n\n"
+        "def raises():\n    return Raises()\n\n"
+        "def vector():\n    return Vector()\n\n"
+        "def frozen():\n    return Frozen()\n"
     )
     db = str(tmp_path / "runs.sqlite")
     cases = [
@@ -168,14 +182,17 @@ def test_the_protocols_refusals_are_one_line(tmp_path: Path) -> None:
         (("--model", f"{bad}:flat", "--channels-last"), "gives no 4-D input"),
         (("--workload", "mlp", "--compile"), "--compile applies to a plain PyTorch --model"),
         (("--model", TORCH_CNN, "--loop", "fit"), "--loop fit is Keras' model.fit"),
+        (("--model", f"{bad}:raises"), "first training step raised RuntimeError: shapes"),
+        (("--model", f"{bad}:vector"), "only for scalar outputs"),
+        (("--model", f"{bad}:frozen"), "has no trainable parameter"),
     ]
     for args, said in cases:
         r = run_in_process("bench", *args, *FEW, "--db", db, "--quiet", stderr_file=True)
         assert r.code == 2, (args, r.err)
         lines = [line for line in r.err.splitlines() if line.startswith("gpuscout: error:")]
         assert len(lines) == 1 and said in lines[0] and "Traceback" not in r.err, (args, r.err)
-    listed = run_in_process("runs", "list", "--db", db)
-    assert "examples" not in listed.out and "bad.py" not in listed.out
+    # the table cuts a long path short, so the stored rows are counted, not searched
+    assert run_in_process("runs", "list", "--db", db, "--json").json() == []
 
 
 PAIR = """import torch

@@ -20,7 +20,7 @@ import numpy as np
 
 from gpuscout.core.errors import UserError, is_oom
 from gpuscout.measure.backends.keras.models import Built
-from gpuscout.measure.user_code import first_line, call_function
+from gpuscout.measure.user_code import call_function, first_line
 from gpuscout.measure.user_spec import ModelSpec
 
 

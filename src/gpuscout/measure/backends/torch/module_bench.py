@@ -99,8 +99,10 @@ def _measure(torch: Any, job: Job, device: Device) -> RunResult:
     optimizer = module_step.make_optimizer(torch, parts)
     step = module_step.train_step(torch, parts, optimizer, config.precision, device)
     # counted on one eager step, before the clock starts (a compiled step does the same math,
-    # and FlopCounterMode sees only the ops that run eagerly)
-    prep.flops_per_step = count_flops(torch, step, inputs, targets) or None
+    # and FlopCounterMode sees only the ops that run eagerly); the user's code failing in it
+    # is refused, nothing stored
+    counted = module_step.first_step(parts, lambda: count_flops(torch, step, inputs, targets))
+    prep.flops_per_step = counted or None
     if prep.flops_per_step:
         prep.flops_method = (
             "counted by torch.utils.flop_counter.FlopCounterMode on one eager training step "

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
-from gpuscout.core.errors import UserError
+from gpuscout.core.errors import UserError, is_oom
 from gpuscout.measure.backends.torch.runtime import COMPUTE_DTYPES, Device
 from gpuscout.measure.backends.torch.user_module import TorchParts
 
+T = TypeVar("T")
 COMPILED = "compiled with torch.compile (Inductor, its default mode), the module's forward pass"
 
 
@@ -47,12 +48,20 @@ def has_4d_tensor(torch: Any, data: Any) -> bool:
 
 def make_optimizer(torch: Any, parts: TorchParts) -> Any:
     """The module's optimizer, made over its parameters once they are on the device (an
-    optimizer made before the move would hold the CPU copies' state)."""
+    optimizer made before the move would hold the CPU copies' state). A module with no
+    trainable parameter is refused first: there is nothing to train, and the optimizer's own
+    complaint (an empty parameter list) would blame a make_optimizer the module may not have."""
+    if not any(p.requires_grad for p in parts.module.parameters()):
+        raise UserError(
+            f"--model {parts.label}: the {type(parts.module).__name__} it returned has no "
+            "trainable parameter (none with requires_grad), so there is no training step "
+            "to measure.",
+            "give it torch.nn.Parameter weights (a registered buffer is not trained), or "
+            "measure serving with --mode inference.",
+        )
     try:
         optimizer = parts.make_optimizer(parts.module.parameters())
     except Exception as exc:
-        from gpuscout.core.errors import is_oom
-
         if is_oom(exc):
             raise
         raise UserError(
@@ -106,6 +115,30 @@ def train_step(
         return loss.detach()
 
     return step
+
+
+def first_step(parts: TorchParts, run: Callable[[], T]) -> T:
+    """``run``, the module's first eager training step (before any clock), with what the
+    user's code raises in it (forward, loss, backward, optimizer step) refused as one
+    :class:`UserError` naming the module: a mistake in the file, like a builder that raises,
+    so nothing is stored for it. Running out of memory passes through, stored as the device's
+    answer (an ``oom`` run)."""
+    from gpuscout.measure.user_code import first_line
+
+    try:
+        return run()
+    except UserError:
+        raise
+    except Exception as exc:
+        if is_oom(exc):
+            raise
+        raise UserError(
+            f"--model {parts.label}: its first training step raised {type(exc).__name__}: "
+            f"{first_line(exc)}",
+            "fix the module's forward, loss(outputs, targets) (a scalar tensor) or "
+            "make_optimizer; one step in Python (loss.backward(), optimizer.step()) shows the "
+            "traceback. Nothing was measured or stored.",
+        ) from None
 
 
 def compiled_forward(torch: Any, parts: TorchParts) -> Callable[[Any], Any]:

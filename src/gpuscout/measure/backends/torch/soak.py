@@ -102,6 +102,7 @@ def _module(
         prep, parts, inputs, targets = module_bench.prepare(torch, config, spec, device)
         optimizer = module_step.make_optimizer(torch, parts)
         step = module_step.train_step(torch, parts, optimizer, config.precision, device)
+        module_step.first_step(parts, lambda: step(inputs, targets))  # the user's code refused
         yield (
             prep.batch_size,
             [*prep.assumptions, MODULE_STEP, module_bench.AUTOCAST[config.precision]],
