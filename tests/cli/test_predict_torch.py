@@ -56,12 +56,24 @@ def test_predict_cost_and_advise_a_torch_module_from_one_cached_capture(
 
 
 def test_a_module_without_example_batch_is_one_line_from_predict(tmp_path: Path) -> None:
-    """The protocol's error comes back from the capturing child as predict's own one line."""
+    """The protocol's error comes back from the capturing child as predict's own one line; so
+    does a forward pass that raises, with PyTorch's way to see the traceback."""
     path = tmp_path / "bare.py"
     path.write_text("import torch\n\n\ndef build():\n    return torch.nn.Linear(4, 2)\n")
     r = run_in_process("predict", "--model", f"{path}:build", *GPUS, stderr_file=True)
     assert r.code == 2, r.err
     assert "no example_batch(batch_size) method" in r.err and "Traceback" not in r.err
+    # a step that raises while captured: PyTorch's advice, not Keras' (no .keras file here)
+    path.write_text(
+        "import torch\n\n\nclass Broken(torch.nn.Linear):\n"
+        "    def forward(self, x):\n        raise RuntimeError('shapes disagree')\n\n"
+        "    def example_batch(self, n):\n"
+        "        return torch.randn(n, 4), torch.randint(0, 2, (n,))\n\n\n"
+        "def build():\n    return Broken(4, 2)\n"
+    )
+    r = run_in_process("predict", "--model", f"{path}:build", *GPUS, stderr_file=True)
+    assert r.code == 2 and "RuntimeError: shapes disagree" in r.err, r.err
+    assert "loss.backward()" in r.err and "keras" not in r.err.lower(), r.err
 
 
 def test_torch_refusals_name_what_works() -> None:

@@ -127,6 +127,11 @@ def trace_user_step(
 _RUN_ALONE = (
     "build the model outside gpuscout (call the function, or keras.saving.load_model) to see why."
 )
+# a plain PyTorch module fails in its step more often than in its builder, and has no .keras file
+_RUN_ALONE_TORCH = (
+    "call the function and run one training step in Python (the loss, loss.backward(), "
+    "optimizer.step()) to see why."
+)
 
 
 def _ended(label: str, code: int | None, limits: TraceLimits) -> UserError:
@@ -198,7 +203,7 @@ def trace_here(payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) 
         first = (str(exc).strip().splitlines() or [""])[0]
         raise UserError(
             f"--model {spec} could not be traced: {type(exc).__name__}: {first[:300]}.",
-            _RUN_ALONE,
+            _RUN_ALONE_TORCH if backend == "torch" else _RUN_ALONE,
         ) from None
     return {"ir": dataclasses.asdict(ir)}
 
