@@ -171,6 +171,12 @@ def test_what_a_run_says(
 
 def test_what_a_prediction_says() -> None:
     assert tf32_prediction_note("fp32", True) == TF32_ON
+    # a PyTorch model: on by gpuscout's choice, which is not PyTorch's own default
+    torch_on = tf32_prediction_note("fp32", True, "torch")
+    assert (
+        torch_on != TF32_ON and torch_on is not None and "PyTorch's own default is off" in torch_on
+    )
+    assert tf32_prediction_note("fp32", False, "torch") == TF32_OFF
     assert tf32_prediction_note("fp32", False) == TF32_OFF
     assert tf32_prediction_note("mixed_float16", True) is None
     assert "float16" in (tf32_prediction_note("mixed_float16", False) or "")

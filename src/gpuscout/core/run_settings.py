@@ -22,6 +22,12 @@ TRAINING_PRECISION = "mixed_float16"
 # TensorFlow's default) and read back from TensorFlow into the run's env (``tf32_enabled``).
 TF32_ON = "TF32 tensor cores for float32 matmuls (TensorFlow's default)"
 TF32_OFF = "matmuls in float32 on CUDA cores (TF32 off)"
+# a plain PyTorch --model: on by gpuscout's default too, which is not PyTorch's own
+TF32_ON_TORCH = (
+    "TF32 tensor cores for float32 matmuls and convolutions (gpuscout's default, as bench sets "
+    "it on PyTorch: torch.set_float32_matmul_precision('high'); PyTorch's own default is off: "
+    "--no-tf32)"
+)
 TF32_HELP = (
     "TF32 tensor cores for float32 matmuls and convolutions on Ampere and newer GPUs "
     "(default: on, TensorFlow's default; --no-tf32 runs them in float32 on CUDA cores, as "
@@ -29,14 +35,17 @@ TF32_HELP = (
 )
 
 
-def tf32_prediction_note(precision: str, tf32: bool) -> str | None:
+def tf32_prediction_note(precision: str, tf32: bool, backend: str = "tensorflow") -> str | None:
     """What the TF32 setting means for a prediction, or None where it means nothing to say.
 
     Only float32 matmuls use TF32: under mixed precision the matmuls are FP16/BF16 whatever the
-    switch says, so ``--no-tf32`` there is accepted but said to change nothing for them.
+    switch says, so ``--no-tf32`` there is accepted but said to change nothing for them. On
+    ``torch`` the default is said as gpuscout's: PyTorch itself leaves TF32 off.
     """
     if precision == "fp32":
-        return TF32_ON if tf32 else TF32_OFF
+        if not tf32:
+            return TF32_OFF
+        return TF32_ON_TORCH if backend == "torch" else TF32_ON
     if not tf32:
         return (
             f"TF32 off: changes nothing for the matmuls, which run in "

@@ -178,7 +178,7 @@ def _backend(req: PredictRequest) -> str:
 
 def _tf32_notes(req: PredictRequest, precision: str) -> list[str]:
     """The TF32 assumption line, when there is one (see tf32_prediction_note)."""
-    note = tf32_prediction_note(precision, req.tf32)
+    note = tf32_prediction_note(precision, req.tf32, req.backend)
     return [note] if note else []
 
 
