@@ -76,7 +76,9 @@ def run(job: Job) -> RunResult:
         return _measure(torch, job, device)
 
 
-def _batch(config: BenchConfig, workload: Workload | None, device: Device) -> int:
+def default_batch(config: BenchConfig, workload: Workload | None, device: Device) -> int:
+    """The batch a run trains at: ``--batch-size``, else the workload's default on this kind
+    of device (a user's model: every backend's ``MODEL_BATCH``); DDP's workers split it too."""
     if config.batch_size:
         return config.batch_size
     if workload is None:
@@ -101,7 +103,7 @@ def prepare(
     import keras
 
     prep = Prepared()
-    batch = _batch(config, workload, device)
+    batch = default_batch(config, workload, device)
     if not config.batch_size:
         prep.assumptions.append(
             f"batch size {batch}: gpuscout's default on a {device.kind} (article 001 uses 256 "

@@ -37,7 +37,8 @@ from typing import Any
 
 from gpuscout.core.errors import UserError
 from gpuscout.core.step_ir import StepIR
-from gpuscout.measure.backends.torch.aten_ops import DTYPES, AtenOp, TensorRef
+from gpuscout.measure.backends.torch.aten_ops import AtenOp
+from gpuscout.measure.backends.torch.op_recorder import OpRecorder, nbytes
 from gpuscout.measure.backends.torch.to_hlo import to_hlo
 
 # GradScaler's first scale (``torch.amp.GradScaler(init_scale=2**16)``)
@@ -126,13 +127,13 @@ def capture(
     if precision != "fp32":
         dtype = torch.float16 if precision == "mixed_float16" else torch.bfloat16
         autocast = torch.autocast("cpu", dtype=dtype)
-    recorder = _Recorder(torch)
+    recorder = OpRecorder(torch)
     trainable = [p for p in module.parameters() if p.requires_grad]
     frozen = [p for p in module.parameters() if not p.requires_grad]
     sizes = {
         "params": sum(int(p.numel()) for p in trainable),
-        "param_bytes": sum(_nbytes(p) for p in trainable),
-        "frozen_bytes": sum(_nbytes(p) for p in frozen),
+        "param_bytes": sum(nbytes(p) for p in trainable),
+        "frozen_bytes": sum(nbytes(p) for p in frozen),
         "optimizer_state_bytes": 0,
     }
     if kind == "forward":
@@ -150,14 +151,14 @@ def capture(
         _step(torch, parts, module, optimizer, inputs, targets, autocast, scaled, None)
         _step(torch, parts, module, optimizer, inputs, targets, autocast, scaled, recorder)
     sizes["optimizer_state_bytes"] = sum(
-        _nbytes(v) for state in optimizer.state.values() for v in state.values()
+        nbytes(v) for state in optimizer.state.values() for v in state.values()
         if isinstance(v, torch.Tensor)
     )  # fmt: skip
     return recorder.ops, sizes
 
 
 def _step(torch: Any, parts: Any, module: Any, optimizer: Any, inputs: Any, targets: Any,
-          autocast: Any, scaled: bool, recorder: _Recorder | None) -> None:  # fmt: skip
+          autocast: Any, scaled: bool, recorder: OpRecorder | None) -> None:  # fmt: skip
     """One training step, recorded by ``recorder`` (None: run only)."""
     with recorder if recorder is not None else contextlib.nullcontext():
         with autocast:
@@ -174,10 +175,6 @@ def _step(torch: Any, parts: Any, module: Any, optimizer: Any, inputs: Any, targ
             recorder.phase = "optimizer"
         optimizer.step()
         optimizer.zero_grad()
-
-
-def _nbytes(t: Any) -> int:
-    return int(t.numel()) * int(t.element_size())
 
 
 def _to_fake(torch: Any, module: Any, mode: Any) -> None:
@@ -212,65 +209,6 @@ def _fake_tree(torch: Any, value: Any, mode: Any) -> Any:
     if isinstance(value, tuple | list):
         return type(value)(_fake_tree(torch, v, mode) for v in value)
     return value
-
-
-def _recorder_base() -> Any:
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    return TorchDispatchMode
-
-
-class _Recorder(_recorder_base()):  # type: ignore[misc]
-    """Records every aten op dispatched while it is active (below autograd and autocast: the
-    ops a GPU would run), in order, with the phase of the step it ran in."""
-
-    def __init__(self, torch: Any) -> None:
-        super().__init__()
-        self.torch = torch
-        self.ops: list[AtenOp] = []
-        self.phase = "forward"
-        self._held: list[Any] = []  # every tensor seen, so that no id is reused
-
-    def ref(self, t: Any) -> TensorRef:
-        self._held.append(t)
-        return TensorRef(id(t), DTYPES.get(str(t.dtype), "f32"), tuple(int(s) for s in t.shape))
-
-    def _value(self, v: Any) -> Any:
-        if isinstance(v, self.torch.Tensor):
-            return self.ref(v)
-        if isinstance(v, list | tuple):
-            return [self._value(x) for x in v]
-        if v is None or isinstance(v, bool | int | float | str):
-            return v
-        return str(v)
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        namespace, _, name = func._schema.name.partition("::")
-        if namespace != "aten":
-            return out
-        phase = self.phase
-        if phase == "backward" and self._recomputing():
-            phase = "recompute"
-        named: dict[str, Any] = {}
-        for i, a in enumerate(func._schema.arguments):
-            given = args[i] if i < len(args) else kwargs.get(a.name, a.default_value)
-            named[a.name] = self._value(given)
-        outputs: list[TensorRef | None] = []
-        for o in out if isinstance(out, tuple | list) else [out]:
-            if isinstance(o, list | tuple):
-                outputs.extend(self.ref(x) for x in o if isinstance(x, self.torch.Tensor))
-            else:
-                outputs.append(self.ref(o) if isinstance(o, self.torch.Tensor) else None)
-        self.ops.append(AtenOp(name, named, outputs, phase))
-        return out
-
-    def _recomputing(self) -> bool:
-        """Inside the autograd engine with gradients on: a checkpointed region's forward run
-        again (``torch.utils.checkpoint`` recomputes under ``enable_grad``), where the
-        engine's own backward ops run with gradients off."""
-        return bool(self.torch.is_grad_enabled()) and self.torch._C._current_graph_task_id() >= 0
 
 
 __all__ = ["capture", "forward_hlo", "user_step_hlo"]

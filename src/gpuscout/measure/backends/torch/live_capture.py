@@ -25,7 +25,7 @@ import numpy as np
 
 from gpuscout.core.step_ir import StepIR
 from gpuscout.measure.backends.torch.aten_ops import AtenOp
-from gpuscout.measure.backends.torch.capture import _nbytes, _Recorder
+from gpuscout.measure.backends.torch.op_recorder import OpRecorder, nbytes
 from gpuscout.measure.backends.torch.runtime import import_torch, keras_on_torch
 from gpuscout.measure.backends.torch.to_hlo import to_hlo
 
@@ -52,7 +52,7 @@ def live_step_hlo(model: Any, batch: int, precision: str) -> StepIR:
         clone = keras.models.clone_model(model)
         fresh = type(built.optimizer).from_config(built.optimizer.get_config())
     mode = FakeTensorMode(allow_non_fake_inputs=True)
-    recorder = _Recorder(torch)
+    recorder = OpRecorder(torch)
     scaled = precision == "mixed_float16"
 
     def mark(phase: str) -> None:
@@ -85,13 +85,13 @@ def live_step_hlo(model: Any, batch: int, precision: str) -> StepIR:
     return StepIR(
         hlo=to_hlo(recorder.ops, name),
         params=sum(int(t.numel()) for t in trainable),
-        param_bytes=sum(_nbytes(t) for t in trainable),
+        param_bytes=sum(nbytes(t) for t in trainable),
         optimizer_state_bytes=sum(
-            _nbytes(v.value) for v in fresh.variables if "float" in str(v.dtype)
+            nbytes(v.value) for v in fresh.variables if "float" in str(v.dtype)
         ),
         tf_version=f"torch {torch.__version__}",
         model_name=name,
-        frozen_bytes=sum(_nbytes(v.value) for v in clone.non_trainable_variables),
+        frozen_bytes=sum(nbytes(v.value) for v in clone.non_trainable_variables),
         notes="; ".join(notes),
     )
 

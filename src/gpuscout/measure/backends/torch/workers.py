@@ -70,7 +70,7 @@ def _measure(torch: Any, job: Job, device: Device, group: ddp.Group) -> RunResul
     config = job.config
     job.on_phase(BUILDING)
     per, whole = distribute.batches(
-        config, group.world, backend._batch(config, job.workload, device)
+        config, group.world, backend.default_batch(config, job.workload, device)
     )
     global_config = config.model_copy(update={"batch_size": whole, "global_batch_size": None})
     prep, x, y = backend.prepare(torch, global_config, job.workload, job.model_spec, device)
