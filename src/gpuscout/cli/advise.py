@@ -79,10 +79,10 @@ def register(sub: Any) -> None:
 
     m = sub.add_parser(
         "memory",
-        help="does training fit in GPU memory (Keras workload or LLM)",
+        help="does training fit in GPU memory (a workload, your model or an LLM)",
         description="Does training fit in one GPU's memory, and if not, on how many GPUs with "
-        "the model states sharded (ZeRO-3/FSDP)? Either a built-in workload, its memory "
-        "counted from the compiled step (weights, gradients, optimizer state, activations), "
+        "the model states sharded (ZeRO-3/FSDP)? Either a built-in workload or your --model, its "
+        "memory counted from the traced step (weights, gradients, optimizer state, activations), "
         "or a transformer LLM described by --params, --layers, --hidden and --heads, trained "
         "in full, with LoRA or with QLoRA (standard estimates, printed by component). Every "
         "catalog GPU is checked unless --gpu names some.",

@@ -61,7 +61,8 @@ def register(sub: Any) -> None:
     what.add_argument(
         "--model",
         type=model_spec,
-        help="your model: FILE.py:FUNCTION (returns a keras.Model) or FILE.keras",
+        help="your model: FILE.py:FUNCTION returning a keras.Model or a plain torch.nn.Module "
+        "(docs/torch.md), or FILE.keras",
     )
     what.add_argument(
         "--data",
