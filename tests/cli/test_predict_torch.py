@@ -74,6 +74,18 @@ def test_a_module_without_example_batch_is_one_line_from_predict(tmp_path: Path)
     r = run_in_process("predict", "--model", f"{path}:build", *GPUS, stderr_file=True)
     assert r.code == 2 and "RuntimeError: shapes disagree" in r.err, r.err
     assert "loss.backward()" in r.err and "keras" not in r.err.lower(), r.err
+    # nothing to train (a buffer, no parameter): said so, not the default optimizer's complaint
+    path.write_text(
+        "import torch\n\n\nclass Frozen(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('w', torch.randn(4, 2))\n\n"
+        "    def forward(self, x):\n        return x @ self.w\n\n"
+        "    def example_batch(self, n):\n"
+        "        return torch.randn(n, 4), torch.randn(n, 2)\n\n\n"
+        "def build():\n    return Frozen()\n"
+    )
+    r = run_in_process("predict", "--model", f"{path}:build", *GPUS, stderr_file=True)
+    assert r.code == 2 and "has no trainable parameter" in r.err, r.err
 
 
 def test_torch_refusals_name_what_works() -> None:

@@ -141,6 +141,7 @@ def capture(
         with mode, torch.no_grad(), recorder, autocast:
             parts.forward(inputs)
         return recorder.ops, sizes
+    parts.require_trainable()
     module.train()
     with mode:
         optimizer = parts.make_optimizer(module.parameters())

@@ -48,17 +48,8 @@ def has_4d_tensor(torch: Any, data: Any) -> bool:
 
 def make_optimizer(torch: Any, parts: TorchParts) -> Any:
     """The module's optimizer, made over its parameters once they are on the device (an
-    optimizer made before the move would hold the CPU copies' state). A module with no
-    trainable parameter is refused first: there is nothing to train, and the optimizer's own
-    complaint (an empty parameter list) would blame a make_optimizer the module may not have."""
-    if not any(p.requires_grad for p in parts.module.parameters()):
-        raise UserError(
-            f"--model {parts.label}: the {type(parts.module).__name__} it returned has no "
-            "trainable parameter (none with requires_grad), so there is no training step "
-            "to measure.",
-            "give it torch.nn.Parameter weights (a registered buffer is not trained), or "
-            "measure serving with --mode inference.",
-        )
+    optimizer made before the move would hold the CPU copies' state)."""
+    parts.require_trainable()
     try:
         optimizer = parts.make_optimizer(parts.module.parameters())
     except Exception as exc:

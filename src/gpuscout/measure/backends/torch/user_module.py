@@ -57,6 +57,20 @@ class TorchParts:
             return self.module(*given)
         return self.module(given)
 
+    def require_trainable(self) -> None:
+        """UserError when no parameter of the module requires a gradient: there is no training
+        step, and the optimizer's own complaint (an empty parameter list) would blame a
+        make_optimizer the module may not have. Checked by every training step (bench, soak,
+        the capture for predict), not by a forward pass (inference needs no trainable
+        weight)."""
+        if not any(p.requires_grad for p in self.module.parameters()):
+            raise UserError(
+                f"--model {self.label}: the {type(self.module).__name__} it returned has no "
+                "trainable parameter (none with requires_grad), so it has no training step.",
+                "give it torch.nn.Parameter weights (a registered buffer is not trained), or "
+                "predict serving with --mode inference.",
+            )
+
 
 def load(spec: FunctionSpec, batch: int) -> TorchParts:
     """The user's module and one example batch of ``batch`` samples, checked against the
