@@ -39,8 +39,12 @@ def test_soak_on_torch_stores_a_keras_run_and_a_plain_module_run(tmp_path: Path)
     assert set(runs) == {"mlp", f"{TORCH_CNN}:build"}
     for run in runs.values():
         assert run["xla"] is False and run["stop_reason"].startswith("soak: ")
-        assert run["samples_per_second"] > 0
     shown = run_in_process("runs", "show", str(runs["mlp"]["id"]), "--db", db, "--json").json()
+    # a rate only from the steps of whole windows, which a 1.2 s soak on a busy machine may
+    # not have: stored with its steps, or neither
+    rate = shown["samples_per_second"]
+    assert (rate is None) == (shown["measured_steps"] == 0), shown
+    assert rate is None or 0 < rate["ci_low"] <= rate["median"] <= rate["ci_high"]
     said = " ".join(shown["assumptions"])
     assert "Keras 3 on PyTorch, the eager step bench times" in said and "every loss" in said
     shown = run_in_process("runs", "show", str(runs[f"{TORCH_CNN}:build"]["id"]), "--db", db,
