@@ -24,9 +24,9 @@ from gpuscout.cli.parser import (
     SEQ_LEN,
     STEPS,
     DefaultBackend,
-    backend_typed,
     comma_items,
     model_spec,
+    resolved_backend,
 )
 from gpuscout.core.errors import UserError
 from gpuscout.core.run_settings import PRECISIONS
@@ -357,9 +357,7 @@ def job_spec(args: argparse.Namespace, backend: str = DefaultBackend("tensorflow
     if getattr(args, "seq_len", None):
         dims["seq_len"] = args.seq_len
     if model:
-        from gpuscout.measure.user_spec import backend_for_model, parse_model_spec
-
-        backend = backend_for_model(backend, backend_typed(backend), parse_model_spec(model))
+        backend = resolved_backend(backend, model)
     run = None
     if run_id is not None:
         from gpuscout.store import Store
@@ -367,7 +365,8 @@ def job_spec(args: argparse.Namespace, backend: str = DefaultBackend("tensorflow
         with Store(args.db, readonly=True) as store:
             run = store.get(run_id)
         if run is not None and run.config.model and not model:
-            backend = _run_backend(backend, run.config.model)
+            # a stored run's plain PyTorch model is traced on PyTorch, whatever the default
+            backend = resolved_backend(DefaultBackend(backend), run.config.model)
     return JobSpec(
         workload=workload,
         model=model,
@@ -382,14 +381,3 @@ def job_spec(args: argparse.Namespace, backend: str = DefaultBackend("tensorflow
         backend=backend,
         dims=dims,
     )
-
-
-def _run_backend(backend: str, model: str) -> str:
-    """The backend a stored run's model is traced on: PyTorch for a plain PyTorch module,
-    else the command's (a model file gone since is left to the trace to report)."""
-    from gpuscout.measure.user_spec import backend_for_model, parse_model_spec
-
-    try:
-        return backend_for_model(backend, False, parse_model_spec(model, check=False))
-    except UserError:
-        return backend
