@@ -18,7 +18,6 @@ use ``port_base``. Anything malformed is one line naming the variable and its va
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,7 +26,8 @@ from gpuscout.core.errors import UserError
 from gpuscout.core.limits import check_workers
 from gpuscout.core.ranges import NotWhole, whole
 from gpuscout.core.text import is_printable
-from gpuscout.scale.slurm_nodes import TOO_MANY, count_nodelist, expand_nodelist
+from gpuscout.scale.cluster_env import SRUN_FIX, first_set, need, whole_var
+from gpuscout.scale.slurm_nodes import TOO_MANY, count_nodelist, expand_nodelist, tasks_per_node
 
 KINDS = ("auto", "slurm", "skypilot", "tf-config", "manual")
 # auto tries these in this order: TF_CONFIG is the most specific (Ray Train or a Kubernetes
@@ -42,10 +42,6 @@ MIN_PORT = 1024  # below: privileged ports, which a training job should not need
 MAX_PORT = 65535
 # The --task-index range (cli/parser.py TASK_INDEX): ten thousand workers in one run.
 MAX_CLUSTER_WORKERS = 10_000
-# The most a count variable may say before it is compared with the lists it counts: nine digits,
-# as Slurm's own 32-bit counters (a larger value is refused as malformed, not as too many).
-MAX_COUNT = 999_999_999
-SRUN_FIX = "start every task with srun (srun gpuscout bench --cluster slurm ...), which sets them"
 
 
 @dataclass(frozen=True)
@@ -162,11 +158,11 @@ def _manual(workers: list[str], task_index: int | None) -> Cluster:
 
 
 def _slurm(env: Mapping[str, str], base: int, expand: Callable[[str], list[str]]) -> Cluster:
-    rank_text = _need(env, "SLURM_PROCID")  # first: unset, this is no task of a job step
-    name, text = _first(env, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
-    nt_name, nt_text = _first(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS")
-    ntasks = _whole(nt_name, nt_text, 1)
-    rank = _whole("SLURM_PROCID", rank_text, 0)
+    rank_text = need(env, "SLURM_PROCID")  # first: unset, this is no task of a job step
+    name, text = first_set(env, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
+    nt_name, nt_text = first_set(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS")
+    ntasks = whole_var(nt_name, nt_text, 1)
+    rank = whole_var("SLURM_PROCID", rank_text, 0)
     # Every bound before anything is expanded: each node runs a task at least, so a node list
     # naming more nodes than one run may have workers is refused from its text alone.
     if ntasks > MAX_CLUSTER_WORKERS:
@@ -194,7 +190,7 @@ def _slurm(env: Mapping[str, str], base: int, expand: Callable[[str], list[str]]
                         "set it as Slurm writes it, e.g. host[01-04,07].")  # fmt: skip
     if rank >= ntasks:
         raise UserError(f"SLURM_PROCID={rank} with {nt_name}={ntasks}.", SRUN_FIX + " together.")
-    per_node, tpn = _tasks_per_node(env, len(nodes), ntasks)
+    per_node, tpn = tasks_per_node(env, len(nodes), ntasks)
     if len(per_node) != len(nodes):
         raise UserError(
             f"{tpn} names {len(per_node)} nodes but {name}={text} has {len(nodes)}.",
@@ -216,55 +212,12 @@ def _slurm(env: Mapping[str, str], base: int, expand: Callable[[str], list[str]]
     return Cluster(workers, rank, "slurm", line, per_node[node])
 
 
-def _tasks_per_node(env: Mapping[str, str], nodes: int, ntasks: int) -> tuple[list[int], str]:
-    """Tasks on each node, and the variable that said so (as shown in errors)."""
-    name, text = _first(env, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", need=False)
-    if text:
-        counts = _task_counts(name, text, nodes)
-        return counts, f"{name}={text}"
-    if text := env.get("SLURM_NTASKS_PER_NODE", "").strip():
-        each = _whole("SLURM_NTASKS_PER_NODE", text, 1)
-        return [each] * nodes, f"SLURM_NTASKS_PER_NODE={text}"
-    if ntasks == nodes:
-        return [1] * nodes, "one task per node"
-    raise UserError(
-        f"SLURM_TASKS_PER_NODE is not set and {ntasks} tasks do not fall one per node "
-        f"on {nodes} nodes.",
-        SRUN_FIX + ".",
-    )
-
-
-# One item of a Slurm task count list: "2", or "2(x3)" for three nodes of two tasks each.
-_TASK_COUNT = re.compile(r"\s*([0-9]+)\s*(?:\(\s*x\s*([0-9]+)\s*\))?\s*")
-
-
-def _task_counts(name: str, text: str, nodes: int) -> list[int]:
-    """``2(x3),1`` -> [2, 2, 2, 1], as Slurm writes SLURM_TASKS_PER_NODE; each repeat bounded
-    by the ``nodes`` of the node list before it is expanded (``1(x999999999)`` would be a
-    billion-item list), so a list longer than the node list stops at the first node too many
-    (the caller then names the mismatch)."""
-    counts: list[int] = []
-    for item in text.split(","):
-        m = _TASK_COUNT.fullmatch(item)
-        if m is None:
-            raise UserError(
-                f"{name}={text!r} is not a Slurm task count list.",
-                "set it as Slurm writes it, e.g. 2(x3),1 (or " + SRUN_FIX + ").",
-            )
-        each = _whole(name, m.group(1), 1)
-        times = _whole(name, m.group(2), 1) if m.group(2) else 1
-        counts.extend([each] * min(times, nodes + 1 - len(counts)))
-        if len(counts) > nodes:
-            break
-    return counts
-
-
 def _check_place(env: Mapping[str, str], rank: int, node: int, local: int, host: str) -> None:
     """Slurm's own SLURM_NODEID/SLURM_LOCALID must agree with the block layout assumed, or
     every task would compute another list (a cyclic --distribution, say)."""
     for var, expected in (("SLURM_NODEID", node), ("SLURM_LOCALID", local)):
         text = env.get(var, "").strip()
-        if text and _whole(var, text, 0) != expected:
+        if text and whole_var(var, text, 0) != expected:
             raise UserError(
                 f"{var}={text} but task {rank} is task {local} of node {node} ({host}) in "
                 "Slurm's block layout: the tasks were laid out another way.",
@@ -273,7 +226,7 @@ def _check_place(env: Mapping[str, str], rank: int, node: int, local: int, host:
 
 
 def _skypilot(env: Mapping[str, str], base: int) -> Cluster:
-    text = _need(env, "SKYPILOT_NODE_IPS")
+    text = need(env, "SKYPILOT_NODE_IPS")
     ips = [line.strip() for line in text.splitlines() if line.strip()]
     if any("," in ip or not _host_ok(ip) for ip in ips):
         raise UserError(
@@ -281,19 +234,21 @@ def _skypilot(env: Mapping[str, str], base: int) -> Cluster:
             "set it as SkyPilot does: each node's IP on its own line.",
         )
     count = env.get("SKYPILOT_NUM_NODES", "").strip()
-    if count and _whole("SKYPILOT_NUM_NODES", count, 1) != len(ips):
+    if count and whole_var("SKYPILOT_NUM_NODES", count, 1) != len(ips):
         raise UserError(
             f"SKYPILOT_NUM_NODES={count} but SKYPILOT_NODE_IPS has {len(ips)} lines.",
             "run under SkyPilot (sky launch with num_nodes), which sets them together.",
         )
-    rank = _whole("SKYPILOT_NODE_RANK", _need(env, "SKYPILOT_NODE_RANK"), 0)
+    rank = whole_var("SKYPILOT_NODE_RANK", need(env, "SKYPILOT_NODE_RANK"), 0)
     if rank >= len(ips):
         raise UserError(
             f"SKYPILOT_NODE_RANK={rank} with {len(ips)} nodes in SKYPILOT_NODE_IPS.",
             "run under SkyPilot, which sets them together.",
         )
     gpus = env.get("SKYPILOT_NUM_GPUS_PER_NODE", "").strip()
-    each = f", each using its {_whole('SKYPILOT_NUM_GPUS_PER_NODE', gpus, 0)} GPUs" if gpus else ""
+    each = (
+        f", each using its {whole_var('SKYPILOT_NUM_GPUS_PER_NODE', gpus, 0)} GPUs" if gpus else ""
+    )
     workers = _addresses(ips, base)
     line = (
         f"skypilot: {len(ips)} nodes{each}, this is node {rank}, listening on "
@@ -303,7 +258,7 @@ def _skypilot(env: Mapping[str, str], base: int) -> Cluster:
 
 
 def _tf_config(env: Mapping[str, str]) -> Cluster:
-    text = _need(env, "TF_CONFIG")
+    text = need(env, "TF_CONFIG")
     shown = text if len(text) <= 200 else text[:200] + "..."
     fix = 'set it as JSON: {"cluster": {"worker": ["host:port", ...]}, "task": {"type": '
     fix += '"worker", "index": 0}}.'
@@ -397,39 +352,3 @@ def _on_host(workers: list[str], rank: int | None) -> int:
         return 1
     host = workers[rank].rpartition(":")[0]
     return sum(1 for w in workers if w.rpartition(":")[0] == host)
-
-
-def _first(env: Mapping[str, str], *names: str, need: bool = True) -> tuple[str, str]:
-    """The first of ``names`` set in ``env`` (name, value); UserError if none and ``need``."""
-    for name in names:
-        if value := env.get(name, "").strip():
-            return name, value
-    if need:
-        raise UserError(f"{' / '.join(names)} is not set.", SRUN_FIX + ".")
-    return names[0], ""
-
-
-def _need(env: Mapping[str, str], name: str) -> str:
-    """The value of ``name``; UserError naming the manager that sets it when it is unset."""
-    if value := env.get(name, "").strip():
-        return value
-    if name.startswith("SLURM"):
-        raise UserError(
-            f"{name} is not set: this is not a task of a Slurm job step.", SRUN_FIX + "."
-        )
-    where = "SkyPilot (sky launch with num_nodes)" if name.startswith("SKY") else "TF_CONFIG"
-    raise UserError(f"{name} is not set.", f"run under {where}, or pick another --cluster.")
-
-
-def _whole(name: str, text: str, least: int) -> int:
-    """``text`` (the value of variable ``name``) as a whole number from ``least`` to
-    :data:`MAX_COUNT`, by the one strict parser (:func:`gpuscout.core.ranges.whole`: ASCII digits
-    only, so ``SLURM_PROCID=²`` is refused here rather than end in ``int()``'s traceback)."""
-    try:
-        return whole(text, least, MAX_COUNT)
-    except NotWhole:
-        raise UserError(
-            f"{name}={text!r} is not a whole number of at least {least} (ASCII digits 0-9, "
-            f"at most {MAX_COUNT:,}).",
-            "set it as the cluster manager does, or pick another --cluster.",
-        ) from None

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import builtins
 import sys
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,6 @@ from sqlalchemy.exc import DatabaseError, OperationalError
 from gpuscout.core.errors import UserError
 from gpuscout.core.records import RunResult
 from gpuscout.store import schema
-from gpuscout.store.content_hash import content_hash
 from gpuscout.store.engines import (
     WRITABLE_FIX,
     check_sqlite_path,
@@ -40,6 +38,7 @@ from gpuscout.store.engines import (
     sqlite_engine,
     sqlite_readonly_engine,
 )
+from gpuscout.store.import_batches import IMPORT_BATCH, insert_in_batches
 from gpuscout.store.reading import (
     UnreadableRun,
     check_not_a_loop,
@@ -49,13 +48,11 @@ from gpuscout.store.reading import (
     parse_run,
     say_skipped,
 )
-from gpuscout.store.rows import RunRow, insert_batch, stored_counts
+from gpuscout.store.rows import RunRow
 from gpuscout.store.unsaved import unsaved_file
 
 MIGRATION_LOCK = 0x6770_7573  # pg_advisory_xact_lock key: "gpus"
-IMPORT_LOCK = 0x6770_696D  # "gpim": imports that skip stored runs, one at a time (PostgreSQL)
 LIST_SKIP = ("result_json", "step_times_json", "monitor_json", "content_hash")
-IMPORT_BATCH = 500  # runs validated and inserted per batch of an import (one transaction)
 
 
 class Store:
@@ -294,45 +291,8 @@ class Store:
         importing a file again, or again after an interruption, stores nothing twice, while
         two alike runs of one file (``bench`` stores every measurement) stay two. (A
         measurement just made is new by construction and stored as given.)"""
-        count, first, last = 0, None, None
-        # copies of each hash stored before this import, and met so far in its file: the
-        # k-th copy in the file is skipped while the store held k or more before (two alike
-        # runs of one export stay two; the same file again stores nothing)
-        before: dict[str, int] = {}
-        met: Counter[str] = Counter()
-
-        def store(conn: Any, batch: list[RunResult]) -> None:
-            nonlocal count, first, last
-            digests = [content_hash(r) for r in batch]
-            if once:
-                new = [h for h in dict.fromkeys(digests) if h not in before]
-                before.update(dict.fromkeys(new, 0) | (stored_counts(conn, new) if new else {}))
-                keep = []
-                for h, r in zip(digests, batch, strict=True):
-                    met[h] += 1
-                    if met[h] <= before[h]:
-                        if on_skipped:
-                            on_skipped(r)
-                        continue
-                    keep.append((h, r))
-                digests, batch = [h for h, _ in keep], [r for _, r in keep]
-            for saved in insert_batch(conn, batch, digests):
-                count, first, last = count + 1, first or saved.id, saved.id
-                if on_saved:
-                    on_saved(saved)
-
         try:
-            with self.engine.begin() as conn:
-                if once and conn.dialect.name == "postgresql":  # SQLite: BEGIN IMMEDIATE
-                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": IMPORT_LOCK})
-                batch: list[RunResult] = []
-                for result in results:
-                    batch.append(result)
-                    if len(batch) < IMPORT_BATCH:
-                        continue
-                    store(conn, batch)
-                    batch = []
-                store(conn, batch)
+            count, first, last = insert_in_batches(self.engine, results, on_saved, once, on_skipped)
             if count:
                 self._announce_new()
         except (OperationalError, DatabaseError) as exc:
