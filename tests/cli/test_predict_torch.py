@@ -145,3 +145,25 @@ def test_compile_predicts_the_fused_step_and_says_so() -> None:
     assert shown.code == 0 and "compiled (torch.compile): the captured step's kernels" in said
     keras = run_in_process("predict", "--workload", "mlp", "--compile")
     assert keras.code == 2 and "--workload mlp is a Keras model" in keras.err, keras.err
+
+
+def test_a_make_optimizer_returning_no_optimizer_is_named_by_predict_as_by_bench(
+    tmp_path: Path,
+) -> None:
+    """The capture makes the optimizer as bench does (``module_step.make_optimizer``), so a
+    ``make_optimizer`` returning something else is the same one line, not an AttributeError
+    from deep in the captured step."""
+    path = tmp_path / "badopt.py"
+    path.write_text(
+        "import torch\n\n\nclass M(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.lin = torch.nn.Linear(4, 2)\n\n"
+        "    def forward(self, x):\n        return self.lin(x)\n\n"
+        "    def example_batch(self, n):\n"
+        "        return torch.randn(n, 4), torch.randint(0, 2, (n,))\n\n"
+        "    def make_optimizer(self, parameters):\n        return 'sgd'\n\n\n"
+        "def build():\n    return M()\n"
+    )
+    r = run_in_process("predict", "--model", f"{path}:build", *GPUS, stderr_file=True)
+    assert r.code == 2 and "returned str, not a torch.optim.Optimizer" in r.err, r.err
+    assert "Traceback" not in r.err
